@@ -1,0 +1,107 @@
+"""What the model sees: the path root->leaf folded through compactions and prunes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from contextd.model import (
+    BranchSummaryEntry,
+    CompactionEntry,
+    Entry,
+    HandoffEntry,
+    Message,
+    MessageEntry,
+    PruneEntry,
+    ToolResultMessage,
+    UserMessage,
+)
+
+COMPACTION_PREAMBLE = (
+    "The conversation history before this point was compacted into the following summary:\n\n"
+)
+BRANCH_SUMMARY_PREAMBLE = (
+    "The following is a summary of a branch that this conversation came back from:\n\n"
+)
+HANDOFF_PREAMBLE = (
+    "This session continues work handed off from a previous session. The handoff document:\n\n"
+)
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    """One message of the model's context and the entry it comes from."""
+
+    entry_id: str
+    message: Message
+
+
+def latest_compaction_index(path: Sequence[Entry]) -> int | None:
+    for index in range(len(path) - 1, -1, -1):
+        if isinstance(path[index], CompactionEntry):
+            return index
+    return None
+
+
+def visible_entries(path: Sequence[Entry]) -> list[Entry]:
+    """The entries of the path the model still sees, in order.
+
+    With a compaction on the path these are: the compaction itself, the entries from its
+    firstKeptEntryId up to it, then everything after it.
+    """
+    compaction_at = latest_compaction_index(path)
+    if compaction_at is None:
+        return list(path)
+    compaction = path[compaction_at]
+    assert isinstance(compaction, CompactionEntry)
+    kept_from = compaction_at
+    for index in range(compaction_at):
+        if path[index].id == compaction.firstKeptEntryId:
+            kept_from = index
+            break
+    return [compaction, *path[kept_from:compaction_at], *path[compaction_at + 1 :]]
+
+
+def pruned_entry_ids(path: Sequence[Entry]) -> set[str]:
+    pruned: set[str] = set()
+    for entry in path:
+        if isinstance(entry, PruneEntry):
+            pruned.update(entry.entryIds)
+    return pruned
+
+
+def pruned_placeholder(tokens: int) -> str:
+    return f"[Output pruned: {tokens} tokens]"
+
+
+def entry_message(entry: Entry) -> Message | None:
+    """The message an entry contributes to the context, if any (prunes not applied)."""
+    if isinstance(entry, MessageEntry):
+        return entry.message
+    if isinstance(entry, CompactionEntry):
+        return UserMessage(content=COMPACTION_PREAMBLE + entry.summary)
+    if isinstance(entry, BranchSummaryEntry):
+        return UserMessage(content=BRANCH_SUMMARY_PREAMBLE + entry.summary)
+    if isinstance(entry, HandoffEntry):
+        return UserMessage(content=HANDOFF_PREAMBLE + entry.document)
+    return None
+
+
+def build_context(path: Sequence[Entry], entry_tokens: Mapping[str, int]) -> list[ContextItem]:
+    """The model's context for the leaf at the end of `path`.
+
+    `entry_tokens` gives each entry's counted tokens, used to tell the model how much a
+    pruned tool result held.
+    """
+    pruned = pruned_entry_ids(path)
+    items: list[ContextItem] = []
+    for entry in visible_entries(path):
+        message = entry_message(entry)
+        if message is None:
+            continue
+        if entry.id in pruned and isinstance(message, ToolResultMessage):
+            message = message.model_copy(
+                update={"content": pruned_placeholder(entry_tokens.get(entry.id, 0))}
+            )
+        items.append(ContextItem(entry.id, message))
+    return items

@@ -1,0 +1,354 @@
+"""The data of contextd: messages, session entries, usage and settings.
+
+These pydantic models are the one definition of what a session file line, a
+request's message and a setting look like. Field names follow the wire format
+(camelCase) so that a model dumps to exactly what is stored and sent.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+MAX_TEXT_CHARS = 4_000_000
+"""The largest single text a client may send; beyond it the request is refused."""
+
+
+class Strict(BaseModel):
+    """Rejects unknown fields, so a typo in a client's message is an error, not lost data."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# --- content blocks ---------------------------------------------------------
+
+Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
+
+
+class TextContent(Strict):
+    type: Literal["text"] = "text"
+    text: Text
+
+
+class ImageContent(Strict):
+    type: Literal["image"] = "image"
+    data: Text
+    mimeType: str
+
+
+class ThinkingContent(Strict):
+    type: Literal["thinking"] = "thinking"
+    thinking: Text
+    signature: str | None = None
+
+
+class ToolCall(Strict):
+    type: Literal["toolCall"] = "toolCall"
+    id: Annotated[str, Field(min_length=1, max_length=256)]
+    name: Annotated[str, Field(min_length=1, max_length=256)]
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+UserBlock = Annotated[Union[TextContent, ImageContent], Field(discriminator="type")]
+AssistantBlock = Annotated[
+    Union[TextContent, ThinkingContent, ToolCall], Field(discriminator="type")
+]
+
+
+# --- messages ---------------------------------------------------------------
+
+
+class Usage(Strict):
+    """Token usage a provider reported for one assistant answer."""
+
+    input: Annotated[int, Field(ge=0)] = 0
+    output: Annotated[int, Field(ge=0)] = 0
+    cacheRead: Annotated[int, Field(ge=0)] = 0
+    cacheWrite: Annotated[int, Field(ge=0)] = 0
+    total: Annotated[int, Field(ge=0)] | None = None
+
+    @property
+    def context_tokens(self) -> int:
+        """The size of the context this answer saw plus the answer itself."""
+        if self.total is not None:
+            return self.total
+        return self.input + self.output + self.cacheRead + self.cacheWrite
+
+
+StopReason = Literal["stop", "toolUse", "length", "error", "aborted"]
+
+
+class UserMessage(Strict):
+    role: Literal["user"] = "user"
+    content: Text | list[UserBlock]
+
+
+class AssistantMessage(Strict):
+    role: Literal["assistant"] = "assistant"
+    content: list[AssistantBlock] = Field(default_factory=list)
+    usage: Usage | None = None
+    stopReason: StopReason = "stop"
+    errorKind: str | None = None
+    errorMessage: str | None = None
+    model: str | None = None
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [block for block in self.content if isinstance(block, ToolCall)]
+
+    @property
+    def failed(self) -> bool:
+        """An answer that errored or was aborted: its usage says nothing about the context."""
+        return self.stopReason in ("error", "aborted")
+
+
+class ToolResultMessage(Strict):
+    role: Literal["toolResult"] = "toolResult"
+    toolCallId: Annotated[str, Field(min_length=1, max_length=256)]
+    toolName: str
+    content: Text | list[UserBlock]
+    isError: bool = False
+
+
+Message = Annotated[
+    Union[UserMessage, AssistantMessage, ToolResultMessage], Field(discriminator="role")
+]
+
+
+def message_text(content: str | list[Any]) -> str:
+    """The plain text of a message's content, blocks joined by newlines."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        elif isinstance(block, ThinkingContent):
+            parts.append(block.thinking)
+    return "\n".join(parts)
+
+
+# --- session file lines -----------------------------------------------------
+
+
+class ParentSession(Strict):
+    id: str
+    entryId: str | None = None
+
+
+class SessionHeader(Strict):
+    type: Literal["session"] = "session"
+    version: Literal[1] = 1
+    id: str
+    createdAt: str = Field(default_factory=utc_now)
+    workspace: str
+    name: str | None = None
+    parentSession: ParentSession | None = None
+
+
+class EntryBase(Strict):
+    id: str
+    parentId: str | None
+    timestamp: str = Field(default_factory=utc_now)
+
+
+class MessageEntry(EntryBase):
+    type: Literal["message"] = "message"
+    message: Message
+
+
+class SummarizerInfo(Strict):
+    provider: str
+    model: str | None = None
+
+
+class FileDetails(Strict):
+    readFiles: list[str] = Field(default_factory=list)
+    modifiedFiles: list[str] = Field(default_factory=list)
+
+
+CompactionReason = Literal["manual", "threshold", "overflow", "incomplete", "idle"]
+
+
+class CompactionEntry(EntryBase):
+    type: Literal["compaction"] = "compaction"
+    summary: str
+    firstKeptEntryId: str | None
+    tokensBefore: int
+    tokensAfter: int
+    reason: CompactionReason
+    summarizer: SummarizerInfo
+    details: FileDetails = Field(default_factory=FileDetails)
+    instructions: str | None = None
+
+
+class PruneEntry(EntryBase):
+    type: Literal["prune"] = "prune"
+    entryIds: list[str]
+    tokensSaved: int
+
+
+class BranchSummaryEntry(EntryBase):
+    type: Literal["branch_summary"] = "branch_summary"
+    fromId: str
+    summary: str
+    details: FileDetails = Field(default_factory=FileDetails)
+
+
+class HandoffEntry(EntryBase):
+    type: Literal["handoff"] = "handoff"
+    document: str
+    fromSession: str
+
+
+class LabelEntry(EntryBase):
+    type: Literal["label"] = "label"
+    targetId: str
+    label: str | None
+
+
+class LeafEntry(EntryBase):
+    type: Literal["leaf"] = "leaf"
+    targetId: str | None
+
+
+class ModelChangeEntry(EntryBase):
+    type: Literal["model_change"] = "model_change"
+    model: str
+
+
+class SessionInfoEntry(EntryBase):
+    type: Literal["session_info"] = "session_info"
+    name: str
+
+
+Entry = Annotated[
+    Union[
+        MessageEntry,
+        CompactionEntry,
+        PruneEntry,
+        BranchSummaryEntry,
+        HandoffEntry,
+        LabelEntry,
+        LeafEntry,
+        ModelChangeEntry,
+        SessionInfoEntry,
+    ],
+    Field(discriminator="type"),
+]
+
+NON_NODE_TYPES = frozenset({"label", "leaf"})
+"""Entry types that annotate the tree instead of growing it."""
+
+
+def is_node(entry: EntryBase) -> bool:
+    return entry.type not in NON_NODE_TYPES  # type: ignore[attr-defined]
+
+
+# --- settings ---------------------------------------------------------------
+
+
+class SettingsGroup(BaseModel):
+    """Unknown keys are kept aside (and logged by the caller), never fatal."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
+
+
+Fraction = Annotated[float, Field(gt=0, le=1)]
+PositiveInt = Annotated[int, Field(gt=0)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+
+DEFAULT_READ_TOOLS = ["read", "read_file", "view", "cat", "open_file", "Read", "NotebookRead"]
+DEFAULT_MODIFY_TOOLS = [
+    "write", "edit", "write_file", "edit_file", "apply_patch", "str_replace",
+    "create_file", "Write", "Edit", "MultiEdit", "NotebookEdit",
+]
+
+
+class CompactionSettings(SettingsGroup):
+    enabled: bool = True
+    strategy: Literal["summary", "handoff", "off"] = "summary"
+    reserveTokens: PositiveInt = 16384
+    keepRecentTokens: PositiveInt = 20000
+    thresholdPercent: Fraction | None = None
+    thresholdTokens: PositiveInt | None = None
+    readTools: list[str] = Field(default_factory=lambda: list(DEFAULT_READ_TOOLS))
+    modifyTools: list[str] = Field(default_factory=lambda: list(DEFAULT_MODIFY_TOOLS))
+
+
+class PruningSettings(SettingsGroup):
+    enabled: bool = True
+    protectTokens: NonNegativeInt = 40000
+    minimumSavings: NonNegativeInt = 20000
+    protectedTools: list[str] = Field(default_factory=list)
+
+
+class IdleSettings(SettingsGroup):
+    enabled: bool = False
+    timeoutSeconds: Annotated[float, Field(gt=0)] = 300
+    thresholdTokens: PositiveInt | None = None
+    thresholdPercent: Fraction = 0.5
+
+
+class BranchSummarySettings(SettingsGroup):
+    reserveTokens: PositiveInt = 16384
+
+
+Provider = Literal["offline", "anthropic", "openai", "remote"]
+
+
+class SummarizerSettings(SettingsGroup):
+    provider: Provider = "offline"
+    model: str | None = None
+    baseUrl: str | None = None
+    apiKeyEnv: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] | None = None
+    remoteEndpoint: str | None = None
+    maxRetries: NonNegativeInt = 3
+    timeoutSeconds: Annotated[float, Field(gt=0)] = 120
+    fallback: list[Provider] = Field(default_factory=list)
+
+
+class ModelOverride(SettingsGroup):
+    contextWindow: PositiveInt | None = None
+    maxOutputTokens: PositiveInt | None = None
+    encoding: Literal["o200k_base", "cl100k_base"] | None = None
+
+
+class StorageSettings(SettingsGroup):
+    dataDir: str | None = None
+
+
+class Settings(SettingsGroup):
+    defaultModel: str = "claude-sonnet-4-5"
+    compaction: CompactionSettings = Field(default_factory=CompactionSettings)
+    pruning: PruningSettings = Field(default_factory=PruningSettings)
+    idle: IdleSettings = Field(default_factory=IdleSettings)
+    branchSummary: BranchSummarySettings = Field(default_factory=BranchSummarySettings)
+    summarizer: SummarizerSettings = Field(default_factory=SummarizerSettings)
+    models: dict[str, ModelOverride] = Field(default_factory=dict)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _none_is_default(cls, data: Any) -> Any:
+        return {} if data is None else data
+
+
+def unknown_setting_keys(settings: BaseModel, prefix: str = "") -> list[str]:
+    """Dotted names of keys that no setting knows, for the log."""
+    found = [f"{prefix}{key}" for key in (settings.model_extra or {})]
+    for name in type(settings).model_fields:
+        value = getattr(settings, name)
+        if isinstance(value, BaseModel):
+            found += unknown_setting_keys(value, f"{prefix}{name}.")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(item, BaseModel):
+                    found += unknown_setting_keys(item, f"{prefix}{name}.{key}.")
+    return found
