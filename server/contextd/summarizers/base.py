@@ -1,0 +1,41 @@
+"""What every summarizer takes and returns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from contextd.model import FileDetails, Message
+
+SummaryKind = Literal["compaction", "turn_prefix", "branch", "handoff"]
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """One thing to summarize, in both forms a summarizer may want.
+
+    LLM summarizers send `system_prompt` and `prompt` (the serialized conversation with
+    the instructions); the offline summarizer reads `messages` directly.
+    """
+
+    kind: SummaryKind
+    messages: Sequence[Message]
+    system_prompt: str
+    prompt: str
+    max_tokens: int
+    previous_summary: str | None = None
+    instructions: str | None = None
+    goal: str | None = None
+    files: FileDetails = field(default_factory=FileDetails)
+
+
+class SummarizerError(Exception):
+    """A summarizer gave up; the message is safe to show (it never holds a key)."""
+
+
+class Summarizer(Protocol):
+    provider: str
+    model: str | None
+
+    async def summarize(self, request: SummaryRequest) -> str: ...
