@@ -1,0 +1,5 @@
+import sys
+
+from contextd.cli import main
+
+sys.exit(main())

@@ -1,0 +1,78 @@
+"""`contextd ...`: `serve` runs the daemon; every other command is a client of it."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from contextd import __version__
+
+CLIENT_COMMANDS = ("demo", "replay", "import", "sessions", "tree", "compact", "handoff", "watch")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="contextd", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"contextd {__version__}")
+    parser.add_argument("--data-dir", help="where sessions live (default $XDG_DATA_HOME/contextd)")
+    parser.add_argument(
+        "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the daemon (stdio by default)")
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    return parser.parse_args(argv)
+
+
+def parse_host_port(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit():
+        raise SystemExit(f"contextd: --tcp wants HOST:PORT, got {value!r}")
+    return host, int(port)
+
+
+def serve(args: argparse.Namespace) -> int:
+    from contextd.server import create_server
+
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=args.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    server = create_server(data_dir=args.data_dir)
+    if args.tcp:
+        host, port = parse_host_port(args.tcp)
+        server.start_tcp(host, port)
+    else:
+        server.start_io()
+    return 0
+
+
+GLOBAL_OPTIONS_WITH_VALUE = ("--data-dir", "--log-level")
+
+
+def command_name(argv: list[str]) -> str | None:
+    """The first word that is neither a global option nor its value."""
+    skip_next = False
+    for arg in argv:
+        if skip_next:
+            skip_next = False
+        elif arg in GLOBAL_OPTIONS_WITH_VALUE:
+            skip_next = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if command_name(argv) in CLIENT_COMMANDS:
+        from contextd_client.cli import main as client_main
+
+        return client_main(argv)
+    args = parse_args(argv)
+    return serve(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
