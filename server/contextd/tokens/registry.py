@@ -84,7 +84,9 @@ KNOWN_MODELS: Mapping[str, ModelInfo] = {
     ),
 }
 
-UNKNOWN_MODEL = ModelInfo("unknown", context_window=128_000, max_output_tokens=8_192, encoding=O200K)
+UNKNOWN_MODEL = ModelInfo(
+    "unknown", context_window=128_000, max_output_tokens=8_192, encoding=O200K
+)
 """Limits for a model nobody knows: a window most current models exceed, so thresholds
 derived from it compact early rather than overflow."""
 
