@@ -1,0 +1,332 @@
+"""The pygls adapter: JSON-RPC methods in, session calls out, notifications back.
+
+Every handler takes its params as plain data and validates them with pydantic here, because
+pygls sends no reply at all when its own structuring of params fails.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from lsprotocol import types as lsp
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
+from pygls.uris import to_fs_path
+
+from contextd import __version__
+from contextd.formats import to_format
+from contextd.model import Message, Settings, unknown_setting_keys
+from contextd.session import EntryNotFound, InvalidAppend, SessionManager
+from contextd.store import (
+    InvalidSessionId,
+    SessionLocked,
+    SessionNotFound,
+    Store,
+    default_data_dir,
+)
+
+log = logging.getLogger(__name__)
+
+SESSION_NOT_FOUND = -32001
+SESSION_LOCKED = -32003
+COMPACTION_RUNNING = -32004
+NOTHING_TO_COMPACT = -32005
+SUMMARIZER_FAILED = -32006
+ENTRY_NOT_FOUND = -32007
+REQUEST_CANCELLED = -32800
+
+MAX_MESSAGES_PER_APPEND = 10_000
+
+
+# --- params -------------------------------------------------------------------------------
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+SessionId = Field(min_length=1, max_length=128)
+
+
+class SessionParams(Params):
+    sessionId: str = SessionId
+
+
+class OpenParams(Params):
+    workspace: str | None = Field(default=None, min_length=1, max_length=4096)
+    sessionId: str | None = Field(default=None, min_length=1, max_length=128)
+    name: str | None = Field(default=None, max_length=256)
+    model: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+class ListParams(Params):
+    workspace: str | None = Field(default=None, min_length=1, max_length=4096)
+
+
+class AppendParams(SessionParams):
+    messages: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES_PER_APPEND)
+
+
+class ContextParams(SessionParams):
+    format: Literal["neutral", "anthropic", "openai"] = "neutral"
+
+
+class SetModelParams(SessionParams):
+    model: str = Field(min_length=1, max_length=256)
+
+
+# --- errors -------------------------------------------------------------------------------
+
+
+def field_errors(error: ValidationError) -> list[dict[str, str]]:
+    return [
+        {"field": ".".join(str(part) for part in item["loc"]) or "params", "message": item["msg"]}
+        for item in error.errors(include_url=False, include_input=False)
+    ]
+
+
+def invalid_params(errors: list[dict[str, str]]) -> JsonRpcInvalidParams:
+    summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
+    return JsonRpcInvalidParams(message=f"invalid params: {summary}", data={"errors": errors})
+
+
+def to_rpc_error(error: Exception) -> JsonRpcException:
+    """The one place where a domain error becomes a JSON-RPC error."""
+    if isinstance(error, ValidationError):
+        return invalid_params(field_errors(error))
+    if isinstance(error, InvalidAppend):
+        return invalid_params([{"field": error.field, "message": str(error)}])
+    if isinstance(error, InvalidSessionId):
+        return invalid_params([{"field": "sessionId", "message": str(error)}])
+    if isinstance(error, SessionNotFound):
+        return JsonRpcException(str(error), SESSION_NOT_FOUND, {"sessionId": error.session_id})
+    if isinstance(error, SessionLocked):
+        data = {"sessionId": error.session_id, "pid": error.pid}
+        return JsonRpcException(str(error), SESSION_LOCKED, data)
+    if isinstance(error, EntryNotFound):
+        return JsonRpcException(str(error), ENTRY_NOT_FOUND, {"entryId": error.entry_id})
+    if isinstance(error, JsonRpcException):
+        return error
+    raise error
+
+
+P = TypeVar("P", bound=Params)
+
+
+def parse_params(model: type[P], raw: Any) -> P:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise invalid_params([{"field": "params", "message": "params must be an object"}])
+    return model.model_validate(raw)
+
+
+# --- the server ---------------------------------------------------------------------------
+
+
+def plain_params_converter():
+    """pygls' default turns unknown methods' params into namedtuples, renaming keys that are
+    not identifiers; we want the client's JSON exactly as sent."""
+    converter = default_converter()
+    converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**obj))
+    converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**obj))
+    return converter
+
+
+class ContextdServer(LanguageServer):
+    def __init__(self, data_dir: str | None = None) -> None:
+        super().__init__("contextd", __version__, converter_factory=plain_params_converter)
+        self.cli_data_dir = data_dir
+        self.settings = Settings()
+        self.default_workspace = os.getcwd()
+        self._sessions: SessionManager | None = None
+
+    @property
+    def sessions(self) -> SessionManager:
+        if self._sessions is None:
+            self._sessions = SessionManager(self._store(), self.settings, ServerEvents(self))
+        return self._sessions
+
+    def _store(self) -> Store:
+        chosen = self.cli_data_dir or self.settings.storage.dataDir
+        return Store(Path(chosen).expanduser() if chosen else default_data_dir())
+
+    def apply_settings(self, raw: Any) -> None:
+        settings = parse_settings(raw)
+        self.settings = settings
+        if self._sessions is not None:
+            self._sessions.apply_settings(settings)
+
+    def notify(self, method: str, body: dict[str, Any]) -> None:
+        self.protocol.notify(method, body)
+
+
+def parse_settings(raw: Any) -> Settings:
+    try:
+        settings = Settings.model_validate(raw or {})
+    except ValidationError as error:
+        errors = [{**e, "field": f"settings.{e['field']}"} for e in field_errors(error)]
+        raise invalid_params(errors) from None
+    for key in unknown_setting_keys(settings):
+        log.warning("unknown setting %r ignored", key)
+    return settings
+
+
+class ServerEvents:
+    """SessionEvents as JSON-RPC notifications."""
+
+    def __init__(self, server: ContextdServer) -> None:
+        self.server = server
+
+    def token_usage(self, body: dict[str, Any]) -> None:
+        self.server.notify("contextd/tokenUsage", body)
+
+    def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None:
+        self.server.notify(
+            "contextd/sessionChanged", {"sessionId": session_id, "leafId": leaf_id, "cause": cause}
+        )
+
+
+def request(server: ContextdServer, method: str, params_model: type[Params], function: Any) -> None:
+    """Register `function(server, params)` for `method`, validating params and mapping errors.
+
+    The handlers' first parameter is named `ls` so that pygls passes the server in."""
+    if inspect.iscoroutinefunction(function):
+
+        async def handle_async(ls: ContextdServer, raw: Any) -> Any:
+            try:
+                return await function(ls, parse_params(params_model, raw))
+            except Exception as error:
+                raise to_rpc_error(error) from None
+
+        server.feature(method)(handle_async)
+    else:
+
+        def handle(ls: ContextdServer, raw: Any) -> Any:
+            try:
+                return function(ls, parse_params(params_model, raw))
+            except Exception as error:
+                raise to_rpc_error(error) from None
+
+        server.feature(method)(handle)
+
+
+# --- lifecycle ----------------------------------------------------------------------------
+
+
+def initialize(ls: ContextdServer, params: lsp.InitializeParams) -> None:
+    ls.apply_settings(params.initialization_options)
+    folders = params.workspace_folders or []
+    if folders:
+        ls.default_workspace = to_fs_path(folders[0].uri) or ls.default_workspace
+    elif params.root_uri:
+        ls.default_workspace = to_fs_path(params.root_uri) or ls.default_workspace
+
+
+def did_change_configuration(ls: ContextdServer, params: lsp.DidChangeConfigurationParams) -> None:
+    raw = params.settings
+    if isinstance(raw, dict) and "contextd" in raw:
+        raw = raw["contextd"]
+    try:
+        ls.apply_settings(raw)
+    except JsonRpcException as error:
+        # A notification has no reply: say it where the user will see it.
+        log.error("settings not applied: %s", error.message)
+        ls.window_show_message(
+            lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"contextd: {error.message}")
+        )
+
+
+def shutdown(ls: ContextdServer, *_: Any) -> None:
+    if ls._sessions is not None:
+        ls._sessions.close_all()
+
+
+# --- session methods ----------------------------------------------------------------------
+
+
+def session_open(server: ContextdServer, params: OpenParams) -> dict[str, Any]:
+    sessions = server.sessions
+    if params.sessionId is not None:
+        session = sessions.get(params.sessionId)
+        if params.model and params.model != session.model_id:
+            session.set_model(params.model)
+    else:
+        workspace = params.workspace or server.default_workspace
+        session = sessions.create(workspace, name=params.name, model=params.model)
+    session.announce("open")
+    return {
+        "sessionId": session.session_id,
+        "leafId": session.leaf_id,
+        "model": session.model_id,
+        "contextWindow": session.model_info.context_window,
+        "usage": session.usage_body(),
+        "path": str(session.file.path),
+    }
+
+
+def session_list(server: ContextdServer, params: ListParams) -> dict[str, Any]:
+    return {"sessions": server.sessions.listing(params.workspace)}
+
+
+def session_append(server: ContextdServer, params: AppendParams) -> dict[str, Any]:
+    session = server.sessions.get(params.sessionId)
+    entry_ids = session.append_messages(params.messages)
+    return {"entryIds": entry_ids, "leafId": session.leaf_id, "usage": session.usage_body()}
+
+
+def session_context(server: ContextdServer, params: ContextParams) -> dict[str, Any]:
+    session = server.sessions.get(params.sessionId)
+    return {
+        "messages": to_format(session.context_messages(), params.format),
+        "tokens": session.tokens,
+    }
+
+
+def session_state(server: ContextdServer, params: SessionParams) -> dict[str, Any]:
+    return server.sessions.get(params.sessionId).state()
+
+
+def session_set_model(server: ContextdServer, params: SetModelParams) -> dict[str, Any]:
+    session = server.sessions.get(params.sessionId)
+    session.set_model(params.model)
+    return {
+        "model": session.model_id,
+        "contextWindow": session.model_info.context_window,
+        "usage": session.usage_body(),
+    }
+
+
+def session_close(server: ContextdServer, params: SessionParams) -> dict[str, Any]:
+    server.sessions.close(params.sessionId)
+    return {"closed": True}
+
+
+# --- wiring -------------------------------------------------------------------------------
+
+REQUESTS: list[tuple[str, type[Params], Callable[..., Any]]] = [
+    ("contextd/session/open", OpenParams, session_open),
+    ("contextd/session/list", ListParams, session_list),
+    ("contextd/session/append", AppendParams, session_append),
+    ("contextd/session/context", ContextParams, session_context),
+    ("contextd/session/state", SessionParams, session_state),
+    ("contextd/session/setModel", SetModelParams, session_set_model),
+    ("contextd/session/close", SessionParams, session_close),
+]
+
+
+def create_server(data_dir: str | None = None) -> ContextdServer:
+    server = ContextdServer(data_dir)
+    server.feature(lsp.INITIALIZE)(initialize)
+    server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
+    server.feature(lsp.SHUTDOWN)(shutdown)
+    for method, params_model, function in REQUESTS:
+        request(server, method, params_model, function)
+    return server

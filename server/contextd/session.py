@@ -1,0 +1,480 @@
+"""Live sessions: the in-memory state of each open session, its token figure and its events.
+
+`SessionManager` opens, creates, finds and evicts sessions; `LiveSession` appends entries,
+keeps the context's token figure current and tells the client through `SessionEvents`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from contextd.compaction.context import (
+    ContextItem,
+    build_context,
+    pruned_entry_ids,
+    pruned_placeholder,
+    visible_entries,
+)
+from contextd.model import (
+    AssistantMessage,
+    CompactionEntry,
+    Entry,
+    Message,
+    MessageEntry,
+    ModelChangeEntry,
+    ParentSession,
+    PruneEntry,
+    SessionHeader,
+    SessionInfoEntry,
+    Settings,
+    ToolResultMessage,
+    is_node,
+)
+from contextd.store import (
+    EntryTree,
+    SessionFile,
+    SessionListing,
+    Store,
+    StoreError,
+    new_entry_id,
+    new_session_id,
+)
+from contextd.tokens import count_entry, count_text, resolve_model
+from contextd.tokens.registry import ModelInfo
+
+log = logging.getLogger(__name__)
+
+TokenSource = Literal["usage", "counted"]
+
+
+class EntryNotFound(StoreError):
+    def __init__(self, entry_id: str) -> None:
+        super().__init__(f"entry {entry_id!r} not found in this session")
+        self.entry_id = entry_id
+
+
+class InvalidAppend(StoreError):
+    """A batch of messages that cannot join the context; `field` names the culprit."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class SessionEvents(Protocol):
+    """What a live session tells the outside world; the server turns these into notifications."""
+
+    def token_usage(self, body: dict[str, Any]) -> None: ...
+
+    def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class TokenFigure:
+    tokens: int
+    source: TokenSource
+
+
+def context_threshold(window: int, settings: Settings) -> int:
+    """The token count past which automatic compaction starts (DESIGN.md, Settings)."""
+    compaction = settings.compaction
+    if compaction.thresholdTokens is not None:
+        return min(compaction.thresholdTokens, window)
+    if compaction.thresholdPercent is not None:
+        return int(window * compaction.thresholdPercent)
+    return window - max(compaction.reserveTokens, int(window * 0.15))
+
+
+def usage_anchor(visible: Sequence[Entry]) -> int | None:
+    """Index of the last assistant answer whose reported usage still describes this context.
+
+    A compaction or prune after it rewrote what the model sees, so usage from before one
+    no longer applies; failed answers never carry a trustworthy figure.
+    """
+    for index in range(len(visible) - 1, -1, -1):
+        entry = visible[index]
+        if isinstance(entry, (CompactionEntry, PruneEntry)):
+            return None
+        if (
+            isinstance(entry, MessageEntry)
+            and isinstance(entry.message, AssistantMessage)
+            and entry.message.usage is not None
+            and not entry.message.failed
+        ):
+            return index
+    return None
+
+
+def open_tool_calls(items: Iterable[ContextItem]) -> dict[str, str]:
+    """Tool calls of the context that have no result yet: id -> tool name."""
+    pending: dict[str, str] = {}
+    for item in items:
+        if isinstance(item.message, AssistantMessage):
+            for call in item.message.tool_calls:
+                pending[call.id] = call.name
+        elif isinstance(item.message, ToolResultMessage):
+            pending.pop(item.message.toolCallId, None)
+    return pending
+
+
+def check_tool_results(messages: Sequence[Message], pending: dict[str, str]) -> None:
+    """Every toolResult must answer a toolCall that is still waiting for one."""
+    pending = dict(pending)
+    for index, message in enumerate(messages):
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                if call.id in pending:
+                    raise InvalidAppend(
+                        f"messages.{index}.content",
+                        f"tool call id {call.id!r} is already waiting for its result",
+                    )
+                pending[call.id] = call.name
+        elif isinstance(message, ToolResultMessage):
+            if pending.pop(message.toolCallId, None) is None:
+                raise InvalidAppend(
+                    f"messages.{index}.toolCallId",
+                    f"no tool call {message.toolCallId!r} is waiting for a result in this context",
+                )
+
+
+class LiveSession:
+    """One open session: its file, its tree, the model it talks to and the context's size."""
+
+    def __init__(
+        self, file: SessionFile, tree: EntryTree, settings: Settings, events: SessionEvents
+    ) -> None:
+        self.file = file
+        self.tree = tree
+        self.settings = settings
+        self.events = events
+        self.entry_tokens: dict[str, int] = {}
+        self.model_id = settings.defaultModel
+        self.model_info = resolve_model(self.model_id, settings.models)
+        self._path: list[Entry] = []
+        self._pending_calls: dict[str, str] = {}
+        self._figure = TokenFigure(0, "counted")
+        self._refresh_model_from(tree.nodes())
+        self._count_all(tree.entries.values())
+        self.rebuild()
+
+    # --- identity ---------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        return self.file.session_id
+
+    @property
+    def header(self) -> SessionHeader:
+        return self.file.header
+
+    @property
+    def leaf_id(self) -> str | None:
+        return self.tree.leaf_id
+
+    @property
+    def name(self) -> str | None:
+        for entry in reversed(self._path):
+            if isinstance(entry, SessionInfoEntry):
+                return entry.name
+        return self.header.name
+
+    @property
+    def path(self) -> list[Entry]:
+        return self._path
+
+    # --- tokens -----------------------------------------------------------------------
+
+    def _count_all(self, entries: Iterable[Entry]) -> None:
+        encoding = self.model_info.encoding
+        for entry in entries:
+            self.entry_tokens[entry.id] = count_entry(entry, encoding)
+
+    def _item_tokens(self, entry: Entry, pruned: set[str]) -> int:
+        if entry.id in pruned:
+            text = pruned_placeholder(self.entry_tokens.get(entry.id, 0))
+            return count_text(text, self.model_info.encoding)
+        return self.entry_tokens.get(entry.id, 0)
+
+    def _recount(self) -> TokenFigure:
+        visible = visible_entries(self._path)
+        pruned = pruned_entry_ids(self._path)
+        anchor = usage_anchor(visible)
+        if anchor is None:
+            return TokenFigure(sum(self._item_tokens(e, pruned) for e in visible), "counted")
+        anchored = visible[anchor]
+        assert isinstance(anchored, MessageEntry) and isinstance(anchored.message, AssistantMessage)
+        assert anchored.message.usage is not None
+        after = sum(self._item_tokens(e, pruned) for e in visible[anchor + 1 :])
+        return TokenFigure(anchored.message.usage.context_tokens + after, "usage")
+
+    @property
+    def tokens(self) -> int:
+        return self._figure.tokens
+
+    @property
+    def threshold_tokens(self) -> int:
+        return context_threshold(self.model_info.context_window, self.settings)
+
+    def usage_body(self) -> dict[str, Any]:
+        window = self.model_info.context_window
+        return {
+            "sessionId": self.session_id,
+            "tokens": self._figure.tokens,
+            "contextWindow": window,
+            "percent": round(100 * self._figure.tokens / window, 1),
+            "thresholdTokens": self.threshold_tokens,
+            "source": self._figure.source,
+            "model": self.model_id,
+        }
+
+    # --- the context ------------------------------------------------------------------
+
+    def rebuild(self) -> None:
+        """Recompute the path, pending tool calls and token figure from the tree (after any
+        change that is not a plain append: load, compaction, prune, navigation, model)."""
+        self._path = self.tree.path_to(self.tree.leaf_id)
+        self._pending_calls = open_tool_calls(self.context_items())
+        self._figure = self._recount()
+
+    def context_items(self) -> list[ContextItem]:
+        return build_context(self._path, self.entry_tokens)
+
+    def context_messages(self) -> list[Message]:
+        return [item.message for item in self.context_items()]
+
+    # --- appending --------------------------------------------------------------------
+
+    def _write(self, entry_class: type[Any], **fields: Any) -> Entry:
+        entry = entry_class(id=new_entry_id(self.tree.entries), parentId=self.tree.leaf_id, **fields)
+        self.file.append(entry)
+        self.tree.add(entry)
+        self.entry_tokens[entry.id] = count_entry(entry, self.model_info.encoding)
+        return entry
+
+    def _extend_path(self, entry: Entry) -> None:
+        """The cheap path for a new leaf: update the figure without recounting the context."""
+        self._path.append(entry)
+        if isinstance(entry, MessageEntry):
+            message = entry.message
+            if isinstance(message, AssistantMessage):
+                for call in message.tool_calls:
+                    self._pending_calls[call.id] = call.name
+                if message.usage is not None and not message.failed:
+                    self._figure = TokenFigure(message.usage.context_tokens, "usage")
+                    return
+            elif isinstance(message, ToolResultMessage):
+                self._pending_calls.pop(message.toolCallId, None)
+        self._figure = TokenFigure(
+            self._figure.tokens + self.entry_tokens[entry.id], self._figure.source
+        )
+
+    def append_messages(self, messages: Sequence[Message]) -> list[str]:
+        """Validate the whole batch first, so a bad message stores nothing."""
+        check_tool_results(messages, self._pending_calls)
+        entry_ids = []
+        for message in messages:
+            entry = self._write(MessageEntry, message=message)
+            self._extend_path(entry)
+            entry_ids.append(entry.id)
+        self.announce("append")
+        return entry_ids
+
+    def append_node(self, entry_class: type[Any], **fields: Any) -> Entry:
+        """Append a non-message node (compaction, prune, summaries, model, name) and recount."""
+        entry = self._write(entry_class, **fields)
+        self.rebuild()
+        return entry
+
+    def announce(self, cause: str) -> None:
+        self.events.session_changed(self.session_id, self.leaf_id, cause)
+        self.events.token_usage(self.usage_body())
+
+    # --- model ------------------------------------------------------------------------
+
+    def _refresh_model_from(self, entries: Iterable[Entry]) -> None:
+        for entry in entries:
+            if isinstance(entry, ModelChangeEntry):
+                self._use_model(entry.model)
+
+    def _use_model(self, model_id: str) -> None:
+        self.model_id = model_id
+        self.model_info = resolve_model(model_id, self.settings.models)
+
+    def set_model(self, model_id: str) -> None:
+        old_encoding = self.model_info.encoding
+        self._use_model(model_id)
+        if self.model_info.encoding != old_encoding:
+            self._count_all(self.tree.entries.values())
+        self.append_node(ModelChangeEntry, model=model_id)
+        self.announce("model")
+
+    def apply_settings(self, settings: Settings) -> None:
+        old_encoding = self.model_info.encoding
+        self.settings = settings
+        self._use_model(self.model_id)
+        if self.model_info.encoding != old_encoding:
+            self._count_all(self.tree.entries.values())
+        self.rebuild()
+
+    def close(self) -> None:
+        self.file.close()
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "sessionId": self.session_id,
+            "name": self.name,
+            "workspace": self.header.workspace,
+            "leafId": self.leaf_id,
+            "model": self.model_id,
+            "contextWindow": self.model_info.context_window,
+            "entries": sum(1 for _ in self.tree.nodes()),
+            "usage": self.usage_body(),
+            "path": str(self.file.path),
+        }
+
+
+class SessionManager:
+    """Every session this daemon has open, loaded on demand and evicted when unused."""
+
+    max_loaded = 64
+    """Open sessions kept in memory; the least recently used beyond this are written off to
+    disk (they already are) and reloaded on their next request."""
+
+    def __init__(self, store: Store, settings: Settings, events: SessionEvents) -> None:
+        self.store = store
+        self.settings = settings
+        self.events = events
+        self._loaded: OrderedDict[str, LiveSession] = OrderedDict()
+
+    def create(
+        self,
+        workspace: str,
+        *,
+        name: str | None = None,
+        model: str | None = None,
+        parent: ParentSession | None = None,
+    ) -> LiveSession:
+        header = SessionHeader(
+            id=new_session_id(), workspace=workspace, name=name, parentSession=parent
+        )
+        session = LiveSession(self.store.create(header), EntryTree(), self.settings, self.events)
+        session.set_model(model or self.settings.defaultModel)
+        if name:
+            session.append_node(SessionInfoEntry, name=name)
+        self._remember(session)
+        return session
+
+    def get(self, session_id: str) -> LiveSession:
+        """The live session, loading it from disk when it is not in memory."""
+        session = self._loaded.get(session_id)
+        if session is not None:
+            self._loaded.move_to_end(session_id)
+            return session
+        listing = self.store.find_session(session_id)
+        return self._load(listing)
+
+    def _load(self, listing: SessionListing) -> LiveSession:
+        file, loaded = self.store.open(listing)
+        tree = EntryTree()
+        for entry in loaded.entries:
+            tree.add(entry)
+        session = LiveSession(file, tree, self.settings, self.events)
+        self._remember(session)
+        return session
+
+    def _remember(self, session: LiveSession) -> None:
+        self._loaded[session.session_id] = session
+        while len(self._loaded) > self.max_loaded:
+            evicted_id, evicted = self._loaded.popitem(last=False)
+            evicted.close()
+            log.info("session %s evicted from memory; it reloads on its next request", evicted_id)
+
+    def close(self, session_id: str) -> bool:
+        session = self._loaded.pop(session_id, None)
+        if session is None:
+            self.store.find_session(session_id)  # unknown ids still answer "not found"
+            return False
+        session.close()
+        return True
+
+    def close_all(self) -> None:
+        while self._loaded:
+            _, session = self._loaded.popitem()
+            session.close()
+
+    def loaded(self) -> list[LiveSession]:
+        return list(self._loaded.values())
+
+    def apply_settings(self, settings: Settings) -> None:
+        self.settings = settings
+        for session in self._loaded.values():
+            session.apply_settings(settings)
+            session.events.token_usage(session.usage_body())
+
+    def listing(self, workspace: str | None) -> list[dict[str, Any]]:
+        rows = []
+        for listing in self.store.listings(workspace):
+            live = self._loaded.get(listing.session_id)
+            rows.append(self._listing_row(listing, live))
+        rows.sort(key=lambda row: row["updatedAt"], reverse=True)
+        return rows
+
+    def _listing_row(self, listing: SessionListing, live: LiveSession | None) -> dict[str, Any]:
+        if live is None:
+            live_view = self._read_only_view(listing)
+        else:
+            live_view = live
+        header = live_view.header
+        row: dict[str, Any] = {
+            "sessionId": listing.session_id,
+            "name": live_view.name,
+            "workspace": header.workspace,
+            "entries": sum(1 for _ in live_view.tree.nodes()),
+            "tokens": live_view.tokens,
+            "updatedAt": _updated_at(listing.path),
+        }
+        if header.parentSession is not None:
+            row["parentSession"] = header.parentSession.model_dump(exclude_none=True)
+        return row
+
+    def _read_only_view(self, listing: SessionListing) -> LiveSession:
+        """A session read from disk without taking its lock, for listing only."""
+        from contextd.store import parse_session_bytes
+
+        loaded = parse_session_bytes(listing.path.read_bytes())
+        tree = EntryTree()
+        for entry in loaded.entries:
+            tree.add(entry)
+        header = loaded.header or SessionHeader(id=listing.session_id, workspace=listing.workspace)
+        return LiveSession(_ReadOnlyFile(listing.path, header), tree, self.settings, _Silent())  # type: ignore[arg-type]
+
+
+def _updated_at(path: Path) -> str:
+    from datetime import datetime, timezone
+
+    stamp = datetime.fromtimestamp(os.stat(path).st_mtime, timezone.utc)
+    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class _ReadOnlyFile:
+    def __init__(self, path: Path, header: SessionHeader) -> None:
+        self.path = path
+        self.header = header
+        self.session_id = header.id
+
+    def close(self) -> None:
+        pass
+
+
+class _Silent:
+    def token_usage(self, body: dict[str, Any]) -> None:
+        pass
+
+    def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None:
+        pass
