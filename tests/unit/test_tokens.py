@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import tiktoken
@@ -39,6 +40,7 @@ from contextd.model import (
     ToolResultMessage,
     UserMessage,
 )
+from contextd.tokens.counting import CHUNK_CHARS, split_for_counting
 from contextd.tokens import (
     IMAGE_TOKENS,
     KNOWN_MODELS,
@@ -185,6 +187,50 @@ def test_empty_text_is_zero_tokens():
 def test_count_text_equals_tiktoken_on_any_text(text, name):
     encoding = get_encoding(name)
     assert count_text(text, name) == len(encoding.encode(text, disallowed_special=()))
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_long_text_is_counted_exactly_across_chunks(name, newline):
+    sources = sorted((REPO / "server" / "contextd").rglob("*.py"))
+    text = "\n".join(path.read_text(encoding="utf-8") for path in sources)
+    text = (text * (3 * CHUNK_CHARS // len(text) + 1)).replace("\n", newline)
+    assert len(text) > 3 * CHUNK_CHARS
+    assert count_text(text, name) == len(get_encoding(name).encode_ordinary(text))
+
+
+LINE_END = st.sampled_from("aZé7Ж٣s")
+LINE_BREAK = st.sampled_from(["\n", "\r\n", "\n\n", "\n  ", "\n\t}"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(st.tuples(st.text(max_size=20), LINE_END, LINE_BREAK), min_size=1),
+    name=st.sampled_from(SHIPPED),
+)
+def test_cuts_after_a_letter_or_digit_before_a_line_break_are_exact(lines, name):
+    text = "".join(body + end + brk for body, end, brk in lines)
+    encoding = get_encoding(name)
+    pieces = list(split_for_counting(text, 32))
+    assert sum(len(encoding.encode_ordinary(piece)) for piece in pieces) == len(
+        encoding.encode_ordinary(text)
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=500), size=st.integers(min_value=1, max_value=64))
+def test_split_for_counting_keeps_every_character_within_the_size(text, size):
+    pieces = list(split_for_counting(text, size))
+    assert "".join(pieces) == text
+    assert all(len(piece) <= size for piece in pieces)
+
+
+def test_huge_whitespace_run_is_counted_instead_of_crashing():
+    # tiktoken alone panics on this (a BaseException that would take the daemon down)
+    assert count_text(" " * 2_000_000, "o200k_base") == 2_000_000 // 128
 
 
 # --- counting messages -------------------------------------------------------

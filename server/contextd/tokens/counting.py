@@ -8,6 +8,7 @@ documented estimate instead.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 from contextd.compaction.context import entry_message
 from contextd.model import (
@@ -37,9 +38,45 @@ OpenAI charges for a high-detail image of that size. Exact image tokens are prov
 """
 
 
+CHUNK_CHARS = 65_536
+"""Longer texts are encoded in pieces of at most this many characters: tiktoken's pre-tokenizer
+is quadratic on a long run with no split point (a minified file, a run of one character) and
+panics, killing the caller, on about 1.5 million whitespace characters."""
+
+
 def count_text(text: str, encoding: str) -> int:
     """Tokens of `text`; special tokens such as `<|endoftext|>` count as the plain text they are."""
-    return len(load_encoding(encoding).encode_ordinary(text))
+    encode = load_encoding(encoding).encode_ordinary
+    if len(text) <= CHUNK_CHARS:
+        return len(encode(text))
+    return sum(len(encode(chunk)) for chunk in split_for_counting(text, CHUNK_CHARS))
+
+
+def split_for_counting(text: str, size: int) -> Iterator[str]:
+    """`text` in pieces of at most `size` characters whose token counts add up to the whole's.
+
+    Each piece ends, where possible, right after a letter or digit that a line break follows:
+    neither encoding's pattern puts a letter or digit and a following line break in one
+    pre-token, so BPE never merges across such a cut. A stretch of `size` characters without
+    one is cut hard, which can miscount by a token or two per cut.
+    """
+    start = 0
+    while len(text) - start > size:
+        end = _cut_point(text, start, start + size)
+        yield text[start:end]
+        start = end
+    yield text[start:]
+
+
+def _cut_point(text: str, start: int, limit: int) -> int:
+    """The last exact cut in (start, limit], else `limit`."""
+    newline = text.rfind("\n", start + 1, limit + 1)
+    while newline > start:
+        cut = newline - 1 if text[newline - 1] == "\r" else newline
+        if cut > start and text[cut - 1].isalnum():
+            return cut
+        newline = text.rfind("\n", start + 1, newline)
+    return limit
 
 
 def count_message(message: Message, encoding: str) -> int:
