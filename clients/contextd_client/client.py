@@ -1,0 +1,424 @@
+"""The asyncio client of contextd: spawn or connect, handshake, typed requests, notifications."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Literal, cast, overload
+
+from contextd_client import types as t
+from contextd_client.daemon import DaemonProcess, daemon_command
+from contextd_client.rpc import METHOD_NOT_FOUND, ContextdError, JsonRpcConnection
+
+CLIENT_NAME = "contextd-client"
+SHUTDOWN_TIMEOUT_SECONDS = 5.0
+
+BeforeCompactHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
+
+
+@dataclass(frozen=True)
+class Notification:
+    method: str
+    params: dict[str, Any]
+
+
+class NotificationStream:
+    """Notifications of the chosen methods (all if none), queued from the moment of creation.
+
+    Iterate with `async for`, or take one with `await stream.get(timeout)`. Close it (or
+    use it as a context manager) to stop queueing.
+    """
+
+    def __init__(self, client: ContextdClient, methods: Iterable[str]) -> None:
+        self._client = client
+        self._methods = frozenset(methods)
+        self._queue: asyncio.Queue[Notification | None] = asyncio.Queue()
+        self._unsubscribe = client.on(None, self._offer)
+        self._closed = False
+
+    def _offer(self, method: str, params: dict[str, Any]) -> None:
+        if not self._methods or method in self._methods:
+            self._queue.put_nowait(Notification(method, params))
+
+
+    async def get(self, timeout: float | None = None) -> Notification:
+        """The next notification; TimeoutError after `timeout`, StopAsyncIteration once closed."""
+        item = await asyncio.wait_for(self._queue.get(), timeout)
+        if item is None:
+            self._queue.put_nowait(None)
+            raise StopAsyncIteration
+        return item
+
+    def drain(self) -> list[Notification]:
+        """Everything queued so far, without waiting."""
+        items: list[Notification] = []
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if item is None:
+                self._queue.put_nowait(None)
+                break
+            items.append(item)
+        return items
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._unsubscribe()
+        self._client._streams.discard(self)
+        self._queue.put_nowait(None)
+
+    def __aiter__(self) -> NotificationStream:
+        return self
+
+    async def __anext__(self) -> Notification:
+        return await self.get()
+
+    def __enter__(self) -> NotificationStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _params(**values: Any) -> dict[str, Any]:
+    """Request params without the options left unset."""
+    return {key: value for key, value in values.items() if value is not None}
+
+
+class ContextdClient:
+    """A connection to one contextd daemon, spawned over stdio or reached over TCP.
+
+    Use `await ContextdClient.spawn(...)` or `await ContextdClient.connect(host, port)`, and
+    `await client.close()` (or `async with`) when done: that sends shutdown/exit and, for a
+    spawned daemon, waits for it to exit.
+    """
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        settings: dict[str, Any] | None = None,
+        daemon: DaemonProcess | None = None,
+        before_compact: BeforeCompactHandler | None = None,
+    ) -> None:
+        self.settings: dict[str, Any] = dict(settings or {})
+        self.daemon = daemon
+        self.server_info: dict[str, Any] = {}
+        self.server_capabilities: dict[str, Any] = {}
+        self._before_compact = before_compact
+        self._handlers: dict[str | None, list[Callable[[str, dict[str, Any]], None]]] = {}
+        self._streams: set[NotificationStream] = set()
+        self._rpc = JsonRpcConnection(
+            reader, writer, self._dispatch, self._serve_request, self._end_streams
+        )
+        self._closed = False
+
+    # --- lifecycle -----------------------------------------------------------------
+
+    @classmethod
+    async def spawn(
+        cls,
+        *,
+        data_dir: str | Path | None = None,
+        settings: dict[str, Any] | None = None,
+        workspace: str | Path | None = None,
+        log_level: str = "WARNING",
+        stderr: IO[Any] | int | None = None,
+        env: dict[str, str] | None = None,
+        command: list[str] | None = None,
+        before_compact: BeforeCompactHandler | None = None,
+    ) -> ContextdClient:
+        """Start `contextd serve` as a child of this process and complete the handshake."""
+        daemon = await DaemonProcess.start(
+            command or daemon_command(data_dir, log_level),
+            cwd=workspace,
+            env=env,
+            stderr=stderr,
+        )
+        client = cls(
+            daemon.reader,
+            daemon.writer,
+            settings=settings,
+            daemon=daemon,
+            before_compact=before_compact,
+        )
+        try:
+            await client._initialize(workspace)
+        except BaseException:
+            await client._abandon()
+            raise
+        return client
+
+    @classmethod
+    async def connect(
+        cls,
+        host: str,
+        port: int,
+        *,
+        settings: dict[str, Any] | None = None,
+        workspace: str | Path | None = None,
+        before_compact: BeforeCompactHandler | None = None,
+    ) -> ContextdClient:
+        """Connect to a daemon started with `contextd serve --tcp HOST:PORT`."""
+        reader, writer = await asyncio.open_connection(host, port, limit=2**24)
+        client = cls(reader, writer, settings=settings, before_compact=before_compact)
+        try:
+            await client._initialize(workspace)
+        except BaseException:
+            await client._abandon()
+            raise
+        return client
+
+    async def _initialize(self, workspace: str | Path | None) -> None:
+        self._rpc.start()
+        folders = None
+        if workspace is not None:
+            path = Path(workspace).resolve()
+            folders = [{"uri": path.as_uri(), "name": path.name}]
+        from contextd_client import __version__
+
+        result = await self._rpc.request(
+            "initialize",
+            {
+                "processId": os.getpid(),
+                "clientInfo": {"name": CLIENT_NAME, "version": __version__},
+                "rootUri": folders[0]["uri"] if folders else None,
+                "workspaceFolders": folders,
+                "capabilities": {
+                    "window": {"workDoneProgress": False},
+                    "workspace": {"configuration": True},
+                    "experimental": {
+                        "contextd": {"beforeCompact": self._before_compact is not None}
+                    },
+                },
+                "initializationOptions": self.settings,
+            },
+        )
+        self.server_info = result.get("serverInfo") or {}
+        self.server_capabilities = result.get("capabilities") or {}
+        await self._rpc.notify("initialized", {})
+
+    async def close(self) -> None:
+        """shutdown, exit, and for a spawned daemon wait until it has exited."""
+        if self._closed:
+            return
+        self._closed = True
+        if not self._rpc.closed:
+            try:
+                await asyncio.wait_for(self._rpc.request("shutdown"), SHUTDOWN_TIMEOUT_SECONDS)
+                await self._rpc.notify("exit")
+            except (ContextdError, ConnectionError, asyncio.TimeoutError):
+                pass
+        await self._abandon()
+
+    async def _abandon(self) -> None:
+        self._closed = True
+        if self.daemon is not None:
+            # Closing its stdin is the daemon's cue to leave if it ignored `exit`.
+            self.daemon.writer.close()
+            await self.daemon.stop(SHUTDOWN_TIMEOUT_SECONDS)
+        await self._rpc.close()
+
+    def _end_streams(self, reason: str) -> None:
+        for stream in list(self._streams):
+            stream.close()
+
+    async def wait_closed(self) -> None:
+        """Wait until the daemon closes the connection (e.g. it crashed or was stopped)."""
+        await self._rpc.wait_closed()
+
+    async def __aenter__(self) -> ContextdClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- notifications -------------------------------------------------------------
+
+    def on(
+        self, method: str | None, callback: Callable[[str, dict[str, Any]], None]
+    ) -> Callable[[], None]:
+        """Call `callback(method, params)` for each notification of `method` (None: all).
+
+        Returns a function that removes the callback.
+        """
+        self._handlers.setdefault(method, []).append(callback)
+
+        def remove() -> None:
+            handlers = self._handlers.get(method, [])
+            if callback in handlers:
+                handlers.remove(callback)
+
+        return remove
+
+    def notifications(self, *methods: str) -> NotificationStream:
+        """A stream of the notifications of `methods` (all if none) arriving from now on."""
+        stream = NotificationStream(self, methods)
+        self._streams.add(stream)
+        return stream
+
+    async def wait_for(
+        self,
+        method: str,
+        predicate: Callable[[dict[str, Any]], bool] = lambda params: True,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """The params of the next notification of `method` that satisfies `predicate`."""
+        with self.notifications(method) as stream:
+            async with asyncio.timeout(timeout):
+                async for notification in stream:
+                    if predicate(notification.params):
+                        return notification.params
+        raise ConnectionError("the connection closed while waiting for " + method)
+
+    def _dispatch(self, method: str, params: Any) -> None:
+        for callback in [*self._handlers.get(method, []), *self._handlers.get(None, [])]:
+            callback(method, params or {})
+
+    async def _serve_request(self, method: str, params: Any) -> Any:
+        params = params or {}
+        if method == "workspace/configuration":
+            return [
+                self.settings if item.get("section") in (None, "contextd") else None
+                for item in params.get("items", [])
+            ]
+        if method in (
+            "window/workDoneProgress/create",
+            "client/registerCapability",
+            "client/unregisterCapability",
+        ):
+            return None
+        if method == "contextd/beforeCompact" and self._before_compact is not None:
+            return await self._before_compact(params)
+        raise ContextdError(METHOD_NOT_FOUND, f"the client does not serve {method}")
+
+    # --- requests ------------------------------------------------------------------
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Any request by name; the typed methods below are the usual way."""
+        return await self._rpc.request(method, params)
+
+    async def change_settings(self, settings: dict[str, Any]) -> None:
+        """Replace the daemon's settings (workspace/didChangeConfiguration)."""
+        self.settings = dict(settings)
+        await self._rpc.notify(
+            "workspace/didChangeConfiguration", {"settings": {"contextd": self.settings}}
+        )
+
+    async def session_open(
+        self,
+        *,
+        workspace: str | Path | None = None,
+        session_id: str | None = None,
+        name: str | None = None,
+        model: str | None = None,
+    ) -> t.OpenResult:
+        """Create a session, or resume `session_id` from disk."""
+        params = _params(
+            workspace=str(workspace) if workspace is not None else None,
+            sessionId=session_id,
+            name=name,
+            model=model,
+        )
+        return cast(t.OpenResult, await self.request("contextd/session/open", params))
+
+    async def session_list(self, *, workspace: str | Path | None = None) -> t.ListResult:
+        params = _params(workspace=str(workspace) if workspace is not None else None)
+        return cast(t.ListResult, await self.request("contextd/session/list", params))
+
+    async def append(self, session_id: str, messages: list[t.Message]) -> t.AppendResult:
+        params = {"sessionId": session_id, "messages": messages}
+        return cast(t.AppendResult, await self.request("contextd/session/append", params))
+
+    async def context(
+        self, session_id: str, format: t.ContextFormat = "neutral"
+    ) -> t.ContextResult:
+        params = {"sessionId": session_id, "format": format}
+        return cast(t.ContextResult, await self.request("contextd/session/context", params))
+
+    async def state(self, session_id: str) -> t.StateResult:
+        params = {"sessionId": session_id}
+        return cast(t.StateResult, await self.request("contextd/session/state", params))
+
+    async def set_model(self, session_id: str, model: str) -> t.SetModelResult:
+        params = {"sessionId": session_id, "model": model}
+        return cast(t.SetModelResult, await self.request("contextd/session/setModel", params))
+
+    async def close_session(self, session_id: str) -> t.CloseResult:
+        params = {"sessionId": session_id}
+        return cast(t.CloseResult, await self.request("contextd/session/close", params))
+
+    @overload
+    async def compact(
+        self, session_id: str, *, instructions: str | None = ..., dry_run: Literal[False] = ...
+    ) -> t.CompactResult: ...
+
+    @overload
+    async def compact(
+        self, session_id: str, *, instructions: str | None = ..., dry_run: Literal[True]
+    ) -> t.CompactPlan: ...
+
+    async def compact(
+        self, session_id: str, *, instructions: str | None = None, dry_run: bool = False
+    ) -> t.CompactResult | t.CompactPlan:
+        """Compact now; with `dry_run` only report what would be summarized, kept and pruned."""
+        params = _params(sessionId=session_id, instructions=instructions, dryRun=dry_run or None)
+        return await self.request("contextd/compact", params)  # type: ignore[no-any-return]
+
+    async def compact_abort(self, session_id: str) -> dict[str, Any]:
+        return await self.request("contextd/compact/abort", {"sessionId": session_id})  # type: ignore[no-any-return]
+
+    async def handoff(self, session_id: str, *, goal: str | None = None) -> t.HandoffResult:
+        params = _params(sessionId=session_id, goal=goal)
+        return cast(t.HandoffResult, await self.request("contextd/handoff", params))
+
+    async def tree(self, session_id: str) -> t.TreeResult:
+        return cast(t.TreeResult, await self.request("contextd/tree", {"sessionId": session_id}))
+
+    async def navigate(
+        self,
+        session_id: str,
+        target_id: str,
+        *,
+        summarize: bool = False,
+        instructions: str | None = None,
+    ) -> t.NavigateResult:
+        params = _params(
+            sessionId=session_id,
+            targetId=target_id,
+            summarize=summarize,
+            instructions=instructions,
+        )
+        return cast(t.NavigateResult, await self.request("contextd/navigate", params))
+
+    async def fork(self, session_id: str, entry_id: str) -> t.ForkResult:
+        params = {"sessionId": session_id, "entryId": entry_id}
+        return cast(t.ForkResult, await self.request("contextd/fork", params))
+
+    async def label(self, session_id: str, entry_id: str, label: str | None) -> dict[str, Any]:
+        """Set (or with None clear) the label of an entry."""
+        params = {"sessionId": session_id, "entryId": entry_id, "label": label}
+        return await self.request("contextd/label", params)  # type: ignore[no-any-return]
+
+    async def idle_configure(
+        self,
+        *,
+        enabled: bool,
+        session_id: str | None = None,
+        timeout_seconds: float | None = None,
+        threshold_tokens: int | None = None,
+        threshold_percent: float | None = None,
+    ) -> dict[str, Any]:
+        params = _params(
+            sessionId=session_id,
+            enabled=enabled,
+            timeoutSeconds=timeout_seconds,
+            thresholdTokens=threshold_tokens,
+            thresholdPercent=threshold_percent,
+        )
+        return await self.request("contextd/idle/configure", params)  # type: ignore[no-any-return]

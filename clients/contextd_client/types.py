@@ -1,0 +1,177 @@
+"""The shapes of contextd's results and notifications, as the daemon sends them (camelCase).
+
+These are TypedDicts: the values are the plain dicts from the wire, so a field the daemon
+adds later is simply there, and nothing is renamed on the way.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+Message = dict[str, Any]
+"""A neutral message (`role` user | assistant | toolResult), see protocol.md."""
+
+ContextFormat = Literal["neutral", "anthropic", "openai"]
+CompactionReason = Literal["manual", "threshold", "overflow", "incomplete", "idle"]
+
+
+class TokenUsage(TypedDict):
+    sessionId: str
+    tokens: int
+    contextWindow: int
+    percent: float
+    thresholdTokens: int
+    source: Literal["usage", "counted"]
+    model: str
+
+
+class ParentSession(TypedDict):
+    id: str
+    entryId: NotRequired[str | None]
+
+
+class OpenResult(TypedDict):
+    sessionId: str
+    leafId: str | None
+    model: str
+    contextWindow: int
+    usage: TokenUsage
+
+
+class SessionSummary(TypedDict):
+    sessionId: str
+    name: NotRequired[str | None]
+    workspace: str
+    entries: int
+    tokens: int
+    updatedAt: str
+    parentSession: NotRequired[ParentSession | None]
+
+
+class ListResult(TypedDict):
+    sessions: list[SessionSummary]
+
+
+class AppendResult(TypedDict):
+    entryIds: list[str]
+    leafId: str
+    usage: TokenUsage
+
+
+class ContextResult(TypedDict):
+    messages: list[Message]
+    system: NotRequired[str]
+    tokens: int
+
+
+class StateResult(TypedDict):
+    sessionId: str
+    name: NotRequired[str | None]
+    workspace: str
+    leafId: str | None
+    model: str
+    contextWindow: int
+    entries: int
+    usage: TokenUsage
+    compacting: bool
+
+
+class SetModelResult(TypedDict):
+    model: str
+    contextWindow: int
+    usage: TokenUsage
+
+
+class CloseResult(TypedDict):
+    closed: bool
+
+
+class CompactResult(TypedDict):
+    entryId: str
+    summary: str
+    firstKeptEntryId: str | None
+    tokensBefore: int
+    tokensAfter: int
+
+
+class CompactPlan(TypedDict):
+    """What `compact(dry_run=True)` would do, without doing it."""
+
+    firstKeptEntryId: str | None
+    summarizeEntryIds: list[str]
+    keptEntryIds: list[str]
+    pruneEntryIds: list[str]
+    tokensBefore: int
+    tokensAfter: int
+
+
+class HandoffResult(TypedDict):
+    sessionId: str
+    entryId: str
+    document: str
+
+
+class TreeNode(TypedDict):
+    id: str
+    parentId: str | None
+    type: str
+    role: NotRequired[str]
+    preview: str
+    label: NotRequired[str | None]
+    tokens: int
+    children: list[str]
+
+
+class TreeResult(TypedDict):
+    nodes: list[TreeNode]
+    leafId: str | None
+
+
+class NavigateResult(TypedDict):
+    leafId: str | None
+    branchSummaryId: NotRequired[str]
+    editorText: NotRequired[str]
+
+
+class ForkResult(TypedDict):
+    sessionId: str
+    leafId: str | None
+
+
+class CompactionStarted(TypedDict):
+    sessionId: str
+    compactionId: str
+    reason: CompactionReason
+    tokensBefore: int
+
+
+class CompactionFinished(TypedDict):
+    sessionId: str
+    compactionId: str
+    reason: CompactionReason
+    outcome: Literal["compacted", "failed", "aborted", "cancelled"]
+    tokensBefore: int
+    tokensAfter: NotRequired[int]
+    entryId: NotRequired[str]
+    error: NotRequired[str]
+    willRetry: bool
+
+
+class SessionChanged(TypedDict):
+    sessionId: str
+    leafId: str | None
+    cause: str
+
+
+class IdleTimer(TypedDict):
+    sessionId: str
+    state: Literal["armed", "fired", "cancelled"]
+    dueAt: NotRequired[str]
+
+
+TOKEN_USAGE = "contextd/tokenUsage"
+COMPACTION_STARTED = "contextd/compactionStarted"
+COMPACTION_FINISHED = "contextd/compactionFinished"
+SESSION_CHANGED = "contextd/sessionChanged"
+IDLE_TIMER = "contextd/idleTimer"
+NOTIFICATIONS = (TOKEN_USAGE, COMPACTION_STARTED, COMPACTION_FINISHED, SESSION_CHANGED, IDLE_TIMER)
