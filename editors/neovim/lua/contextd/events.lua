@@ -1,0 +1,78 @@
+-- Handlers for the daemon's contextd/* notifications: they update the cache and report
+-- what the user did not ask for (automatic compactions).
+local format = require("contextd.format")
+local state = require("contextd.state")
+
+local M = {}
+local levels = vim.log.levels
+
+local function on_token_usage(_, usage)
+  if state.is_current(usage) then
+    state.usage = usage
+    state.model = usage.model or state.model
+    state.context_window = usage.contextWindow or state.context_window
+    state.changed()
+  end
+  state.emit_usage(usage)
+end
+
+local function on_session_changed(_, change)
+  if state.is_current(change) then
+    state.leaf_id = change.leafId
+    state.changed()
+  end
+end
+
+local function on_compaction_started(_, started)
+  if state.is_current(started) then
+    state.compacting = started
+    state.changed()
+  end
+end
+
+local function finished_message(finished)
+  local reason = finished.reason or "?"
+  if finished.outcome == "compacted" then
+    return string.format(
+      "contextd: compacted (%s) %s → %s tokens",
+      reason,
+      format.tokens(finished.tokensBefore),
+      format.tokens(finished.tokensAfter)
+    ),
+      levels.INFO
+  elseif finished.outcome == "failed" then
+    local retry = finished.willRetry and ", will retry" or ""
+    return string.format("contextd: compaction (%s) failed%s: %s", reason, retry, finished.error or "?"),
+      finished.willRetry and levels.WARN or levels.ERROR
+  end
+  return string.format("contextd: compaction (%s) %s", reason, finished.outcome or "ended"), levels.INFO
+end
+
+local function on_compaction_finished(_, finished)
+  if not state.is_current(finished) then
+    return
+  end
+  state.compacting = nil
+  state.changed()
+  -- A manual compaction answers its own request; only automatic ones are announced here.
+  if finished.reason ~= "manual" then
+    vim.notify(finished_message(finished))
+  end
+end
+
+local function on_idle_timer(_, timer)
+  if state.is_current(timer) then
+    state.idle = timer
+    state.changed()
+  end
+end
+
+M.handlers = {
+  ["contextd/tokenUsage"] = on_token_usage,
+  ["contextd/sessionChanged"] = on_session_changed,
+  ["contextd/compactionStarted"] = on_compaction_started,
+  ["contextd/compactionFinished"] = on_compaction_finished,
+  ["contextd/idleTimer"] = on_idle_timer,
+}
+
+return M

@@ -1,0 +1,150 @@
+-- :checkhealth contextd. Neovim 0.7 reports through require("health").report_*,
+-- 0.10+ through vim.health.start/ok/...; 0.8-0.9 have both.
+local client = require("contextd.client")
+local config = require("contextd.config")
+local state = require("contextd.state")
+
+local M = {}
+
+local health = vim.health or require("health")
+local report = {
+  start = health.start or health.report_start,
+  ok = health.ok or health.report_ok,
+  info = health.info or health.report_info,
+  warn = health.warn or health.report_warn,
+  error = health.error or health.report_error,
+}
+
+local KNOWN_SETTINGS = {
+  defaultModel = true,
+  compaction = true,
+  pruning = true,
+  idle = true,
+  branchSummary = true,
+  summarizer = true,
+  models = true,
+  storage = true,
+}
+
+local function run(argv)
+  local output = vim.fn.system(argv)
+  return vim.v.shell_error == 0, vim.trim(output)
+end
+
+local function check_neovim()
+  local v = vim.version()
+  local text = string.format("Neovim %d.%d.%d", v.major, v.minor, v.patch)
+  if vim.fn.has("nvim-0.7") == 1 then
+    report.ok(text)
+  else
+    report.error(text .. ": contextd needs Neovim 0.7 or newer")
+  end
+end
+
+-- Returns whether the daemon's program can run at all.
+local function check_program()
+  local program = config.program()
+  if vim.fn.executable(program[1]) ~= 1 then
+    local advice = config.options.cmd and "set `cmd` in setup() to a working command"
+      or "set `python` in setup() to an interpreter with contextd installed"
+    report.error(program[1] .. " is not executable", { advice })
+    return false
+  end
+  if not config.options.cmd then
+    local _, python_version = run({ program[1], "--version" })
+    report.ok("Python found: " .. vim.fn.exepath(program[1]) .. " (" .. python_version .. ")")
+  end
+  local ok, version = run(vim.list_extend(config.program(), { "--version" }))
+  if not ok then
+    report.error("`" .. table.concat(program, " ") .. " --version` failed: " .. version, {
+      "install contextd into that Python: pip install contextd",
+    })
+    return false
+  end
+  report.ok("daemon program: " .. table.concat(program, " ") .. " (" .. version .. ")")
+  return true
+end
+
+-- Starts a throwaway daemon and waits for its answer to initialize.
+local function probe_daemon()
+  local initialized, server_info = false, nil
+  local id, err = client.start("contextd-health", {
+    on_init = function(_, result)
+      initialized, server_info = true, result and result.serverInfo
+    end,
+  })
+  if not id then
+    return nil, err
+  end
+  vim.wait(config.options.timeout_ms, function()
+    return initialized
+  end, 20)
+  client.stop(id)
+  if not initialized then
+    return nil, "no answer to initialize within " .. config.options.timeout_ms .. " ms (see :LspLog)"
+  end
+  return server_info or {}
+end
+
+local function check_daemon()
+  if state.status == "running" then
+    report.ok(string.format(
+      "daemon running: contextd %s, session %s",
+      state.server_version or "?",
+      state.session_id or "?"
+    ))
+  else
+    local info, err = probe_daemon()
+    if not info then
+      report.error("the daemon did not start: " .. err)
+      return
+    end
+    report.ok("daemon starts: contextd " .. (info.version or "?"))
+    state.server_version = state.server_version or info.version
+  end
+  local plugin_version = require("contextd").version
+  if state.server_version and state.server_version ~= plugin_version then
+    report.info(string.format("plugin %s, daemon %s", plugin_version, state.server_version))
+  else
+    report.info("plugin " .. plugin_version)
+  end
+end
+
+local function check_settings()
+  local settings = config.options.settings or {}
+  local unknown = {}
+  for key in pairs(settings) do
+    if not KNOWN_SETTINGS[key] then
+      table.insert(unknown, key)
+    end
+  end
+  table.sort(unknown)
+  if #unknown > 0 then
+    report.warn("unknown settings: " .. table.concat(unknown, ", "), { "see :help contextd-settings" })
+  else
+    report.ok("settings: every key is known")
+  end
+  local summarizer = settings.summarizer or {}
+  report.info("summarizer: " .. (summarizer.provider or "offline"))
+  local key_env = summarizer.apiKeyEnv
+  if type(key_env) == "string" then
+    if vim.env[key_env] then
+      report.ok("the API key variable " .. key_env .. " is set")
+    else
+      report.warn("the API key variable " .. key_env .. " is not set in Neovim's environment")
+    end
+  end
+  report.info("workspace: " .. config.workspace())
+  report.info("data dir: " .. (config.options.data_dir or "the daemon's default ($XDG_DATA_HOME/contextd)"))
+end
+
+function M.check()
+  report.start("contextd")
+  check_neovim()
+  if check_program() then
+    check_daemon()
+  end
+  check_settings()
+end
+
+return M

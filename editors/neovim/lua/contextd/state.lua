@@ -1,0 +1,71 @@
+-- The cached view of the daemon that statuslines and commands read without a round trip.
+local M = {
+  status = "stopped", -- stopped | starting | running | exited
+  client_id = nil,
+  server_version = nil,
+  session_id = nil,
+  leaf_id = nil,
+  model = nil,
+  context_window = nil,
+  usage = nil, -- the latest contextd/tokenUsage body of the current session
+  compacting = nil, -- the contextd/compactionStarted body while one runs
+  idle = nil, -- the latest contextd/idleTimer body of the current session
+}
+
+local usage_listeners = {}
+
+--- Tells statuslines (and anyone else) that the cached state changed.
+function M.changed()
+  vim.api.nvim_exec_autocmds("User", { pattern = "ContextdStatus", modeline = false })
+end
+
+function M.reset(status)
+  M.status = status
+  M.client_id = nil
+  M.session_id = nil
+  M.leaf_id = nil
+  M.usage = nil
+  M.compacting = nil
+  M.idle = nil
+  M.changed()
+end
+
+--- Makes `session` (an open or state result) the current session.
+function M.adopt_session(session)
+  M.session_id = session.sessionId
+  M.leaf_id = session.leafId
+  M.model = session.model
+  M.context_window = session.contextWindow
+  M.usage = session.usage
+  M.compacting = session.compacting and (M.compacting or { reason = "unknown" }) or nil
+  M.idle = nil
+  M.status = "running"
+  M.changed()
+end
+
+function M.is_current(params)
+  return params ~= nil and params.sessionId ~= nil and params.sessionId == M.session_id
+end
+
+function M.add_usage_listener(fn)
+  table.insert(usage_listeners, fn)
+  return function()
+    for i, listener in ipairs(usage_listeners) do
+      if listener == fn then
+        table.remove(usage_listeners, i)
+        return
+      end
+    end
+  end
+end
+
+function M.emit_usage(usage)
+  for _, listener in ipairs({ unpack(usage_listeners) }) do
+    local ok, err = pcall(listener, usage)
+    if not ok then
+      vim.notify("contextd: on_token_usage callback failed: " .. tostring(err), vim.log.levels.ERROR)
+    end
+  end
+end
+
+return M
