@@ -1,0 +1,154 @@
+"""Shared fixtures: a real contextd daemon over real stdio, driven by pytest-lsp's client."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest_asyncio
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
+from pygls.protocol import JsonRPCNotification, JsonRPCResponseMessage, default_converter
+from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp.client import register_lsp_features
+
+NOTIFICATIONS = (
+    "contextd/tokenUsage",
+    "contextd/sessionChanged",
+    "contextd/compactionStarted",
+    "contextd/compactionFinished",
+    "contextd/idleTimer",
+)
+
+
+def plain_converter():
+    """Keep results and notification params as the JSON the daemon sent (pygls' default
+    turns them into namedtuples)."""
+    converter = default_converter()
+    converter.register_structure_hook(JsonRPCResponseMessage, lambda obj, cls: cls(**obj))
+    converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**obj))
+    return converter
+
+
+class Daemon:
+    """A running `contextd serve` and the client talking to it."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.client: LanguageClient | None = None
+        self.notifications: list[tuple[str, dict[str, Any]]] = []
+        self._arrived = asyncio.Event()
+
+    def _make_client(self) -> LanguageClient:
+        client = LanguageClient(converter_factory=plain_converter)
+        register_lsp_features(client)
+        for method in NOTIFICATIONS:
+            client.feature(method)(self._recorder(method))
+        return client
+
+    def _recorder(self, method: str) -> Callable[[Any], None]:
+        def record(params: Any) -> None:
+            self.notifications.append((method, params))
+            self._arrived.set()
+
+        return record
+
+    async def start(
+        self,
+        settings: dict[str, Any] | None = None,
+        capabilities: lsp.ClientCapabilities | None = None,
+        env: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        config = ClientServerConfig(
+            server_command=[sys.executable, "-m", "contextd", "--data-dir", str(self.data_dir), "serve"],
+            client_factory=self._make_client,
+            server_env=env,
+        )
+        self.client = await config.start()
+        result = await self.client.initialize_session(
+            lsp.InitializeParams(
+                capabilities=capabilities or lsp.ClientCapabilities(),
+                initialization_options=settings or {},
+                workspace_folders=[lsp.WorkspaceFolder(uri="file:///tmp/contextd-ws", name="ws")],
+            )
+        )
+        return result
+
+    async def stop(self) -> None:
+        if self.client is not None:
+            try:
+                await asyncio.wait_for(self.client.shutdown_session(), 10)
+            except Exception:
+                await self.client.stop()
+            self.client = None
+
+    async def request(self, method: str, params: Any = None) -> Any:
+        assert self.client is not None
+        return await asyncio.wait_for(self.client.protocol.send_request_async(method, params), 30)
+
+    async def error_of(self, method: str, params: Any = None) -> JsonRpcException:
+        """The error a request must fail with; a success fails the test."""
+        try:
+            result = await self.request(method, params)
+        except JsonRpcException as error:
+            return error
+        raise AssertionError(f"{method} should have failed but returned {result!r}")
+
+    def notify(self, method: str, params: Any) -> None:
+        assert self.client is not None
+        self.client.protocol.notify(method, params)
+
+    def received(self, method: str, **match: Any) -> list[dict[str, Any]]:
+        return [
+            params
+            for name, params in self.notifications
+            if name == method and all(params.get(k) == v for k, v in match.items())
+        ]
+
+    async def wait_for(
+        self, method: str, timeout: float = 10, **match: Any
+    ) -> dict[str, Any]:
+        """The first notification of `method` (since the start) whose fields equal `match`."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            found = self.received(method, **match)
+            if found:
+                return found[0]
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                raise AssertionError(f"no {method} matching {match} within {timeout}s")
+            self._arrived.clear()
+            try:
+                await asyncio.wait_for(self._arrived.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
+
+    async def open_session(self, **params: Any) -> dict[str, Any]:
+        return await self.request("contextd/session/open", params)
+
+
+@pytest_asyncio.fixture
+async def daemon(tmp_path: Path) -> AsyncIterator[Daemon]:
+    running = Daemon(tmp_path / "data")
+    await running.start()
+    yield running
+    await running.stop()
+
+
+@pytest_asyncio.fixture
+async def make_daemon(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    """Start daemons with chosen settings or capabilities; all are stopped afterwards."""
+    started: list[Daemon] = []
+
+    async def make(data_dir: Path | None = None, **start: Any) -> Daemon:
+        running = Daemon(data_dir or tmp_path / "data")
+        await running.start(**start)
+        started.append(running)
+        return running
+
+    yield make
+    for running in started:
+        await running.stop()
