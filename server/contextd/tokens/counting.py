@@ -8,7 +8,8 @@ documented estimate instead.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import cache
 
 from contextd.compaction.context import entry_message
 from contextd.model import (
@@ -18,8 +19,6 @@ from contextd.model import (
     Message,
     TextContent,
     ThinkingContent,
-    ToolCall,
-    UserBlock,
 )
 from contextd.tokens.encodings import load_encoding
 
@@ -46,10 +45,51 @@ panics, killing the caller, on about 1.5 million whitespace characters."""
 
 def count_text(text: str, encoding: str) -> int:
     """Tokens of `text`; special tokens such as `<|endoftext|>` count as the plain text they are."""
+    return _text_counter(encoding)(text)
+
+
+def count_message(message: Message, encoding: str) -> int:
+    """Tokens of a message as a model sees it: framing plus every block of its content."""
+    count = _text_counter(encoding)
+    tokens = MESSAGE_OVERHEAD_TOKENS
+    if isinstance(message, AssistantMessage):
+        for block in message.content:
+            if isinstance(block, TextContent):
+                tokens += count(block.text)
+            elif isinstance(block, ThinkingContent):
+                tokens += count(block.thinking)
+            else:
+                tokens += count(block.name) + count(_arguments_json(block.arguments))
+    elif isinstance(message.content, str):
+        tokens += count(message.content)
+    else:
+        for block in message.content:
+            tokens += IMAGE_TOKENS if isinstance(block, ImageContent) else count(block.text)
+    return tokens
+
+
+def count_entry(entry: Entry, encoding: str) -> int:
+    """Tokens an entry adds to the context: its message, or the user message a summary or
+    handoff becomes; entries that add no message (prunes, labels, ...) count 0."""
+    message = entry_message(entry)
+    return 0 if message is None else count_message(message, encoding)
+
+
+_arguments_json = json.JSONEncoder(ensure_ascii=False).encode
+"""Tool arguments as the model wrote them: JSON, non-ASCII kept as is."""
+
+
+@cache
+def _text_counter(encoding: str) -> Callable[[str], int]:
+    """A text counter bound to one encoding, so counting a message looks the encoding up once."""
     encode = load_encoding(encoding).encode_ordinary
-    if len(text) <= CHUNK_CHARS:
-        return len(encode(text))
-    return sum(len(encode(chunk)) for chunk in split_for_counting(text, CHUNK_CHARS))
+
+    def count(text: str) -> int:
+        if len(text) <= CHUNK_CHARS:
+            return len(encode(text))
+        return sum(len(encode(chunk)) for chunk in split_for_counting(text, CHUNK_CHARS))
+
+    return count
 
 
 def split_for_counting(text: str, size: int) -> Iterator[str]:
@@ -78,41 +118,3 @@ def _cut_point(text: str, start: int, limit: int) -> int:
         newline = text.rfind("\n", start + 1, newline)
     return limit
 
-
-def count_message(message: Message, encoding: str) -> int:
-    """Tokens of a message as a model sees it: framing plus every block of its content."""
-    if isinstance(message, AssistantMessage):
-        content = sum(_count_assistant_block(block, encoding) for block in message.content)
-    else:
-        content = _count_content(message.content, encoding)
-    return MESSAGE_OVERHEAD_TOKENS + content
-
-
-def count_entry(entry: Entry, encoding: str) -> int:
-    """Tokens an entry adds to the context: its message, or the user message a summary or
-    handoff becomes; entries that add no message (prunes, labels, ...) count 0."""
-    message = entry_message(entry)
-    return 0 if message is None else count_message(message, encoding)
-
-
-def _count_content(content: str | list[UserBlock], encoding: str) -> int:
-    if isinstance(content, str):
-        return count_text(content, encoding)
-    return sum(_count_user_block(block, encoding) for block in content)
-
-
-def _count_user_block(block: UserBlock, encoding: str) -> int:
-    if isinstance(block, ImageContent):
-        return IMAGE_TOKENS
-    return count_text(block.text, encoding)
-
-
-def _count_assistant_block(
-    block: TextContent | ThinkingContent | ToolCall, encoding: str
-) -> int:
-    if isinstance(block, TextContent):
-        return count_text(block.text, encoding)
-    if isinstance(block, ThinkingContent):
-        return count_text(block.thinking, encoding)
-    arguments = json.dumps(block.arguments, ensure_ascii=False)
-    return count_text(block.name, encoding) + count_text(arguments, encoding)
