@@ -1,0 +1,294 @@
+"""What every importer shares: the problem report, the result, and the entry builder that
+keeps tool calls and results paired on every path of the imported tree."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import TypeAdapter, ValidationError
+
+from contextd.model import (
+    AssistantMessage,
+    CompactionEntry,
+    Entry,
+    LabelEntry,
+    Message,
+    MessageEntry,
+    ToolResultMessage,
+    utc_now,
+)
+
+MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+
+ProblemKind = Literal["corrupt", "unknown", "skipped", "repaired"]
+
+MISSING_RESULT_TEXT = "[No result was recorded for this tool call in the imported session]"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something in the source that was not imported as it stood.
+
+    `corrupt`: the line is not valid JSON or not the shape its type promises; `unknown`: a
+    line type this importer does not know; `skipped`: a known line with no place in a
+    contextd session; `repaired`: imported with a fix (e.g. a missing tool result added).
+    """
+
+    line: int
+    kind: ProblemKind
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.kind}: {self.message}"
+
+
+@dataclass
+class ImportedSession:
+    """A session read from another tool, ready to be written as a contextd session."""
+
+    source: str
+    source_id: str | None
+    workspace: str | None
+    created_at: str | None
+    name: str | None
+    entries: list[Entry]
+    leaf_id: str | None
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def message_count(self) -> int:
+        return sum(1 for entry in self.entries if isinstance(entry, MessageEntry))
+
+
+def json_lines(lines: Iterable[str], problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each line holding a JSON object; the rest are reported."""
+    for number, line in enumerate(lines, start=1):
+        text = line.strip()
+        if not text:
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError as error:
+            problems.append(Problem(number, "corrupt", f"not valid JSON ({error.msg})"))
+            continue
+        if not isinstance(value, dict):
+            problems.append(Problem(number, "corrupt", "not a JSON object"))
+            continue
+        yield number, value
+
+
+def validation_summary(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{where}: {first['msg']}" if where else first["msg"]
+
+
+def to_message(data: dict[str, Any]) -> Message:
+    """A contextd message from neutral-shaped data; raises ValidationError."""
+    return MESSAGE_ADAPTER.validate_python(data)
+
+
+def text_of(value: Any) -> str:
+    """Plain text of a string or a list of text-bearing blocks."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(text_of(item) for item in value if text_of(item))
+    if isinstance(value, dict):
+        for key in ("text", "content", "output"):
+            if isinstance(value.get(key), (str, list)):
+                return text_of(value[key])
+    return ""
+
+
+class EntryBuilder:
+    """Builds the entry tree of an import, in source order.
+
+    Source ids are kept as entry ids. Source entries with no contextd equivalent are
+    `skip`ped: their children attach to their parent instead. Tool calls stay paired on
+    every path: a result that answers no open call is dropped (and reported), and a call
+    still open when the conversation moves on gets a result that says none was recorded.
+    """
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        self.entries: list[Entry] = []
+        self.leaf_id: str | None = None
+        self._ids: set[str] = set()
+        self._alias: dict[str, str | None] = {}
+        self._open_calls: dict[str | None, dict[str, str]] = {None: {}}
+        self._has_children: set[str | None] = set()
+        self._last_assistant: MessageEntry | None = None
+
+    # --- ids --------------------------------------------------------------------------
+
+    def resolve(self, source_id: str | None) -> str | None:
+        """The entry that stands for `source_id`: itself, or the nearest kept ancestor."""
+        seen: set[str] = set()
+        while source_id is not None and source_id in self._alias and source_id not in seen:
+            seen.add(source_id)
+            source_id = self._alias[source_id]
+        return source_id
+
+    def known(self, source_id: str | None) -> bool:
+        return source_id is None or self.resolve(source_id) in self._ids
+
+    def unique_id(self, wanted: str) -> str:
+        candidate, suffix = wanted, 1
+        while candidate in self._ids or candidate in self._alias:
+            suffix += 1
+            candidate = f"{wanted}-{suffix}"
+        return candidate
+
+    def skip(self, source_id: str | None, parent: str | None) -> None:
+        """`source_id` is not imported; whatever hangs off it hangs off `parent`."""
+        if source_id is not None:
+            self._alias[source_id] = self.resolve(parent)
+
+    # --- adding -----------------------------------------------------------------------
+
+    def add_message(
+        self, line: int, source_id: str, parent: str | None, message: Message, timestamp: str | None
+    ) -> MessageEntry | None:
+        parent = self.resolve(parent)
+        if isinstance(message, ToolResultMessage):
+            if message.toolCallId not in self._open_calls.get(parent, {}):
+                self.problems.append(
+                    Problem(
+                        line,
+                        "skipped",
+                        f"tool result for {message.toolCallId!r} answers no open tool call",
+                    )
+                )
+                self.skip(source_id, parent)
+                return None
+        else:
+            parent = self.close_open_calls(parent, line, timestamp)
+        entry = MessageEntry(
+            id=self.unique_id(source_id), parentId=parent, timestamp=timestamp or utc_now(), message=message
+        )
+        self._attach(entry, source_id)
+        if isinstance(message, AssistantMessage):
+            self._last_assistant = entry
+        return entry
+
+    def add_node(
+        self, line: int, source_id: str, parent: str | None, entry: Entry, *, enters_context: bool
+    ) -> Entry:
+        """A non-message node (compaction, summary, model change...) built with a placeholder
+        parent; `enters_context` nodes first settle the open tool calls before them."""
+        parent = self.resolve(parent)
+        if enters_context:
+            parent = self.close_open_calls(parent, line, entry.timestamp)
+        entry = entry.model_copy(update={"id": self.unique_id(source_id), "parentId": parent})
+        self._attach(entry, source_id)
+        return entry
+
+    def add_label(self, source_id: str, parent: str | None, entry: LabelEntry) -> None:
+        """Labels annotate the tree without growing it: children of the label attach to its parent."""
+        self.skip(source_id, parent)
+        entry = entry.model_copy(
+            update={
+                "id": self.unique_id(source_id),
+                "parentId": self.resolve(parent),
+                "targetId": self.resolve(entry.targetId),
+            }
+        )
+        self._ids.add(entry.id)
+        self.entries.append(entry)
+
+    def _attach(self, entry: Entry, source_id: str) -> None:
+        if entry.id != source_id:
+            self._alias[source_id] = entry.id
+        open_calls = dict(self._open_calls.get(entry.parentId, {}))
+        if isinstance(entry, MessageEntry):
+            if isinstance(entry.message, AssistantMessage):
+                open_calls.update({call.id: call.name for call in entry.message.tool_calls})
+            elif isinstance(entry.message, ToolResultMessage):
+                open_calls.pop(entry.message.toolCallId, None)
+        self._open_calls[entry.id] = open_calls
+        self._has_children.add(entry.parentId)
+        self._ids.add(entry.id)
+        self.entries.append(entry)
+        self.leaf_id = entry.id
+
+    def close_open_calls(self, parent: str | None, line: int, timestamp: str | None) -> str | None:
+        """Give every tool call still open at `parent` a result saying none was recorded."""
+        for call_id, tool_name in list(self._open_calls.get(parent, {}).items()):
+            self.problems.append(
+                Problem(line, "repaired", f"tool call {call_id!r} ({tool_name}) had no result; added one")
+            )
+            result = ToolResultMessage(
+                toolCallId=call_id, toolName=tool_name, content=MISSING_RESULT_TEXT, isError=True
+            )
+            entry = MessageEntry(
+                id=self.unique_id(f"{call_id}-missing-result"),
+                parentId=parent,
+                timestamp=timestamp or utc_now(),
+                message=result,
+            )
+            self._attach(entry, entry.id)
+            parent = entry.id
+        return parent
+
+    @property
+    def last_assistant(self) -> MessageEntry | None:
+        return self._last_assistant
+
+    def finish(self, line: int, leaf: str | None = None) -> tuple[list[Entry], str | None]:
+        """Settle the tool calls left open at the ends of branches; returns entries and leaf."""
+        leaf_id = self.resolve(leaf) if leaf is not None else self.leaf_id
+        for entry in list(self.entries):
+            if entry.id not in self._has_children and self._open_calls.get(entry.id):
+                end = self.close_open_calls(entry.id, line, entry.timestamp)
+                if entry.id == leaf_id:
+                    leaf_id = end
+        return self.entries, leaf_id
+
+
+def message_or_problem(
+    data: dict[str, Any], line: int, problems: list[Problem], what: str
+) -> Message | None:
+    try:
+        return to_message(data)
+    except ValidationError as error:
+        problems.append(Problem(line, "corrupt", f"{what}: {validation_summary(error)}"))
+        return None
+
+
+def fill_tokens_after(entries: list[Entry]) -> list[Entry]:
+    """Give each imported compaction the prompt size of the first answer that followed it.
+
+    Other tools do not record the size of the context right after a compaction; the next
+    answer's reported prompt (input + cache reads + cache writes) is the nearest recorded
+    figure. Compactions with no answer after them keep 0.
+    """
+    by_id = {entry.id: entry for entry in entries}
+
+    def descends_from(entry: Entry, ancestor_id: str) -> bool:
+        parent = entry.parentId
+        while parent is not None:
+            if parent == ancestor_id:
+                return True
+            parent = getattr(by_id.get(parent), "parentId", None)
+        return False
+
+    result: list[Entry] = []
+    for index, entry in enumerate(entries):
+        if isinstance(entry, CompactionEntry):
+            for later in entries[index + 1 :]:
+                if (
+                    isinstance(later, MessageEntry)
+                    and isinstance(later.message, AssistantMessage)
+                    and later.message.usage is not None
+                    and descends_from(later, entry.id)
+                ):
+                    usage = later.message.usage
+                    prompt = usage.input + usage.cacheRead + usage.cacheWrite
+                    entry = entry.model_copy(update={"tokensAfter": prompt})
+                    break
+        result.append(entry)
+    return result
