@@ -1,0 +1,339 @@
+/**
+ * The palette commands, as functions of a small context: the editor's UI, the
+ * sessions and the settings. Each reports its own failure with the daemon's words.
+ */
+import { describePreview, formatCount, formatTokens, sessionTitle, shortId, timeAgo } from "./format";
+import { ErrorCode, TreeNode } from "./protocol";
+import { errorCode, errorText } from "./rpc";
+import type { ContextdSessions } from "./sessions";
+import { treeRows } from "./treeItems";
+import type { SettingsStore, Ui } from "./ui";
+
+export type SessionsApi = Pick<
+  ContextdSessions,
+  | "current"
+  | "setCurrent"
+  | "status"
+  | "open"
+  | "list"
+  | "preview"
+  | "compact"
+  | "handoff"
+  | "tree"
+  | "navigate"
+  | "fork"
+  | "label"
+  | "configureIdle"
+>;
+
+export interface CommandContext {
+  ui: Ui;
+  sessions: SessionsApi;
+  settings: SettingsStore;
+}
+
+type Command = (ctx: CommandContext, sessionId?: string) => Promise<void>;
+
+export const compactNow: Command = (ctx, sessionId) =>
+  guarded(ctx, "compaction", async () => {
+    const id = await resolveSession(ctx, sessionId);
+    if (!id) return;
+    const instructions = await ctx.ui.input({
+      title: "contextd: Compact Now",
+      prompt: "Extra instructions for the summary (optional). Enter to compact, Escape to cancel.",
+      placeholder: "e.g. keep the exact failing test output",
+    });
+    if (instructions === undefined) return;
+    await runCompaction(ctx, id, instructions.trim() || undefined);
+  });
+
+async function runCompaction(ctx: CommandContext, sessionId: string, instructions?: string): Promise<void> {
+  const result = await ctx.sessions.compact(sessionId, { instructions });
+  await ctx.ui.info(
+    `contextd: compacted ${title(ctx, sessionId)} from ${formatTokens(result.tokensBefore)} ` +
+      `to ${formatTokens(result.tokensAfter)} tokens.`,
+  );
+}
+
+export const compactPreview: Command = (ctx, sessionId) =>
+  guarded(ctx, "compaction preview", async () => {
+    const id = await resolveSession(ctx, sessionId);
+    if (!id) return;
+    const preview = await ctx.sessions.preview(id);
+    const nodes = await treeNodesIfAvailable(ctx, id);
+    const { message, detail } = describePreview(preview, nodes);
+    const choice = await ctx.ui.info(message, { modal: true, detail }, "Compact Now");
+    if (choice === "Compact Now") await runCompaction(ctx, id);
+  });
+
+/** Previews of entries for the dry run, when the daemon can give the tree. */
+async function treeNodesIfAvailable(ctx: CommandContext, sessionId: string): Promise<Map<string, TreeNode>> {
+  try {
+    const tree = await ctx.sessions.tree(sessionId);
+    return new Map(tree.nodes.map((node) => [node.id, node]));
+  } catch (error) {
+    if (errorCode(error) === ErrorCode.methodNotFound) return new Map();
+    throw error;
+  }
+}
+
+export const handoff: Command = (ctx, sessionId) =>
+  guarded(ctx, "hand-off", async () => {
+    const id = await resolveSession(ctx, sessionId);
+    if (!id) return;
+    const goal = await ctx.ui.input({
+      title: "contextd: Hand Off to New Session",
+      prompt: "Goal of the new session (optional)",
+      placeholder: "e.g. finish the migration to the new API",
+    });
+    if (goal === undefined) return;
+    const result = await ctx.ui.progress("contextd: writing the hand-off document…", (_, token) =>
+      ctx.sessions.handoff(id, goal.trim() || undefined, token),
+    );
+    const choice = await ctx.ui.info(
+      `contextd: handed off ${title(ctx, id)} to the new session ${title(ctx, result.sessionId)}.`,
+      {},
+      "Show Document",
+    );
+    if (choice === "Show Document") await ctx.ui.showDocument(result.document);
+  });
+
+export const showTree: Command = (ctx, sessionId) =>
+  guarded(ctx, "navigation", async () => {
+    const id = await resolveSession(ctx, sessionId);
+    if (!id) return;
+    const target = await pickEntry(ctx, id, "contextd: Session Tree", "Choose an entry to continue from");
+    if (!target || target.isLeaf) return;
+    const choice = await ctx.ui.pick(
+      [
+        { label: "$(fold) Summarize the branch I leave", value: "summarize" as const },
+        { label: "$(edit) Summarize it with instructions…", value: "instructions" as const },
+        { label: "$(arrow-right) Just move, no summary", value: "move" as const },
+      ],
+      { title: "contextd: Leave the current branch", placeholder: "Keep what the branch you leave found out?" },
+    );
+    if (!choice) return;
+    const instructions = choice === "instructions" ? await askSummaryInstructions(ctx) : undefined;
+    if (choice === "instructions" && instructions === undefined) return;
+    const summarize = choice !== "move";
+    const navigate = (token?: Parameters<SessionsApi["navigate"]>[3]) =>
+      ctx.sessions.navigate(id, target.node.id, { summarize, instructions }, token);
+    const result = summarize
+      ? await ctx.ui.progress("contextd: summarizing the branch you leave…", (_, token) => navigate(token))
+      : await navigate();
+    await reportNavigation(ctx, result.editorText ?? undefined);
+  });
+
+function askSummaryInstructions(ctx: CommandContext): Promise<string | undefined> {
+  return ctx.ui.input({
+    title: "contextd: Branch summary",
+    prompt: "Instructions for the summary of the branch you leave",
+    placeholder: "e.g. note why this approach failed",
+  });
+}
+
+async function reportNavigation(ctx: CommandContext, editorText?: string): Promise<void> {
+  if (!editorText) {
+    await ctx.ui.info("contextd: moved the session to the chosen entry.");
+    return;
+  }
+  const choice = await ctx.ui.info(
+    "contextd: moved the session before the chosen message; its text is ready to edit and resend.",
+    {},
+    "Copy Message",
+  );
+  if (choice === "Copy Message") await ctx.ui.copy(editorText);
+}
+
+export const fork: Command = (ctx, sessionId) =>
+  guarded(ctx, "fork", async () => {
+    const id = await resolveSession(ctx, sessionId);
+    if (!id) return;
+    const entry = await pickEntry(ctx, id, "contextd: Fork From Here", "The new session's history ends at this entry");
+    if (!entry) return;
+    const result = await ctx.sessions.fork(id, entry.node.id);
+    await ctx.ui.info(`contextd: forked ${title(ctx, id)} into the new session ${title(ctx, result.sessionId)}.`);
+  });
+
+export const label: Command = (ctx, sessionId) =>
+  guarded(ctx, "label", async () => {
+    const id = await resolveSession(ctx, sessionId);
+    if (!id) return;
+    const entry = await pickEntry(ctx, id, "contextd: Label Entry", "Choose the entry to label");
+    if (!entry) return;
+    const text = await ctx.ui.input({
+      title: "contextd: Label Entry",
+      prompt: "Label (empty removes it)",
+      value: entry.node.label ?? "",
+    });
+    if (text === undefined) return;
+    await ctx.sessions.label(id, entry.node.id, text.trim() || null);
+  });
+
+export const toggleAutoCompaction: Command = async (ctx) =>
+  guarded(ctx, "setting auto-compaction", async () => {
+    const enabled = ctx.settings.get<boolean>("compaction.enabled") ?? true;
+    await ctx.settings.update("compaction.enabled", !enabled);
+    await ctx.ui.info(`contextd: auto-compaction ${enabled ? "off" : "on"}.`);
+  });
+
+const IDLE_CHOICES: Array<{ label: string; seconds: number | "off" | "custom" }> = [
+  { label: "Off", seconds: "off" },
+  { label: "1 minute", seconds: 60 },
+  { label: "5 minutes", seconds: 300 },
+  { label: "15 minutes", seconds: 900 },
+  { label: "30 minutes", seconds: 1800 },
+  { label: "Custom…", seconds: "custom" },
+];
+
+export const setIdleTimer: Command = (ctx, sessionId) =>
+  guarded(ctx, "idle timer", async () => {
+    const id = await resolveSession(ctx, sessionId);
+    if (!id) return;
+    const choice = await ctx.ui.pick(
+      IDLE_CHOICES.map((c) => ({ label: c.label, value: c.seconds })),
+      { title: "contextd: Idle Compaction Timer", placeholder: "Compact this session after it sits idle for…" },
+    );
+    if (choice === undefined) return;
+    const seconds = choice === "custom" ? await askSeconds(ctx) : choice;
+    if (seconds === undefined) return;
+    if (seconds === "off") {
+      await ctx.sessions.configureIdle({ sessionId: id, enabled: false });
+      await ctx.ui.info(`contextd: idle compaction off for ${title(ctx, id)}.`);
+      return;
+    }
+    await ctx.sessions.configureIdle({ sessionId: id, enabled: true, timeoutSeconds: seconds });
+    await ctx.ui.info(`contextd: ${title(ctx, id)} compacts after ${formatDuration(seconds)} idle.`);
+  });
+
+async function askSeconds(ctx: CommandContext): Promise<number | undefined> {
+  const text = await ctx.ui.input({
+    title: "contextd: Idle Compaction Timer",
+    prompt: "Seconds of inactivity before compacting",
+    value: "600",
+    validate: (value) => (parseSeconds(value) === undefined ? "A number of seconds above 0" : undefined),
+  });
+  return text === undefined ? undefined : parseSeconds(text);
+}
+
+export function parseSeconds(text: string): number | undefined {
+  const value = Number(text.trim());
+  return text.trim() !== "" && Number.isFinite(value) && value > 0 ? value : undefined;
+}
+
+function formatDuration(seconds: number): string {
+  return seconds % 60 === 0 ? `${seconds / 60} min` : `${seconds} s`;
+}
+
+const NEW_SESSION = Symbol("new session");
+
+/** Lets the user choose (or start) the session the commands act on; returns its id. */
+export async function switchSession(ctx: CommandContext): Promise<string | undefined> {
+  let chosen: string | undefined;
+  await guarded(ctx, "switching sessions", async () => {
+    const { sessions } = await ctx.sessions.list();
+    const now = Date.now();
+    const choice = await ctx.ui.pick<string | typeof NEW_SESSION>(
+      [
+        { label: "$(add) New session", value: NEW_SESSION },
+        ...sessions.map((s) => ({
+          label: `${s.sessionId === ctx.sessions.current ? "$(check) " : ""}${s.name || shortId(s.sessionId)}`,
+          description: `${formatTokens(s.tokens)} tokens · ${s.entries} entries · ${timeAgo(now - Date.parse(s.updatedAt))}`,
+          detail: s.workspace,
+          value: s.sessionId,
+        })),
+      ],
+      { title: "contextd: Switch Session", placeholder: "Session to show and act on", active: ctx.sessions.current },
+    );
+    if (choice === undefined) return;
+    if (choice === NEW_SESSION) {
+      const name = await ctx.ui.input({ title: "contextd: New Session", prompt: "Name (optional)" });
+      if (name === undefined) return;
+      chosen = (await ctx.sessions.open(name.trim() ? { name: name.trim() } : {})).sessionId;
+    } else if (ctx.sessions.status.has(choice)) {
+      ctx.sessions.setCurrent(choice);
+      chosen = choice;
+    } else {
+      const name = sessions.find((s) => s.sessionId === choice)?.name ?? undefined;
+      chosen = (await ctx.sessions.open({ sessionId: choice, name })).sessionId;
+    }
+  });
+  return chosen;
+}
+
+const ACTIONS: Array<{ label: string; run: Command }> = [
+  { label: "$(fold) Compact Now", run: compactNow },
+  { label: "$(eye) Compact Preview", run: compactPreview },
+  { label: "$(arrow-swap) Hand Off to New Session", run: handoff },
+  { label: "$(list-tree) Show Session Tree", run: showTree },
+  { label: "$(repo-forked) Fork From Here", run: fork },
+  { label: "$(tag) Label Entry", run: label },
+  { label: "$(settings-gear) Toggle Auto-compaction", run: toggleAutoCompaction },
+  { label: "$(watch) Set Idle Compaction Timer", run: setIdleTimer },
+  { label: "$(list-selection) Switch Session", run: async (ctx) => void (await switchSession(ctx)) },
+];
+
+/** The status bar item's click: the actions above for that session. */
+export const showActions: Command = async (ctx, sessionId) => {
+  const id = sessionId ?? ctx.sessions.current;
+  if (id) ctx.sessions.setCurrent(id);
+  const status = id ? ctx.sessions.status.get(id) : undefined;
+  const usage = status?.usage;
+  const action = await ctx.ui.pick(
+    ACTIONS.map((a) => ({ label: a.label, value: a.run })),
+    {
+      title: status ? `contextd: ${sessionTitle(status)}` : "contextd",
+      placeholder: usage ? `${formatCount(usage.tokens)} of ${formatCount(usage.contextWindow)} tokens` : undefined,
+    },
+  );
+  if (action) await action(ctx, id);
+};
+
+async function resolveSession(ctx: CommandContext, sessionId?: string): Promise<string | undefined> {
+  return sessionId ?? ctx.sessions.current ?? (await switchSession(ctx));
+}
+
+async function pickEntry(ctx: CommandContext, sessionId: string, pickTitle: string, placeholder: string) {
+  const tree = await ctx.sessions.tree(sessionId);
+  if (tree.nodes.length === 0) {
+    await ctx.ui.info("contextd: this session has no entries yet.");
+    return undefined;
+  }
+  const rows = treeRows(tree);
+  const leaf = rows.find((r) => r.isLeaf);
+  return ctx.ui.pick(
+    rows.map((r) => ({ label: r.label, description: r.description, value: r })),
+    { title: pickTitle, placeholder, active: leaf },
+  );
+}
+
+function title(ctx: CommandContext, sessionId: string): string {
+  const status = ctx.sessions.status.get(sessionId);
+  return sessionTitle(status ?? { sessionId });
+}
+
+async function guarded(ctx: CommandContext, action: string, body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } catch (error) {
+    await reportFailure(ctx.ui, action, error);
+  }
+}
+
+export function isCancellation(error: unknown): boolean {
+  const name = (error as { name?: unknown } | null)?.name;
+  return errorCode(error) === ErrorCode.cancelled || name === "Canceled";
+}
+
+async function reportFailure(ui: Ui, action: string, error: unknown): Promise<void> {
+  const code = errorCode(error);
+  if (isCancellation(error)) {
+    await ui.info(`contextd: ${action} cancelled.`);
+  } else if (code === ErrorCode.nothingToCompact) {
+    await ui.info(`contextd: nothing to compact yet (${errorText(error)}).`);
+  } else if (code === ErrorCode.methodNotFound) {
+    await ui.error(`contextd: this daemon does not support ${action} yet (${errorText(error)}).`);
+  } else {
+    await ui.error(`contextd: ${action} failed: ${errorText(error)}`);
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * A progress notification for every running compaction, whoever started it. Its cancel
+ * button cancels our own request ($/cancelRequest) or aborts the daemon's compaction
+ * (contextd/compact/abort). Failures of compactions this window did not request are
+ * reported here with the daemon's error text; requests report their own outcome.
+ */
+import { Disposable } from "vscode-jsonrpc";
+import { compactionOutcomeText, sessionTitle } from "./format";
+import { errorText } from "./rpc";
+import type { ContextdSessions } from "./sessions";
+import type { SessionStatus } from "./statusModel";
+import type { ProgressReport, Ui } from "./ui";
+
+interface Shown {
+  report: (progress: ProgressReport) => void;
+  finish: () => void;
+  requested: boolean;
+}
+
+export class CompactionProgress implements Disposable {
+  private readonly shown = new Map<string, Shown>();
+  private readonly subscription: Disposable;
+
+  constructor(
+    private readonly sessions: Pick<ContextdSessions, "status" | "cancelCompaction">,
+    private readonly ui: Ui,
+  ) {
+    this.subscription = sessions.status.onDidChange((status) => this.update(status));
+  }
+
+  private update(status: SessionStatus): void {
+    const shown = this.shown.get(status.sessionId);
+    if (status.compacting && !shown) this.show(status);
+    else if (status.compacting && shown) {
+      shown.requested ||= status.compacting.requested;
+      shown.report({ message: status.compacting.message, percentage: status.compacting.percentage });
+    } else if (!status.compacting && shown) {
+      this.shown.delete(status.sessionId);
+      shown.finish();
+      if (!shown.requested) void this.reportFailure(status);
+    }
+  }
+
+  private show(status: SessionStatus): void {
+    const { sessionId, compacting } = status;
+    const entry: Shown = { report: () => {}, finish: () => {}, requested: compacting!.requested };
+    const finished = new Promise<void>((resolve) => (entry.finish = resolve));
+    this.shown.set(sessionId, entry);
+    const title = `contextd: compacting ${sessionTitle(status)} (${compacting!.reason})…`;
+    void this.ui.progress(title, async (report, token) => {
+      entry.report = report;
+      const cancel = token.onCancellationRequested(() => void this.cancel(sessionId));
+      await finished;
+      cancel.dispose();
+    });
+  }
+
+  private async cancel(sessionId: string): Promise<void> {
+    try {
+      await this.sessions.cancelCompaction(sessionId);
+    } catch (error) {
+      await this.ui.error(`contextd: could not stop the compaction: ${errorText(error)}`);
+    }
+  }
+
+  private async reportFailure(status: SessionStatus): Promise<void> {
+    const last = status.lastCompaction;
+    if (last?.outcome !== "failed") return;
+    await this.ui.error(`contextd: compaction of ${sessionTitle(status)} ${compactionOutcomeText(last)}`);
+  }
+
+  dispose(): void {
+    this.subscription.dispose();
+    for (const shown of this.shown.values()) shown.finish();
+    this.shown.clear();
+  }
+}

@@ -1,0 +1,164 @@
+/** How a session's status reads in the status bar and its tooltip. Pure functions. */
+import type { CompactPreview, TokenUsage, TreeNode } from "./protocol";
+import type { CompactionResult, SessionStatus } from "./statusModel";
+
+export type Level = "normal" | "warning" | "error";
+
+/** Above this share of the window the status turns to error, whatever the threshold. */
+export const ERROR_PERCENT = 95;
+
+/** 950, 8.4k, 84k, 1.05M: short enough for a status bar. */
+export function formatTokens(tokens: number): string {
+  if (tokens < 1000) return String(tokens);
+  if (tokens < 10_000) return `${trimZeros((tokens / 1000).toFixed(1))}k`;
+  const thousands = Math.round(tokens / 1000);
+  if (thousands < 1000) return `${thousands}k`;
+  return `${trimZeros((tokens / 1_000_000).toFixed(2))}M`;
+}
+
+function trimZeros(fixed: string): string {
+  return fixed.replace(/\.?0+$/, "");
+}
+
+export function formatPercent(percent: number): string {
+  return `${Math.round(percent)}%`;
+}
+
+export function usageLevel(usage: TokenUsage): Level {
+  if (usage.percent > ERROR_PERCENT) return "error";
+  if (usage.tokens > usage.thresholdTokens) return "warning";
+  return "normal";
+}
+
+export function statusLevel(status: SessionStatus): Level {
+  return status.usage ? usageLevel(status.usage) : "normal";
+}
+
+export interface TextOptions {
+  /** Several sessions are shown at once: say which one this is. */
+  withName?: boolean;
+}
+
+export function statusText(status: SessionStatus, options: TextOptions = {}): string {
+  const prefix = options.withName ? `${sessionTitle(status)} ` : "";
+  if (status.compacting) return `$(sync~spin) ${prefix}compacting…`;
+  if (!status.usage) return `$(database) ${prefix}contextd`;
+  const { tokens, contextWindow, percent } = status.usage;
+  return `$(database) ${prefix}${formatTokens(tokens)}/${formatTokens(contextWindow)} ${formatPercent(percent)}`;
+}
+
+export function sessionTitle(status: Pick<SessionStatus, "sessionId" | "name">): string {
+  return status.name || shortId(status.sessionId);
+}
+
+export function shortId(id: string): string {
+  return id.length > 10 ? `…${id.slice(-8)}` : id;
+}
+
+const thousands = new Intl.NumberFormat("en-US");
+
+export function formatCount(tokens: number): string {
+  return thousands.format(tokens);
+}
+
+const SOURCE_TEXT: Record<TokenUsage["source"], string> = {
+  usage: "the provider's reported usage, plus counted tokens since",
+  counted: "counted with the model's tokenizer",
+};
+
+/** The tooltip's lines (Markdown), given the current time for "x minutes ago". */
+export function statusTooltip(status: SessionStatus, now: number): string[] {
+  const lines = [`**contextd** — ${sessionTitle(status)} \`${status.sessionId}\``];
+  const usage = status.usage;
+  if (usage) {
+    const thresholdPercent = (100 * usage.thresholdTokens) / usage.contextWindow;
+    lines.push(
+      `Model: ${usage.model}`,
+      `Context: ${formatCount(usage.tokens)} of ${formatCount(usage.contextWindow)} tokens (${usage.percent.toFixed(1)}%)`,
+      `Window: ${formatCount(usage.contextWindow)} tokens`,
+      `Compaction threshold: ${formatCount(usage.thresholdTokens)} tokens (${formatPercent(thresholdPercent)})`,
+      `Figure: ${SOURCE_TEXT[usage.source]}`,
+    );
+  } else {
+    lines.push("No token figure yet");
+  }
+  if (status.compacting) lines.push(compactingLine(status));
+  lines.push(`Last compaction: ${status.lastCompaction ? describeCompaction(status.lastCompaction, now) : "none yet"}`);
+  if (status.idleTimer?.state === "armed" && status.idleTimer.dueAt) {
+    lines.push(`Idle compaction due at ${new Date(status.idleTimer.dueAt).toLocaleTimeString()}`);
+  }
+  lines.push("", "Click for session actions");
+  return lines;
+}
+
+function compactingLine(status: SessionStatus): string {
+  const compacting = status.compacting!;
+  const progress = compacting.message ? `: ${compacting.message}` : "";
+  return `Compacting now (${compacting.reason})${progress}`;
+}
+
+export function describeCompaction(result: CompactionResult, now: number): string {
+  const when = timeAgo(now - result.finishedAt);
+  const what = compactionOutcomeText(result);
+  return `${what} (${result.reason}, ${when})`;
+}
+
+export function compactionOutcomeText(result: Omit<CompactionResult, "finishedAt">): string {
+  switch (result.outcome) {
+    case "compacted":
+      return result.tokensBefore !== undefined && result.tokensAfter !== undefined
+        ? `compacted ${formatTokens(result.tokensBefore)} → ${formatTokens(result.tokensAfter)} tokens`
+        : "compacted";
+    case "failed":
+      return `failed: ${result.error ?? "unknown error"}${result.willRetry ? " (retrying)" : ""}`;
+    case "aborted":
+      return "aborted";
+    case "cancelled":
+      return "cancelled";
+  }
+}
+
+export function timeAgo(milliseconds: number): string {
+  const seconds = Math.max(0, Math.round(milliseconds / 1000));
+  if (seconds < 60) return "just now";
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 24) return `${hours} h ago`;
+  return `${Math.round(hours / 24)} d ago`;
+}
+
+/** A dry run as a message and a detail text: what would be summarized, kept and pruned. */
+export function describePreview(
+  preview: CompactPreview,
+  nodes: ReadonlyMap<string, TreeNode> = new Map(),
+): { message: string; detail: string } {
+  const message =
+    `Compaction would take the context from ${formatCount(preview.tokensBefore)} ` +
+    `to about ${formatCount(preview.tokensAfter)} tokens.`;
+  const sections = [
+    entrySection("Summarized (dropped from the context)", preview.summarizeEntryIds, nodes),
+    entrySection("Kept verbatim", preview.keptEntryIds, nodes),
+    entrySection("Tool output pruned", preview.pruneEntryIds, nodes),
+  ];
+  return { message, detail: sections.join("\n\n") };
+}
+
+const PREVIEW_LINES = 5;
+
+function entrySection(title: string, ids: string[], nodes: ReadonlyMap<string, TreeNode>): string {
+  const header = `${title}: ${ids.length} ${ids.length === 1 ? "entry" : "entries"}`;
+  const shown = ids.slice(0, PREVIEW_LINES).map((id) => `  • ${entryLine(id, nodes.get(id))}`);
+  const more = ids.length > PREVIEW_LINES ? [`  … and ${ids.length - PREVIEW_LINES} more`] : [];
+  return [header, ...shown, ...more].join("\n");
+}
+
+function entryLine(id: string, node: TreeNode | undefined): string {
+  if (!node) return id;
+  return `${node.role ?? node.type}: ${truncate(node.preview, 80)}`;
+}
+
+export function truncate(text: string, length: number): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > length ? `${flat.slice(0, length - 1)}…` : flat;
+}

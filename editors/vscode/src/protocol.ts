@@ -1,0 +1,202 @@
+/**
+ * The contextd protocol as this extension uses it: method names, params,
+ * results and notification bodies (see protocol.md at the project root).
+ */
+
+export const Method = {
+  open: "contextd/session/open",
+  list: "contextd/session/list",
+  append: "contextd/session/append",
+  context: "contextd/session/context",
+  state: "contextd/session/state",
+  setModel: "contextd/session/setModel",
+  close: "contextd/session/close",
+  compact: "contextd/compact",
+  abort: "contextd/compact/abort",
+  handoff: "contextd/handoff",
+  tree: "contextd/tree",
+  navigate: "contextd/navigate",
+  fork: "contextd/fork",
+  label: "contextd/label",
+  idleConfigure: "contextd/idle/configure",
+} as const;
+
+export const Notification = {
+  tokenUsage: "contextd/tokenUsage",
+  sessionChanged: "contextd/sessionChanged",
+  compactionStarted: "contextd/compactionStarted",
+  compactionFinished: "contextd/compactionFinished",
+  idleTimer: "contextd/idleTimer",
+} as const;
+
+export const ErrorCode = {
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  sessionNotFound: -32001,
+  sessionLocked: -32003,
+  compactionRunning: -32004,
+  nothingToCompact: -32005,
+  summarizerFailed: -32006,
+  entryNotFound: -32007,
+  cancelled: -32800,
+} as const;
+
+export type ContextFormat = "neutral" | "anthropic" | "openai";
+export type UsageSource = "usage" | "counted";
+export type CompactionReason = "manual" | "threshold" | "overflow" | "incomplete" | "idle";
+export type CompactionOutcome = "compacted" | "failed" | "aborted" | "cancelled";
+
+/** A message as the daemon stores it; the daemon validates the shape. */
+export type Message = { role: "user" | "assistant" | "toolResult" } & Record<string, unknown>;
+
+export interface TokenUsage {
+  sessionId: string;
+  tokens: number;
+  contextWindow: number;
+  percent: number;
+  thresholdTokens: number;
+  source: UsageSource;
+  model: string;
+}
+
+export interface SessionChanged {
+  sessionId: string;
+  leafId: string | null;
+  cause: string;
+}
+
+export interface CompactionStarted {
+  sessionId: string;
+  compactionId: string;
+  reason: CompactionReason;
+  tokensBefore: number;
+}
+
+export interface CompactionFinished {
+  sessionId: string;
+  compactionId: string;
+  reason: CompactionReason;
+  outcome: CompactionOutcome;
+  tokensBefore: number;
+  tokensAfter?: number;
+  entryId?: string;
+  error?: string;
+  willRetry: boolean;
+}
+
+export interface IdleTimer {
+  sessionId: string;
+  state: "armed" | "fired" | "cancelled";
+  dueAt?: string;
+}
+
+export interface OpenParams {
+  workspace?: string;
+  sessionId?: string;
+  name?: string;
+  model?: string;
+}
+
+export interface OpenResult {
+  sessionId: string;
+  leafId: string | null;
+  model: string;
+  contextWindow: number;
+  usage: TokenUsage;
+}
+
+export interface SessionSummary {
+  sessionId: string;
+  name?: string | null;
+  workspace: string;
+  entries: number;
+  tokens: number;
+  updatedAt: string;
+  parentSession?: { id: string; entryId?: string | null } | null;
+}
+
+export interface ListResult {
+  sessions: SessionSummary[];
+}
+
+export interface AppendResult {
+  entryIds: string[];
+  leafId: string;
+  usage: TokenUsage;
+}
+
+export interface ContextResult {
+  messages: unknown[];
+  system?: string;
+  tokens: number;
+}
+
+export interface StateResult {
+  sessionId: string;
+  name?: string | null;
+  workspace: string;
+  leafId: string | null;
+  model: string;
+  contextWindow: number;
+  entries: number;
+  usage: TokenUsage;
+  compacting: boolean;
+}
+
+export interface CompactResult {
+  entryId: string;
+  summary: string;
+  firstKeptEntryId: string | null;
+  tokensBefore: number;
+  tokensAfter: number;
+}
+
+export interface CompactPreview {
+  firstKeptEntryId: string | null;
+  summarizeEntryIds: string[];
+  keptEntryIds: string[];
+  pruneEntryIds: string[];
+  tokensBefore: number;
+  tokensAfter: number;
+}
+
+export interface HandoffResult {
+  sessionId: string;
+  entryId: string;
+  document: string;
+}
+
+export interface TreeNode {
+  id: string;
+  parentId: string | null;
+  type: string;
+  role?: string | null;
+  preview: string;
+  label?: string | null;
+  tokens: number;
+  children: string[];
+}
+
+export interface TreeResult {
+  nodes: TreeNode[];
+  leafId: string | null;
+}
+
+export interface NavigateResult {
+  leafId: string | null;
+  branchSummaryId?: string | null;
+  editorText?: string | null;
+}
+
+export interface ForkResult {
+  sessionId: string;
+  leafId: string | null;
+}
+
+export interface IdleConfigureParams {
+  sessionId?: string;
+  enabled: boolean;
+  timeoutSeconds?: number;
+  thresholdTokens?: number;
+  thresholdPercent?: number;
+}

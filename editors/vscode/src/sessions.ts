@@ -1,0 +1,279 @@
+/**
+ * The sessions this window works with, over one connection to the daemon: requests,
+ * the status model fed by notifications, and the session the commands act on.
+ */
+import { CancellationToken, CancellationTokenSource, Disposable, Emitter, Event } from "vscode-jsonrpc";
+import {
+  AppendResult,
+  CompactionFinished,
+  CompactionStarted,
+  CompactPreview,
+  CompactResult,
+  ContextFormat,
+  ContextResult,
+  ErrorCode,
+  ForkResult,
+  HandoffResult,
+  IdleConfigureParams,
+  IdleTimer,
+  ListResult,
+  Message,
+  Method,
+  NavigateResult,
+  Notification,
+  OpenParams,
+  OpenResult,
+  SessionChanged,
+  StateResult,
+  TokenUsage,
+  TreeResult,
+} from "./protocol";
+import { errorCode, errorText, RpcConnection } from "./rpc";
+import { CompactionResult, StatusModel } from "./statusModel";
+
+export interface CompactOptions {
+  instructions?: string;
+}
+
+export interface NavigateOptions {
+  summarize?: boolean;
+  instructions?: string;
+}
+
+/** Text of a user message the leaf moved before, for the agent to edit and resend. */
+export interface EditorText {
+  sessionId: string;
+  text: string;
+}
+
+export class ContextdSessions implements Disposable {
+  readonly status = new StatusModel();
+  private currentId: string | undefined;
+  /** Compactions this window asked for, by session: cancelling one sends $/cancelRequest. */
+  private readonly ownCompactions = new Map<string, CancellationTokenSource>();
+  private readonly subscriptions: Disposable[] = [];
+
+  private readonly tokenUsage = new Emitter<TokenUsage>();
+  private readonly sessionChanged = new Emitter<SessionChanged>();
+  private readonly compactionStarted = new Emitter<CompactionStarted>();
+  private readonly compactionFinished = new Emitter<CompactionFinished>();
+  private readonly currentChanged = new Emitter<string | undefined>();
+  private readonly editorText = new Emitter<EditorText>();
+  readonly onTokenUsage: Event<TokenUsage> = this.tokenUsage.event;
+  readonly onSessionChanged: Event<SessionChanged> = this.sessionChanged.event;
+  readonly onCompactionStarted: Event<CompactionStarted> = this.compactionStarted.event;
+  readonly onCompactionFinished: Event<CompactionFinished> = this.compactionFinished.event;
+  readonly onDidChangeCurrent: Event<string | undefined> = this.currentChanged.event;
+  readonly onEditorText: Event<EditorText> = this.editorText.event;
+
+  constructor(
+    private readonly rpc: RpcConnection,
+    private readonly workspace?: string,
+  ) {
+    this.subscriptions.push(
+      rpc.onNotification(Notification.tokenUsage, (usage: TokenUsage) => {
+        this.status.applyUsage(usage);
+        this.tokenUsage.fire(usage);
+      }),
+      rpc.onNotification(Notification.sessionChanged, (event: SessionChanged) => this.sessionChanged.fire(event)),
+      rpc.onNotification(Notification.compactionStarted, (event: CompactionStarted) => {
+        this.status.compactionStarted(event);
+        this.compactionStarted.fire(event);
+      }),
+      rpc.onNotification(Notification.compactionFinished, (event: CompactionFinished) => {
+        this.status.compactionFinished(event);
+        this.compactionFinished.fire(event);
+      }),
+      rpc.onNotification(Notification.idleTimer, (event: IdleTimer) => this.status.applyIdleTimer(event)),
+    );
+  }
+
+  /** The session commands act on when none is named. */
+  get current(): string | undefined {
+    return this.currentId;
+  }
+
+  setCurrent(sessionId: string | undefined): void {
+    if (sessionId === this.currentId) return;
+    this.currentId = sessionId;
+    this.currentChanged.fire(sessionId);
+  }
+
+  async open(params: OpenParams = {}): Promise<OpenResult> {
+    const result = await this.request<OpenResult>(Method.open, {
+      ...(params.sessionId ? {} : { workspace: this.workspace }),
+      ...params,
+    });
+    this.status.track(result.sessionId, params.name);
+    this.status.applyUsage(result.usage);
+    this.setCurrent(result.sessionId);
+    return result;
+  }
+
+  /** After a daemon restart: open again every session this window had, from disk. */
+  async reopenAll(): Promise<void> {
+    const current = this.currentId;
+    for (const { sessionId } of this.status.all()) {
+      try {
+        await this.request<OpenResult>(Method.open, { sessionId }).then((r) => this.status.applyUsage(r.usage));
+      } catch (error) {
+        if (errorCode(error) !== ErrorCode.sessionNotFound) throw error;
+        this.forget(sessionId);
+      }
+      this.ownCompactions.get(sessionId)?.cancel();
+      if (this.status.get(sessionId)?.compacting) this.status.compactionRequestEnded(sessionId);
+    }
+    if (current && this.status.has(current)) this.setCurrent(current);
+  }
+
+  list(workspace?: string): Promise<ListResult> {
+    return this.request<ListResult>(Method.list, workspace ? { workspace } : {});
+  }
+
+  async append(sessionId: string, messages: Message[]): Promise<AppendResult> {
+    const result = await this.request<AppendResult>(Method.append, { sessionId, messages });
+    this.status.applyUsage(result.usage);
+    return result;
+  }
+
+  context(sessionId: string, format: ContextFormat = "neutral"): Promise<ContextResult> {
+    return this.request<ContextResult>(Method.context, { sessionId, format });
+  }
+
+  async state(sessionId: string): Promise<StateResult> {
+    const state = await this.request<StateResult>(Method.state, { sessionId });
+    this.status.track(sessionId, state.name);
+    this.status.applyUsage(state.usage);
+    return state;
+  }
+
+  async setModel(sessionId: string, model: string): Promise<void> {
+    const result = await this.request<{ usage: TokenUsage }>(Method.setModel, { sessionId, model });
+    this.status.applyUsage(result.usage);
+  }
+
+  async close(sessionId: string): Promise<void> {
+    await this.request(Method.close, { sessionId });
+    this.forget(sessionId);
+  }
+
+  preview(sessionId: string): Promise<CompactPreview> {
+    return this.request<CompactPreview>(Method.compact, { sessionId, dryRun: true });
+  }
+
+  /** A manual compaction; `token` (or cancelCompaction) cancels it with $/cancelRequest. */
+  async compact(sessionId: string, options: CompactOptions = {}, token?: CancellationToken): Promise<CompactResult> {
+    const source = new CancellationTokenSource();
+    const link = token?.onCancellationRequested(() => source.cancel());
+    this.ownCompactions.set(sessionId, source);
+    // If the daemon is already compacting, it answers -32004 and that compaction's own
+    // notifications keep the status.
+    const alreadyRunning = Boolean(this.status.get(sessionId)?.compacting);
+    if (!alreadyRunning) this.status.compactionRequested(sessionId);
+    try {
+      const params = { sessionId, ...(options.instructions ? { instructions: options.instructions } : {}) };
+      const result = await this.request<CompactResult>(Method.compact, params, source.token);
+      this.status.compactionRequestEnded(sessionId, {
+        outcome: "compacted",
+        reason: "manual",
+        tokensBefore: result.tokensBefore,
+        tokensAfter: result.tokensAfter,
+      });
+      return result;
+    } catch (error) {
+      if (!alreadyRunning) {
+        this.status.compactionRequestEnded(sessionId, failedCompaction(error, source.token.isCancellationRequested));
+      }
+      throw error;
+    } finally {
+      link?.dispose();
+      this.ownCompactions.delete(sessionId);
+      source.dispose();
+    }
+  }
+
+  /**
+   * Stops the session's running compaction: our own request is cancelled with
+   * $/cancelRequest; one the daemon started itself (threshold, idle…) is aborted.
+   */
+  async cancelCompaction(sessionId: string): Promise<"cancelled" | "aborted"> {
+    const own = this.ownCompactions.get(sessionId);
+    if (own) {
+      own.cancel();
+      return "cancelled";
+    }
+    await this.request(Method.abort, { sessionId });
+    return "aborted";
+  }
+
+  async handoff(sessionId: string, goal?: string, token?: CancellationToken): Promise<HandoffResult> {
+    const params = { sessionId, ...(goal ? { goal } : {}) };
+    const result = await this.request<HandoffResult>(Method.handoff, params, token);
+    await this.open({ sessionId: result.sessionId });
+    return result;
+  }
+
+  tree(sessionId: string): Promise<TreeResult> {
+    return this.request<TreeResult>(Method.tree, { sessionId });
+  }
+
+  async navigate(
+    sessionId: string,
+    targetId: string,
+    options: NavigateOptions = {},
+    token?: CancellationToken,
+  ): Promise<NavigateResult> {
+    const params = {
+      sessionId,
+      targetId,
+      summarize: options.summarize ?? false,
+      ...(options.instructions ? { instructions: options.instructions } : {}),
+    };
+    const result = await this.request<NavigateResult>(Method.navigate, params, token);
+    if (result.editorText) this.editorText.fire({ sessionId, text: result.editorText });
+    return result;
+  }
+
+  async fork(sessionId: string, entryId: string): Promise<ForkResult> {
+    const result = await this.request<ForkResult>(Method.fork, { sessionId, entryId });
+    await this.open({ sessionId: result.sessionId });
+    return result;
+  }
+
+  label(sessionId: string, entryId: string, label: string | null): Promise<unknown> {
+    return this.request(Method.label, { sessionId, entryId, label });
+  }
+
+  configureIdle(params: IdleConfigureParams): Promise<unknown> {
+    return this.request(Method.idleConfigure, params);
+  }
+
+  /** A request, with the token only when there is one: a trailing undefined would be sent as a second param. */
+  private request<R>(method: string, params: object, token?: CancellationToken): Promise<R> {
+    return token ? this.rpc.sendRequest<R>(method, params, token) : this.rpc.sendRequest<R>(method, params);
+  }
+
+  private forget(sessionId: string): void {
+    this.status.forget(sessionId);
+    if (this.currentId === sessionId) this.setCurrent(this.status.all()[0]?.sessionId);
+  }
+
+  dispose(): void {
+    for (const source of this.ownCompactions.values()) source.cancel();
+    for (const subscription of this.subscriptions) subscription.dispose();
+    for (const emitter of [this.tokenUsage, this.sessionChanged, this.compactionStarted, this.compactionFinished]) {
+      emitter.dispose();
+    }
+    this.currentChanged.dispose();
+    this.editorText.dispose();
+    this.status.dispose();
+  }
+}
+
+/** What a failed compaction request leaves in the status; nothing when nothing was tried. */
+function failedCompaction(error: unknown, cancelled: boolean): Omit<CompactionResult, "finishedAt"> | undefined {
+  const code = errorCode(error);
+  if (cancelled || code === ErrorCode.cancelled) return { outcome: "cancelled", reason: "manual" };
+  if (code === ErrorCode.nothingToCompact || code === ErrorCode.methodNotFound) return undefined;
+  return { outcome: "failed", reason: "manual", error: errorText(error) };
+}

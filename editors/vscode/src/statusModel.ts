@@ -1,0 +1,141 @@
+/**
+ * What the extension knows about each session it shows: the last token usage, a
+ * compaction in flight, the last compaction's result and the idle timer. It is fed by
+ * the daemon's notifications and by the answers to our own requests.
+ */
+import { Emitter, Event } from "vscode-jsonrpc";
+import type {
+  CompactionFinished,
+  CompactionOutcome,
+  CompactionReason,
+  CompactionStarted,
+  IdleTimer,
+  TokenUsage,
+} from "./protocol";
+
+export interface Compacting {
+  reason: CompactionReason;
+  compactionId?: string;
+  tokensBefore?: number;
+  /** Started by a request of this window, which then reports its own outcome. */
+  requested: boolean;
+  message?: string;
+  percentage?: number;
+}
+
+export interface CompactionResult {
+  outcome: CompactionOutcome;
+  reason: CompactionReason;
+  tokensBefore?: number;
+  tokensAfter?: number;
+  error?: string;
+  willRetry?: boolean;
+  finishedAt: number;
+}
+
+export interface SessionStatus {
+  sessionId: string;
+  name?: string;
+  usage?: TokenUsage;
+  compacting?: Compacting;
+  lastCompaction?: CompactionResult;
+  idleTimer?: IdleTimer;
+}
+
+export class StatusModel {
+  private readonly sessions = new Map<string, SessionStatus>();
+  private readonly changed = new Emitter<SessionStatus>();
+  private readonly removed = new Emitter<string>();
+  /** Fires with the new status of a session after any change to it. */
+  readonly onDidChange: Event<SessionStatus> = this.changed.event;
+  readonly onDidRemove: Event<string> = this.removed.event;
+
+  get(sessionId: string): SessionStatus | undefined {
+    return this.sessions.get(sessionId);
+  }
+
+  all(): SessionStatus[] {
+    return [...this.sessions.values()];
+  }
+
+  has(sessionId: string): boolean {
+    return this.sessions.has(sessionId);
+  }
+
+  track(sessionId: string, name?: string | null): void {
+    this.update(sessionId, (s) => ({ ...s, name: name ?? s.name }));
+  }
+
+  forget(sessionId: string): void {
+    if (this.sessions.delete(sessionId)) this.removed.fire(sessionId);
+  }
+
+  applyUsage(usage: TokenUsage): void {
+    this.update(usage.sessionId, (s) => ({ ...s, usage }));
+  }
+
+  /** A compaction requested by this window, before the daemon has said anything about it. */
+  compactionRequested(sessionId: string): void {
+    this.update(sessionId, (s) => ({ ...s, compacting: { reason: "manual", requested: true } }));
+  }
+
+  compactionStarted(event: CompactionStarted): void {
+    this.update(event.sessionId, (s) => ({
+      ...s,
+      compacting: {
+        ...s.compacting,
+        requested: s.compacting?.requested ?? false,
+        reason: event.reason,
+        compactionId: event.compactionId,
+        tokensBefore: event.tokensBefore,
+      },
+    }));
+  }
+
+  compactionProgress(sessionId: string, message?: string, percentage?: number): void {
+    const current = this.sessions.get(sessionId);
+    if (!current?.compacting) return;
+    this.update(sessionId, (s) => ({
+      ...s,
+      compacting: s.compacting && {
+        ...s.compacting,
+        message: message ?? s.compacting.message,
+        percentage: percentage ?? s.compacting.percentage,
+      },
+    }));
+  }
+
+  compactionFinished(event: CompactionFinished, now: number = Date.now()): void {
+    const { outcome, reason, tokensBefore, tokensAfter, error, willRetry } = event;
+    this.update(event.sessionId, (s) => ({
+      ...s,
+      // A failure the daemon retries keeps the spinner going.
+      compacting: willRetry ? s.compacting : undefined,
+      lastCompaction: { outcome, reason, tokensBefore, tokensAfter, error, willRetry, finishedAt: now },
+    }));
+  }
+
+  /** Our own request ended; `result` is absent when the daemon already reported the outcome. */
+  compactionRequestEnded(sessionId: string, result?: Omit<CompactionResult, "finishedAt">, now = Date.now()): void {
+    this.update(sessionId, (s) => ({
+      ...s,
+      compacting: undefined,
+      lastCompaction: result ? { ...result, finishedAt: now } : s.lastCompaction,
+    }));
+  }
+
+  applyIdleTimer(event: IdleTimer): void {
+    this.update(event.sessionId, (s) => ({ ...s, idleTimer: event }));
+  }
+
+  private update(sessionId: string, change: (status: SessionStatus) => SessionStatus): void {
+    const next = change(this.sessions.get(sessionId) ?? { sessionId });
+    this.sessions.set(sessionId, next);
+    this.changed.fire(next);
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+    this.removed.dispose();
+  }
+}

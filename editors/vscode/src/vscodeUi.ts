@@ -1,0 +1,90 @@
+/** The commands' Ui, implemented with VS Code's windows, pickers and notifications. */
+import * as vscode from "vscode";
+import type { SettingsStore, Ui } from "./ui";
+import { SECTION } from "./settings";
+
+export const vscodeUi: Ui = {
+  async pick(items, options) {
+    const picks = items.map((item) => ({ ...item, alwaysShow: false }));
+    const quickPick = vscode.window.createQuickPick<(typeof picks)[number]>();
+    quickPick.items = picks;
+    quickPick.title = options.title;
+    quickPick.placeholder = options.placeholder;
+    quickPick.matchOnDescription = true;
+    const active = picks.find((p) => p.value === options.active);
+    if (active) quickPick.activeItems = [active];
+    return new Promise((resolve) => {
+      quickPick.onDidAccept(() => {
+        resolve(quickPick.selectedItems[0]?.value);
+        quickPick.hide();
+      });
+      quickPick.onDidHide(() => {
+        resolve(undefined);
+        quickPick.dispose();
+      });
+      quickPick.show();
+    });
+  },
+
+  input(options) {
+    return Promise.resolve(
+      vscode.window.showInputBox({
+        title: options.title,
+        prompt: options.prompt,
+        placeHolder: options.placeholder,
+        value: options.value,
+        validateInput: options.validate,
+        ignoreFocusOut: true,
+      }),
+    );
+  },
+
+  info(message, options = {}, ...actions) {
+    return Promise.resolve(vscode.window.showInformationMessage(message, options, ...actions));
+  },
+
+  error(message, ...actions) {
+    return Promise.resolve(vscode.window.showErrorMessage(message, ...actions));
+  },
+
+  progress(title, task) {
+    let reported = 0;
+    return Promise.resolve(
+      vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title, cancellable: true },
+        (progress, token) =>
+          task(({ message, percentage }) => {
+            // VS Code wants increments; the daemon reports where it is.
+            const increment = percentage === undefined ? undefined : Math.max(0, percentage - reported);
+            if (percentage !== undefined) reported = Math.max(reported, percentage);
+            progress.report({ message, increment });
+          }, token),
+      ),
+    );
+  },
+
+  async showDocument(text) {
+    const document = await vscode.workspace.openTextDocument({ content: text, language: "markdown" });
+    await vscode.window.showTextDocument(document, { preview: true });
+  },
+
+  async copy(text) {
+    await vscode.env.clipboard.writeText(text);
+  },
+};
+
+export const vscodeSettings: SettingsStore = {
+  get: (key) => vscode.workspace.getConfiguration(SECTION).get(key),
+  async update(key, value) {
+    const configuration = vscode.workspace.getConfiguration(SECTION);
+    const inspected = configuration.inspect(key);
+    // Change the setting where it is set now, so a workspace value is not shadowed.
+    const target =
+      inspected?.workspaceFolderValue !== undefined
+        ? vscode.ConfigurationTarget.WorkspaceFolder
+        : inspected?.workspaceValue !== undefined
+          ? vscode.ConfigurationTarget.Workspace
+          : vscode.ConfigurationTarget.Global;
+    await configuration.update(key, value, target);
+  },
+};

@@ -1,0 +1,159 @@
+/**
+ * The real daemon for tests: `python3 -m contextd serve` in a temporary data directory,
+ * driven through vscode-jsonrpc (the stack under vscode-languageclient) and initialized
+ * the way the extension initializes it.
+ */
+import { ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import {
+  createMessageConnection,
+  MessageConnection,
+  StreamMessageReader,
+  StreamMessageWriter,
+  WorkDoneProgressBegin,
+  WorkDoneProgressEnd,
+  WorkDoneProgressReport,
+} from "vscode-jsonrpc/node";
+import { ProgressType } from "vscode-jsonrpc";
+import manifest from "../../package.json";
+import { serverCommand } from "../../src/daemon";
+import { ErrorCode } from "../../src/protocol";
+import { errorCode } from "../../src/rpc";
+import { ContextdSessions } from "../../src/sessions";
+import { buildDaemonSettings, DaemonSettings, SECTION } from "../../src/settings";
+
+type Progress = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd;
+const workDoneProgress = new ProgressType<Progress>();
+
+/** Settings at the defaults this extension contributes, as VS Code would report them. */
+export function defaultSettings(): DaemonSettings {
+  const properties = manifest.contributes.configuration.properties as Record<string, { default?: unknown }>;
+  return buildDaemonSettings((key) => properties[`${SECTION}.${key}`]?.default);
+}
+
+export interface DaemonOptions {
+  settings?: DaemonSettings;
+  workspace?: string;
+}
+
+export class TestDaemon {
+  readonly notifications: Array<{ method: string; params: any }> = [];
+  readonly progress: Array<{ token: string | number; value: Progress }> = [];
+  readonly shownMessages: string[] = [];
+  stderr = "";
+  readonly sessions: ContextdSessions;
+  private exited: Promise<number | null>;
+
+  private constructor(
+    readonly process: ChildProcess,
+    readonly connection: MessageConnection,
+    readonly dataDir: string,
+    readonly workspace: string,
+  ) {
+    process.stderr!.on("data", (chunk) => (this.stderr += chunk.toString()));
+    this.exited = new Promise((resolve) => process.once("exit", (code) => resolve(code)));
+    connection.onNotification((method, params) => this.notifications.push({ method, params }));
+    connection.onNotification("window/showMessage", (params: { message: string }) =>
+      this.shownMessages.push(params.message),
+    );
+    connection.onRequest("window/workDoneProgress/create", ({ token }: { token: string | number }) => {
+      connection.onProgress(workDoneProgress, token, (value) => this.progress.push({ token, value }));
+      return null;
+    });
+    connection.onRequest("workspace/configuration", () => [this.settings]);
+    connection.onRequest("client/registerCapability", () => null);
+    this.sessions = new ContextdSessions(connection, workspace);
+  }
+
+  settings: DaemonSettings = {};
+
+  static async start(options: DaemonOptions = {}): Promise<TestDaemon> {
+    const dataDir = mkdtempSync(join(tmpdir(), "contextd-vscode-"));
+    const workspace = options.workspace ?? join(dataDir, "workspace");
+    const { command, args } = serverCommand(process.env.CONTEXTD_PYTHON);
+    // --data-dir is an option of `contextd` itself, so it goes before `serve`.
+    const serveAt = args.indexOf("serve");
+    const argv = [...args.slice(0, serveAt), "--data-dir", dataDir, ...args.slice(serveAt)];
+    const child = spawn(command, argv, { stdio: "pipe", env: { ...process.env, PYTHONUNBUFFERED: "1" } });
+    const connection = createMessageConnection(
+      new StreamMessageReader(child.stdout!),
+      new StreamMessageWriter(child.stdin!),
+    );
+    const daemon = new TestDaemon(child, connection, dataDir, workspace);
+    daemon.settings = options.settings ?? defaultSettings();
+    connection.listen();
+    await daemon.initialize();
+    return daemon;
+  }
+
+  private async initialize(): Promise<void> {
+    const folder = pathToFileURL(this.workspace).toString();
+    await this.connection.sendRequest("initialize", {
+      processId: process.pid,
+      clientInfo: { name: "Visual Studio Code", version: "1.100.0" },
+      rootUri: folder,
+      workspaceFolders: [{ uri: folder, name: "workspace" }],
+      capabilities: {
+        window: { workDoneProgress: true, showMessage: {} },
+        workspace: { configuration: true, didChangeConfiguration: { dynamicRegistration: true } },
+      },
+      initializationOptions: this.settings,
+    });
+    await this.connection.sendNotification("initialized", {});
+  }
+
+  /** False when the daemon answers -32601: the feature has not landed yet. */
+  async supports(method: string): Promise<boolean> {
+    try {
+      await this.connection.sendRequest(method, {});
+      return true;
+    } catch (error) {
+      return errorCode(error) !== ErrorCode.methodNotFound;
+    }
+  }
+
+  notificationsOf(method: string): any[] {
+    return this.notifications.filter((n) => n.method === method).map((n) => n.params);
+  }
+
+  async stop(): Promise<void> {
+    this.sessions.dispose();
+    try {
+      await withTimeout(this.connection.sendRequest("shutdown"), 5000);
+      await this.connection.sendNotification("exit");
+    } catch {
+      // A daemon that does not shut down in time is killed below.
+    }
+    const code = await withTimeout(this.exited, 5000).catch(() => {
+      this.process.kill("SIGKILL");
+      return null;
+    });
+    this.connection.dispose();
+    rmSync(this.dataDir, { recursive: true, force: true });
+    return void code;
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+    promise.then(
+      (value) => (clearTimeout(timer), resolve(value)),
+      (error) => (clearTimeout(timer), reject(error)),
+    );
+  });
+}
+
+/** Waits until `check` returns something truthy (events arrive asynchronously). */
+export async function eventually<T>(check: () => T | undefined | false, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
