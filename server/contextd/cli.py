@@ -31,14 +31,34 @@ def parse_host_port(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
+class ClientErrorFilter(logging.Filter):
+    """pygls logs a traceback for every error reply; a client's bad request is not our fault."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+
+        error = record.exc_info[1] if record.exc_info else None
+        return not (
+            isinstance(error, JsonRpcException) and not isinstance(error, JsonRpcInternalError)
+        )
+
+
+def configure_logging(level: str) -> None:
+    """Logs go to stderr: stdout is the protocol channel."""
+    logging.basicConfig(
+        stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    # pygls logs every message at INFO, contents included: only when debugging.
+    pygls_logger = logging.getLogger("pygls")
+    pygls_logger.setLevel(level if level == "DEBUG" else "WARNING")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(ClientErrorFilter())
+
+
 def serve(args: argparse.Namespace) -> int:
     from contextd.server import create_server
 
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=args.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(args.log_level)
     server = create_server(data_dir=args.data_dir)
     if args.tcp:
         host, port = parse_host_port(args.tcp)

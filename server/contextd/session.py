@@ -25,6 +25,7 @@ from contextd.model import (
     AssistantMessage,
     CompactionEntry,
     Entry,
+    LeafEntry,
     Message,
     MessageEntry,
     ModelChangeEntry,
@@ -252,9 +253,10 @@ class LiveSession:
 
     def _write(self, entry_class: type[Any], **fields: Any) -> Entry:
         entry = entry_class(id=new_entry_id(self.tree.entries), parentId=self.tree.leaf_id, **fields)
+        tokens = count_entry(entry, self.model_info.encoding)
         self.file.append(entry)
         self.tree.add(entry)
-        self.entry_tokens[entry.id] = count_entry(entry, self.model_info.encoding)
+        self.entry_tokens[entry.id] = tokens
         return entry
 
     def _extend_path(self, entry: Entry) -> None:
@@ -289,6 +291,13 @@ class LiveSession:
         """Append a non-message node (compaction, prune, summaries, model, name) and recount."""
         entry = self._write(entry_class, **fields)
         self.rebuild()
+        return entry
+
+    def append_annotation(self, entry_class: type[Any], **fields: Any) -> Entry:
+        """A `label` or `leaf` line: it annotates the tree without growing it."""
+        entry = self._write(entry_class, **fields)
+        if isinstance(entry, LeafEntry):
+            self.rebuild()
         return entry
 
     def announce(self, cause: str) -> None:

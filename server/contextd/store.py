@@ -199,7 +199,14 @@ def _parse_line(raw: bytes, want_header: bool) -> SessionHeader | Entry | None:
 
 
 def encode_line(line: SessionHeader | Entry) -> bytes:
-    return (line.model_dump_json(exclude_none=True) + "\n").encode()
+    """One JSON line; optional fields left out when empty, required ones (parentId, label...)
+    written even when null."""
+    data = line.model_dump(mode="json", exclude_none=True)
+    for name, info in type(line).model_fields.items():
+        if info.is_required() and name not in data:
+            data[name] = None
+    # ASCII escapes keep any string a client sent (even a lone surrogate) loadable.
+    return (json.dumps(data, separators=(",", ":")) + "\n").encode()
 
 
 class SessionFile:

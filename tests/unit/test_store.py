@@ -1,0 +1,199 @@
+"""The store: files round-trip to the same tree, and survive being cut at any byte."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextd.model import (
+    AssistantMessage,
+    LabelEntry,
+    LeafEntry,
+    Settings,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from contextd.session import SessionManager
+from contextd.store import (
+    InvalidSessionId,
+    SessionLocked,
+    Store,
+    check_session_id,
+    parse_session_bytes,
+)
+
+
+class Quiet:
+    def token_usage(self, body: dict[str, Any]) -> None:
+        pass
+
+    def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None:
+        pass
+
+
+def manager(data_dir: Path) -> SessionManager:
+    return SessionManager(Store(data_dir), Settings(), Quiet())
+
+
+words = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("user"), words),
+        st.tuples(st.just("tool_turn"), words),
+        st.tuples(st.just("move_leaf"), st.integers(min_value=0, max_value=10_000)),
+        st.tuples(st.just("label"), words),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+def apply(session, operation: tuple[str, Any], counter: list[int]) -> None:
+    kind, value = operation
+    counter[0] += 1
+    if kind == "user":
+        session.append_messages([UserMessage(content=value or "hi")])
+    elif kind == "tool_turn":
+        call_id = f"call-{counter[0]}"
+        session.append_messages(
+            [
+                AssistantMessage(
+                    content=[TextContent(text=value), ToolCall(id=call_id, name="read", arguments={"p": value})],
+                    stopReason="toolUse",
+                ),
+                ToolResultMessage(toolCallId=call_id, toolName="read", content=value),
+            ]
+        )
+    elif kind == "move_leaf":
+        nodes = [entry.id for entry in session.tree.nodes()]
+        session.append_annotation(LeafEntry, targetId=nodes[value % len(nodes)])
+    elif kind == "label":
+        session.append_annotation(LabelEntry, targetId=session.leaf_id, label=value or None)
+
+
+def snapshot(session) -> tuple[Any, ...]:
+    return (
+        {k: v.model_dump() for k, v in session.tree.entries.items()},
+        session.leaf_id,
+        dict(session.tree.labels),
+        [m.model_dump() for m in session.context_messages()],
+        session.tokens,
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=operations)
+def test_any_sequence_of_appends_round_trips_through_disk(tmp_path_factory, ops):
+    data_dir = tmp_path_factory.mktemp("data")
+    sessions = manager(data_dir)
+    session = sessions.create("/ws")
+    counter = [0]
+    for operation in ops:
+        apply(session, operation, counter)
+    before = snapshot(session)
+    session_id = session.session_id
+    sessions.close_all()
+
+    reloaded = manager(data_dir).get(session_id)
+    assert snapshot(reloaded) == before
+
+
+def write_sample_session(data_dir: Path) -> tuple[Path, list[str]]:
+    sessions = manager(data_dir)
+    session = sessions.create("/ws", name="sample")
+    for index in range(6):
+        session.append_messages([UserMessage(content=f"message {index} with ünïcode ✓")])
+    session.append_annotation(LabelEntry, targetId=session.leaf_id, label="here")
+    path = session.file.path
+    ids = list(session.tree.entries)
+    sessions.close_all()
+    return path, ids
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fraction=st.floats(min_value=0, max_value=1))
+def test_a_file_cut_at_any_byte_loads_its_valid_prefix(tmp_path_factory, fraction):
+    data_dir = tmp_path_factory.mktemp("data")
+    path, ids = write_sample_session(data_dir)
+    data = path.read_bytes()
+    cut = int(len(data) * fraction)
+    path.write_bytes(data[:cut])
+
+    complete_lines = data[:cut].count(b"\n")
+    expected_entries = max(0, complete_lines - 1)  # line 1 is the header
+
+    sessions = manager(data_dir)
+    session = sessions.get(path.stem)
+    loaded_ids = list(session.tree.entries)
+    assert loaded_ids[: len(ids)] == ids[: len(loaded_ids)]
+    assert len(loaded_ids) >= expected_entries  # a last line that lost only its newline still counts
+    assert len(loaded_ids) <= expected_entries + 1
+
+    # The session stays writable, and what it writes now reads back.
+    entry_ids = session.append_messages([UserMessage(content="after the crash")])
+    sessions.close_all()
+    again = manager(data_dir).get(path.stem)
+    assert entry_ids[0] in again.tree.entries
+    assert again.leaf_id == entry_ids[0]
+
+
+def test_a_torn_tail_is_set_aside_not_dropped(tmp_path):
+    path, _ = write_sample_session(tmp_path)
+    with open(path, "ab") as handle:
+        handle.write(b'{"type":"message","id":"torn","parentId":nu')
+    manager(tmp_path).get(path.stem)
+    aside = path.with_name(path.name + ".torn")
+    assert b'"id":"torn"' in aside.read_bytes()
+    assert path.read_bytes().endswith(b"\n")
+
+
+def test_a_corrupt_middle_line_is_skipped_and_kept(tmp_path):
+    path, ids = write_sample_session(tmp_path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines.insert(3, b"this is not json\n")
+    path.write_bytes(b"".join(lines))
+    session = manager(tmp_path).get(path.stem)
+    assert list(session.tree.entries) == ids
+    assert b"this is not json" in path.read_bytes()
+    assert parse_session_bytes(path.read_bytes()).bad_lines == [4]
+
+
+def test_the_lock_names_the_holder(tmp_path):
+    path, _ = write_sample_session(tmp_path)
+    store = Store(tmp_path)
+    listing = store.find_session(path.stem)
+    held, _ = store.open(listing)
+    with pytest.raises(SessionLocked) as locked:
+        # flock locks are per open file description: a second open in this process conflicts too.
+        store.open(listing)
+    assert locked.value.pid is not None
+    held.close()
+    store.open(listing)[0].close()
+
+
+@pytest.mark.parametrize("bad", ["", "..", "../x", "a/b", "a\x00b", "-lead", "x" * 129, "é"])
+def test_session_ids_cannot_name_paths(bad):
+    with pytest.raises(InvalidSessionId):
+        check_session_id(bad)
+
+
+def test_eviction_reloads_transparently(tmp_path):
+    sessions = manager(tmp_path)
+    sessions.max_loaded = 2
+    created = []
+    for _ in range(4):
+        session = sessions.create("/ws")
+        session.append_messages([UserMessage(content=f"hi {session.session_id}")])
+        created.append(session)
+    assert len(sessions.loaded()) == 2
+    first = sessions.get(created[0].session_id)
+    assert first is not created[0]
+    assert first.context_messages()[-1].content == f"hi {created[0].session_id}"
