@@ -47,7 +47,8 @@ def visible_entries(path: Sequence[Entry]) -> list[Entry]:
     """The entries of the path the model still sees, in order.
 
     With a compaction on the path these are: the compaction itself, the entries from its
-    firstKeptEntryId up to it, then everything after it.
+    firstKeptEntryId up to it, then everything after it. An earlier compaction among the
+    kept entries is left out: the latest summary was written as an update of it.
     """
     compaction_at = latest_compaction_index(path)
     if compaction_at is None:
@@ -59,7 +60,8 @@ def visible_entries(path: Sequence[Entry]) -> list[Entry]:
         if path[index].id == compaction.firstKeptEntryId:
             kept_from = index
             break
-    return [compaction, *path[kept_from:compaction_at], *path[compaction_at + 1 :]]
+    kept = [e for e in path[kept_from:compaction_at] if not isinstance(e, CompactionEntry)]
+    return [compaction, *kept, *path[compaction_at + 1 :]]
 
 
 def pruned_entry_ids(path: Sequence[Entry]) -> set[str]:
