@@ -1,0 +1,119 @@
+"""Which files the summarized conversation read and modified, from its tool calls."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from contextd.model import (
+    AssistantMessage,
+    BranchSummaryEntry,
+    CompactionEntry,
+    CompactionSettings,
+    Entry,
+    FileDetails,
+    Message,
+    ToolCall,
+)
+
+FILE_ARGUMENT_KEYS = ("path", "file_path", "filePath", "file", "filename")
+"""Argument names that tools use for the file they act on."""
+
+PATCH_FILE_HEADER = re.compile(
+    r"^\*\*\* (?:Update File|Add File|Delete File|Move to): *(?P<path>\S.*?)\s*$", re.MULTILINE
+)
+"""The file headers of an apply_patch body (`*** Update File: src/app.py`)."""
+
+
+def named_paths(call: ToolCall) -> list[str]:
+    """Paths a tool call names through its file arguments (a string or a list of strings)."""
+    paths: list[str] = []
+    for key in FILE_ARGUMENT_KEYS:
+        value = call.arguments.get(key)
+        if isinstance(value, str) and value:
+            paths.append(value)
+        elif isinstance(value, list):
+            paths += [item for item in value if isinstance(item, str) and item]
+    return paths
+
+
+def patched_paths(call: ToolCall) -> list[str]:
+    """Paths named by patch headers in any of the call's string arguments."""
+    return [
+        match["path"]
+        for text in _string_values(call.arguments)
+        for match in PATCH_FILE_HEADER.finditer(text)
+    ]
+
+
+def collect_files(
+    messages: Iterable[Message],
+    settings: CompactionSettings,
+    carried: Iterable[FileDetails] = (),
+) -> FileDetails:
+    """Files read and modified by the tool calls in `messages`, joined with `carried` lists.
+
+    `carried` are the details of earlier summaries (a previous compaction, branch summaries)
+    whose conversation is no longer visible, so their files are not forgotten. A tool counts
+    as reading or modifying by its name (`settings.readTools` / `settings.modifyTools`). A file
+    both read and modified is listed as modified only. Both lists are sorted and unique.
+    """
+    read_tools = set(settings.readTools)
+    modify_tools = set(settings.modifyTools)
+    read: set[str] = set()
+    modified: set[str] = set()
+    for details in carried:
+        read.update(details.readFiles)
+        modified.update(details.modifiedFiles)
+    for call in _tool_calls(messages):
+        if call.name in modify_tools:
+            modified.update(named_paths(call))
+            modified.update(patched_paths(call))
+        elif call.name in read_tools:
+            read.update(named_paths(call))
+    return FileDetails(readFiles=sorted(read - modified), modifiedFiles=sorted(modified))
+
+
+def carried_details(entries: Iterable[Entry | None]) -> list[FileDetails]:
+    """The file lists that compaction and branch summary entries among `entries` carry."""
+    return [
+        entry.details
+        for entry in entries
+        if isinstance(entry, (CompactionEntry, BranchSummaryEntry))
+    ]
+
+
+def format_file_lists(files: FileDetails) -> str:
+    """The `<read-files>` / `<modified-files>` blocks appended to a summary ("" when empty)."""
+    blocks = [
+        f"<{tag}>\n" + "\n".join(paths) + f"\n</{tag}>"
+        for tag, paths in (("read-files", files.readFiles), ("modified-files", files.modifiedFiles))
+        if paths
+    ]
+    return "\n\n" + "\n\n".join(blocks) if blocks else ""
+
+
+FILE_LIST_BLOCK = re.compile(r"\n*<(read-files|modified-files)>.*?</\1>", re.DOTALL)
+
+
+def without_file_lists(summary: str) -> str:
+    """A summary without its file list blocks, which are carried in details and re-appended."""
+    return FILE_LIST_BLOCK.sub("", summary).rstrip()
+
+
+def _tool_calls(messages: Iterable[Message]) -> Iterator[ToolCall]:
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            yield from message.tool_calls
+
+
+def _string_values(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _string_values(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _string_values(item)

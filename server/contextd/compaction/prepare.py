@@ -1,0 +1,211 @@
+"""Preparing a compaction: what is summarized, what is kept, and the requests to send.
+
+The session calls `prepare_compaction`, sends the preparation's requests to a summarizer,
+joins the answers with `assemble_compaction_summary` and appends a `compaction` entry with
+the preparation's `first_kept_entry_id`, `tokens_before`, `files` (as `details`), `reason`
+and `instructions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from contextd.compaction.context import build_context, visible_entries
+from contextd.compaction.cut_point import CutPoint, find_cut_point
+from contextd.compaction.files import (
+    carried_details,
+    collect_files,
+    format_file_lists,
+    without_file_lists,
+)
+from contextd.compaction.request import (
+    TURN_PREFIX_SHARE_OF_RESERVE,
+    build_request,
+    max_summary_tokens,
+)
+from contextd.compaction.sizes import visible_sizes
+from contextd.model import (
+    CompactionEntry,
+    CompactionReason,
+    Entry,
+    FileDetails,
+    Message,
+    Settings,
+)
+from contextd.summarizers.base import SummaryRequest
+
+TURN_CONTEXT_HEADING = "## Turn context (split turn)"
+NO_EARLIER_HISTORY = "(No earlier history: the conversation so far is a single turn.)"
+
+
+@dataclass(frozen=True)
+class NothingToCompact:
+    """Why a compaction would change nothing; `message` is fit to show a user."""
+
+    reason: Literal["empty", "just_compacted", "fits"]
+    message: str
+
+
+@dataclass(frozen=True)
+class CompactionPreparation:
+    """Everything about a compaction except the summaries themselves.
+
+    `summarize_entry_ids` are the entries whose messages the summaries replace (the history,
+    then a split turn's prefix); `kept_entry_ids` the entries whose messages stay verbatim,
+    from `first_kept_entry_id` on. Together they are every message of the current context
+    but the previous summary, which `history_request` updates. `tokens_after` is an upper
+    bound: the kept tokens plus the most the summaries may take.
+    """
+
+    first_kept_entry_id: str
+    summarize_entry_ids: tuple[str, ...]
+    kept_entry_ids: tuple[str, ...]
+    previous_summary: str | None
+    tokens_before: int
+    tokens_kept: int
+    tokens_after: int
+    files: FileDetails
+    history_request: SummaryRequest | None
+    turn_prefix_request: SummaryRequest | None
+    reason: CompactionReason
+    instructions: str | None
+
+    @property
+    def requests(self) -> tuple[SummaryRequest, ...]:
+        """The requests to send to the summarizer (they are independent of each other)."""
+        return tuple(r for r in (self.history_request, self.turn_prefix_request) if r)
+
+    @property
+    def is_split_turn(self) -> bool:
+        return self.turn_prefix_request is not None
+
+
+def prepare_compaction(
+    path: Sequence[Entry],
+    entry_tokens: Mapping[str, int],
+    settings: Settings,
+    *,
+    instructions: str | None = None,
+    reason: CompactionReason = "manual",
+    tokens_before: int | None = None,
+) -> CompactionPreparation | NothingToCompact:
+    """Plan the compaction of the context at the end of `path` (root -> leaf).
+
+    The cut is searched over the context's entries after its latest compaction, which
+    begin at that compaction's `firstKeptEntryId`: the entries the previous compaction kept
+    are summarized (into an update of its summary) or kept again, never dropped. About
+    `settings.compaction.keepRecentTokens` of the newest context stays verbatim.
+
+    `entry_tokens` gives each entry's counted tokens. `tokens_before` is the context's
+    size as the session reports it; without it the visible entries are added up.
+    Returns NothingToCompact when the path is empty, ends in a compaction, or fits in the
+    kept part.
+    """
+    if not path:
+        return NothingToCompact("empty", "The session has no entries.")
+    if isinstance(path[-1], CompactionEntry):
+        return NothingToCompact("just_compacted", "Nothing was added since the last compaction.")
+    visible = visible_entries(path)
+    previous = visible[0] if isinstance(visible[0], CompactionEntry) else None
+    candidates = visible[1:] if previous else visible
+    sizes = visible_sizes(path, entry_tokens)
+    keep_recent = settings.compaction.keepRecentTokens
+    cut = find_cut_point(candidates, sizes, keep_recent)
+    if cut.first_kept_index == 0:
+        return NothingToCompact(
+            "fits", f"The context fits in the {keep_recent} recent tokens a compaction keeps."
+        )
+    messages = {item.entry_id: item.message for item in build_context(path, entry_tokens)}
+    history, prefix, kept = _split(candidates, cut, messages)
+    previous_summary = without_file_lists(previous.summary) if previous else None
+    carried = carried_details((previous, *history, *prefix))
+    files = collect_files(
+        (messages[e.id] for e in (*history, *prefix)), settings.compaction, carried
+    )
+    reserve = settings.compaction.reserveTokens
+    history_request = None
+    if history:
+        history_request = build_request(
+            "compaction",
+            [messages[e.id] for e in history],
+            template="update" if previous_summary else "compaction",
+            max_tokens=max_summary_tokens(reserve),
+            files=files,
+            previous_summary=previous_summary,
+            instructions=instructions,
+        )
+    turn_prefix_request = None
+    if prefix:
+        turn_prefix_request = build_request(
+            "turn_prefix",
+            [messages[e.id] for e in prefix],
+            template="turn_prefix",
+            max_tokens=max_summary_tokens(reserve, TURN_PREFIX_SHARE_OF_RESERVE),
+            files=files,
+            instructions=instructions,
+        )
+    tokens_kept = sum(sizes[e.id] for e in candidates[cut.first_kept_index :])
+    reused_summary_tokens = sizes[previous.id] if previous and not history_request else 0
+    summary_bound = reused_summary_tokens + sum(
+        r.max_tokens for r in (history_request, turn_prefix_request) if r
+    )
+    return CompactionPreparation(
+        first_kept_entry_id=candidates[cut.first_kept_index].id,
+        summarize_entry_ids=tuple(e.id for e in (*history, *prefix)),
+        kept_entry_ids=tuple(e.id for e in kept),
+        previous_summary=previous_summary,
+        tokens_before=sum(sizes.values()) if tokens_before is None else tokens_before,
+        tokens_kept=tokens_kept,
+        tokens_after=tokens_kept + summary_bound,
+        files=files,
+        history_request=history_request,
+        turn_prefix_request=turn_prefix_request,
+        reason=reason,
+        instructions=instructions,
+    )
+
+
+def assemble_compaction_summary(
+    preparation: CompactionPreparation,
+    *,
+    history_summary: str | None = None,
+    turn_prefix_summary: str | None = None,
+) -> str:
+    """The `summary` of the compaction entry: the history summary (or, when there was no
+    new history, the previous summary), a "## Turn context (split turn)" section for a
+    split turn, then the `<read-files>` / `<modified-files>` lists.
+
+    Raises ValueError when a summary the preparation asked for is missing.
+    """
+    if preparation.history_request is not None:
+        main = _required(history_summary, "history_summary")
+    else:
+        main = preparation.previous_summary or NO_EARLIER_HISTORY
+    parts = [without_file_lists(main).strip()]
+    if preparation.turn_prefix_request is not None:
+        turn = _required(turn_prefix_summary, "turn_prefix_summary").strip()
+        parts.append(f"{TURN_CONTEXT_HEADING}\n\n{turn}")
+    return "\n\n".join(parts) + format_file_lists(preparation.files)
+
+
+def _split(
+    candidates: Sequence[Entry], cut: CutPoint, messages: Mapping[str, Message]
+) -> tuple[list[Entry], list[Entry], list[Entry]]:
+    """The message-bearing entries of the history, the turn prefix and the kept part."""
+
+    def with_message(entries: Sequence[Entry]) -> list[Entry]:
+        return [entry for entry in entries if entry.id in messages]
+
+    return (
+        with_message(candidates[: cut.history_end]),
+        with_message(candidates[cut.history_end : cut.first_kept_index]),
+        with_message(candidates[cut.first_kept_index :]),
+    )
+
+
+def _required(summary: str | None, name: str) -> str:
+    if summary is None:
+        raise ValueError(f"{name} is required: the preparation asked for it")
+    return summary

@@ -1,0 +1,117 @@
+"""find_cut_point: where the kept part of a compaction begins."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextd.compaction.cut_point import CutPoint, find_cut_point, valid_cuts
+from contextd.model import AssistantMessage, MessageEntry, ToolResultMessage
+from tests.unit.compaction_sessions import SessionBuilder, play, sessions
+
+
+def roles(builder: SessionBuilder) -> list[str]:
+    return [
+        e.message.role if isinstance(e, MessageEntry) else e.type for e in builder.path()
+    ]
+
+
+def test_keeps_about_the_recent_budget_and_cuts_at_a_user_message():
+    builder = SessionBuilder()
+    for n in range(5):
+        builder.user(f"u{n}")
+        builder.assistant(f"a{n}")
+    entries = builder.path()
+    tokens = {e.id: 100 for e in entries}
+
+    cut = find_cut_point(entries, tokens, keep_recent_tokens=400)
+
+    assert cut == CutPoint(6)  # u3 a3 u4 a4: 400 tokens
+    assert not cut.is_split_turn and cut.history_end == 6
+
+
+def test_never_cuts_at_a_tool_result_and_keeps_results_with_their_call():
+    builder = SessionBuilder()
+    builder.user("go")
+    builder.assistant("", [("read", {"path": "a"}), ("read", {"path": "b"})])
+    call_ids = [c.id for c in builder.path()[-1].message.tool_calls]  # type: ignore[union-attr]
+    builder.result(call_ids[0], "read", "a")
+    builder.result(call_ids[1], "read", "b")
+    builder.assistant("done")
+    entries = builder.path()
+    tokens = {e.id: 100 for e in entries}
+
+    # 200 tokens reach back to the second result: the cut moves on to the answer.
+    cut = find_cut_point(entries, tokens, keep_recent_tokens=200)
+
+    assert roles(builder)[cut.first_kept_index] == "assistant"
+    assert cut.first_kept_index == 4
+    assert cut.turn_start_index == 0  # the answer's turn began with "go"
+
+
+def test_cut_inside_a_call_result_span_moves_past_the_result():
+    builder = SessionBuilder()
+    builder.user("go")
+    _, (call,) = builder.assistant("", [("bash", {"command": "make"})])
+    builder.assistant("still waiting")  # an assistant message between a call and its result
+    builder.result(call, "bash", "built")
+    builder.assistant("done")
+    entries = builder.path()
+
+    assert valid_cuts(entries) == [True, True, False, False, True]
+
+
+def test_nothing_fits_means_keep_everything():
+    builder = SessionBuilder()
+    builder.user("hi")
+    builder.assistant("hello")
+    entries = builder.path()
+    assert find_cut_point(entries, {e.id: 10 for e in entries}, 1000) == CutPoint(0)
+
+
+def test_no_valid_cut_after_the_budget_falls_back_to_the_newest_valid_cut():
+    builder = SessionBuilder()
+    builder.user("a")
+    builder.assistant("b")
+    builder.user("c")
+    _, (call,) = builder.assistant("", [("read", {"path": "x"})])
+    builder.result(call, "read", "huge")
+    entries = builder.path()
+    tokens = {e.id: 10 for e in entries} | {entries[-1].id: 5000}
+
+    cut = find_cut_point(entries, tokens, 1000)
+
+    assert cut.first_kept_index == 3  # the call, so its result stays with it
+    assert cut.turn_start_index == 2
+
+
+@st.composite
+def entry_lists(draw: st.DrawFn):
+    played = play(draw(sessions))
+    entries = played.builder.path()
+    tokens = {e.id: draw(st.integers(0, 500)) for e in entries}
+    return entries, tokens, draw(st.integers(0, 3000))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(entry_lists())
+def test_cut_is_never_at_a_tool_result_nor_between_a_call_and_its_result(case):
+    entries, tokens, keep = case
+    cut = find_cut_point(entries, tokens, keep)
+    kept = entries[cut.first_kept_index :]
+    first_message = next((e for e in kept if isinstance(e, MessageEntry)), None)
+    assert first_message is None or not isinstance(first_message.message, ToolResultMessage)
+    calls_before = {
+        call.id
+        for e in entries[: cut.first_kept_index]
+        if isinstance(e, MessageEntry) and isinstance(e.message, AssistantMessage)
+        for call in e.message.tool_calls
+    }
+    results_after = {
+        e.message.toolCallId
+        for e in kept
+        if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
+    }
+    assert not calls_before & results_after
+    if cut.turn_start_index is not None:
+        assert cut.turn_start_index < cut.first_kept_index
