@@ -1,0 +1,1 @@
+"""The demo session shipped with contextd (`contextd demo`) and its generator."""
