@@ -2,7 +2,7 @@
  * The daemon's settings object, built from the `contextd.*` settings this extension
  * contributes. Dotted names become nested objects ({compaction: {enabled: true}}).
  */
-import manifest from "../package.json";
+import { contributes } from "../package.json";
 
 export const SECTION = "contextd";
 
@@ -12,9 +12,7 @@ const CLIENT_ONLY = new Set(["pythonPath"]);
 export type DaemonSettings = Record<string, unknown>;
 
 /** Every daemon setting's name relative to the section, e.g. "compaction.enabled". */
-export const DAEMON_SETTING_KEYS: readonly string[] = Object.keys(
-  manifest.contributes.configuration.properties,
-)
+export const DAEMON_SETTING_KEYS: readonly string[] = Object.keys(contributes.configuration.properties)
   .map((key) => key.slice(SECTION.length + 1))
   .filter((key) => !CLIENT_ONLY.has(key));
 

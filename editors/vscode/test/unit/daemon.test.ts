@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import { RestartPolicy, serverCommand } from "../../src/daemon";
+
+describe("the daemon's command", () => {
+  it("uses python3 from PATH by default", () => {
+    expect(serverCommand(undefined)).toEqual({ command: "python3", args: ["-m", "contextd", "serve"] });
+    expect(serverCommand("  ")).toEqual({ command: "python3", args: ["-m", "contextd", "serve"] });
+  });
+
+  it("uses the configured interpreter", () => {
+    expect(serverCommand("/opt/venv/bin/python")).toEqual({ command: "/opt/venv/bin/python", args: ["-m", "contextd", "serve"] });
+  });
+});
+
+describe("restarts", () => {
+  it("restarts a bounded number of times within the window", () => {
+    const policy = new RestartPolicy(3, 60_000);
+    expect([0, 1000, 2000].map((t) => policy.onCrash(t))).toEqual([
+      { restart: true, attempt: 1, maxRestarts: 3 },
+      { restart: true, attempt: 2, maxRestarts: 3 },
+      { restart: true, attempt: 3, maxRestarts: 3 },
+    ]);
+    expect(policy.onCrash(3000)).toEqual({ restart: false, attempt: 3, maxRestarts: 3 });
+  });
+
+  it("forgets crashes older than the window", () => {
+    const policy = new RestartPolicy(2, 60_000);
+    policy.onCrash(0);
+    policy.onCrash(10_000);
+    expect(policy.onCrash(20_000).restart).toBe(false);
+    expect(policy.onCrash(65_000)).toEqual({ restart: true, attempt: 2, maxRestarts: 2 });
+  });
+
+  it("starts afresh when the user restarts the daemon", () => {
+    const policy = new RestartPolicy(1, 60_000);
+    policy.onCrash(0);
+    expect(policy.onCrash(1).restart).toBe(false);
+    policy.reset();
+    expect(policy.onCrash(2).restart).toBe(true);
+  });
+});

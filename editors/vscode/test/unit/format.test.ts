@@ -1,0 +1,166 @@
+import { describe, expect, it } from "vitest";
+import {
+  describeCompaction,
+  describePreview,
+  formatTokens,
+  statusLevel,
+  statusText,
+  statusTooltip,
+  timeAgo,
+} from "../../src/format";
+import type { TokenUsage, TreeNode } from "../../src/protocol";
+import type { SessionStatus } from "../../src/statusModel";
+
+function usage(tokens: number, overrides: Partial<TokenUsage> = {}): TokenUsage {
+  const contextWindow = overrides.contextWindow ?? 200_000;
+  return {
+    sessionId: "s1",
+    tokens,
+    contextWindow,
+    percent: Math.round((1000 * tokens) / contextWindow) / 10,
+    thresholdTokens: 170_000,
+    source: "usage",
+    model: "claude-sonnet-4-5",
+    ...overrides,
+  };
+}
+
+function status(tokens: number, extra: Partial<SessionStatus> = {}): SessionStatus {
+  return { sessionId: "01JCABCDEFGHJKMNPQRS", name: "fix tests", usage: usage(tokens), ...extra };
+}
+
+describe("token figures", () => {
+  it.each([
+    [0, "0"],
+    [950, "950"],
+    [8_400, "8.4k"],
+    [8_000, "8k"],
+    [84_000, "84k"],
+    [200_000, "200k"],
+    [999_600, "1M"],
+    [1_047_576, "1.05M"],
+    [2_500_000, "2.5M"],
+  ])("%i tokens read %s", (tokens, text) => {
+    expect(formatTokens(tokens)).toBe(text);
+  });
+});
+
+describe("status bar text", () => {
+  it("shows tokens of the window and the percent", () => {
+    expect(statusText(status(84_000))).toBe("$(database) 84k/200k 42%");
+  });
+
+  it("names the session when several share the bar", () => {
+    expect(statusText(status(84_000), { withName: true })).toBe("$(database) fix tests 84k/200k 42%");
+    expect(statusText({ sessionId: "01JCABCDEFGHJKMNPQRS", usage: usage(1_000) }, { withName: true })).toBe(
+      "$(database) …JKMNPQRS 1k/200k 1%",
+    );
+  });
+
+  it("spins while compacting", () => {
+    expect(statusText(status(171_000, { compacting: { reason: "threshold", requested: false } }))).toBe(
+      "$(sync~spin) compacting…",
+    );
+  });
+
+  it("says contextd before the first figure", () => {
+    expect(statusText({ sessionId: "s1" })).toBe("$(database) contextd");
+  });
+});
+
+describe("status colour", () => {
+  it("is normal up to the threshold", () => {
+    expect(statusLevel(status(170_000))).toBe("normal");
+  });
+
+  it("warns above the threshold", () => {
+    expect(statusLevel(status(170_001))).toBe("warning");
+  });
+
+  it("is an error above 95% of the window, even under a higher threshold", () => {
+    expect(statusLevel(status(190_000))).toBe("warning");
+    expect(statusLevel(status(190_200))).toBe("error");
+    const lenient = { ...status(0), usage: usage(192_000, { thresholdTokens: 199_000 }) };
+    expect(statusLevel(lenient)).toBe("error");
+  });
+
+  it("is normal without a figure", () => {
+    expect(statusLevel({ sessionId: "s1" })).toBe("normal");
+  });
+});
+
+describe("tooltip", () => {
+  const now = Date.parse("2026-01-01T12:00:00Z");
+
+  it("names model, window, threshold and the source of the figure", () => {
+    const text = statusTooltip(status(84_000), now).join("\n");
+    expect(text).toContain("Model: claude-sonnet-4-5");
+    expect(text).toContain("Context: 84,000 of 200,000 tokens (42.0%)");
+    expect(text).toContain("Window: 200,000 tokens");
+    expect(text).toContain("Compaction threshold: 170,000 tokens (85%)");
+    expect(text).toContain("Figure: the provider's reported usage");
+    expect(text).toContain("Last compaction: none yet");
+  });
+
+  it("says when the figure was counted", () => {
+    const counted = { ...status(0), usage: usage(5_000, { source: "counted" }) };
+    expect(statusTooltip(counted, now).join("\n")).toContain("Figure: counted with the model's tokenizer");
+  });
+
+  it("reports the last compaction's result", () => {
+    const compacted = status(30_000, {
+      lastCompaction: { outcome: "compacted", reason: "threshold", tokensBefore: 171_000, tokensAfter: 30_000, finishedAt: now - 5 * 60_000 },
+    });
+    expect(statusTooltip(compacted, now).join("\n")).toContain("Last compaction: compacted 171k → 30k tokens (threshold, 5 min ago)");
+    const failed = status(171_000, {
+      lastCompaction: { outcome: "failed", reason: "manual", error: "summarizer failed: HTTP 500", finishedAt: now },
+    });
+    expect(statusTooltip(failed, now).join("\n")).toContain("Last compaction: failed: summarizer failed: HTTP 500 (manual, just now)");
+  });
+
+  it("shows a running compaction and its progress", () => {
+    const running = status(171_000, { compacting: { reason: "idle", requested: false, message: "summarizing 40 entries" } });
+    expect(statusTooltip(running, now).join("\n")).toContain("Compacting now (idle): summarizing 40 entries");
+  });
+});
+
+describe("times", () => {
+  it.each([
+    [5_000, "just now"],
+    [90_000, "2 min ago"],
+    [3 * 3600_000, "3 h ago"],
+    [49 * 3600_000, "2 d ago"],
+  ])("%i ms ago reads %s", (ms, text) => expect(timeAgo(ms)).toBe(text));
+
+  it("describes a retried failure", () => {
+    expect(
+      describeCompaction({ outcome: "failed", reason: "overflow", error: "timeout", willRetry: true, finishedAt: 0 }, 0),
+    ).toBe("failed: timeout (retrying) (overflow, just now)");
+  });
+});
+
+describe("compaction preview", () => {
+  const node = (id: string, role: string, preview: string): TreeNode => ({
+    id, parentId: null, type: "message", role, preview, tokens: 10, children: [],
+  });
+
+  it("counts what is summarized, kept and pruned, with previews", () => {
+    const ids = Array.from({ length: 8 }, (_, i) => `e${i}`);
+    const nodes = new Map(ids.map((id, i) => [id, node(id, i % 2 ? "assistant" : "user", `message number ${i}`)]));
+    const { message, detail } = describePreview(
+      { firstKeptEntryId: "e7", summarizeEntryIds: ids.slice(0, 7), keptEntryIds: ["e7"], pruneEntryIds: ["e3"], tokensBefore: 171_000, tokensAfter: 31_500 },
+      nodes,
+    );
+    expect(message).toBe("Compaction would take the context from 171,000 to about 31,500 tokens.");
+    expect(detail).toContain("Summarized (dropped from the context): 7 entries\n  • user: message number 0");
+    expect(detail).toContain("  … and 2 more");
+    expect(detail).toContain("Kept verbatim: 1 entry\n  • assistant: message number 7");
+    expect(detail).toContain("Tool output pruned: 1 entry\n  • assistant: message number 3");
+  });
+
+  it("falls back to entry ids without the tree", () => {
+    const { detail } = describePreview({ firstKeptEntryId: null, summarizeEntryIds: ["a"], keptEntryIds: [], pruneEntryIds: [], tokensBefore: 10, tokensAfter: 5 });
+    expect(detail).toContain("Summarized (dropped from the context): 1 entry\n  • a");
+    expect(detail).toContain("Kept verbatim: 0 entries");
+  });
+});

@@ -1,0 +1,79 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import manifest from "../../package.json";
+import { buildDaemonSettings, configurationChange, DAEMON_SETTING_KEYS } from "../../src/settings";
+import { defaultSettings } from "../support/daemon";
+
+const properties = manifest.contributes.configuration.properties as Record<string, { default?: unknown }>;
+
+/** The defaults protocol.md documents, as dotted names (models is one object-valued setting). */
+function documentedDefaults(): Map<string, unknown> {
+  const protocol = readFileSync(new URL("../../../../protocol.md", import.meta.url), "utf8");
+  const section = protocol.slice(protocol.indexOf("## Settings"));
+  const json = section.match(/```json\n([\s\S]*?)```/)![1];
+  const flat = new Map<string, unknown>();
+  const walk = (value: Record<string, unknown>, prefix: string) => {
+    for (const [key, item] of Object.entries(value)) {
+      const name = `${prefix}${key}`;
+      if (item && typeof item === "object" && !Array.isArray(item) && name !== "models") walk(item as Record<string, unknown>, `${name}.`);
+      else flat.set(name, item);
+    }
+  };
+  walk(JSON.parse(json), "");
+  return flat;
+}
+
+describe("contributed settings", () => {
+  it("cover every setting protocol.md documents, with its default", () => {
+    const documented = documentedDefaults();
+    expect(documented.size).toBeGreaterThan(25);
+    for (const [key, value] of documented) {
+      expect(properties, key).toHaveProperty([`contextd.${key}`]);
+      if (key !== "models") expect(properties[`contextd.${key}`].default, key).toEqual(value);
+    }
+  });
+
+  it("contribute nothing the daemon does not know, besides the interpreter", () => {
+    const documented = documentedDefaults();
+    expect(DAEMON_SETTING_KEYS.filter((key) => !documented.has(key))).toEqual([]);
+    expect(Object.keys(properties)).toContain("contextd.pythonPath");
+    expect(DAEMON_SETTING_KEYS).not.toContain("pythonPath");
+  });
+
+  it("give each setting a description", () => {
+    for (const [key, spec] of Object.entries(properties) as Array<[string, Record<string, unknown>]>) {
+      expect(spec.description ?? spec.markdownDescription, key).toBeTruthy();
+    }
+  });
+});
+
+describe("the daemon's settings object", () => {
+  it("nests dotted names and leaves unset values to the daemon", () => {
+    const values: Record<string, unknown> = {
+      "compaction.enabled": false,
+      "compaction.thresholdPercent": 0.6,
+      "compaction.thresholdTokens": null,
+      "summarizer.provider": "openai",
+      "summarizer.apiKeyEnv": "OPENAI_API_KEY",
+      models: { local: { contextWindow: 32_768 } },
+      pythonPath: "/usr/bin/python3",
+    };
+    expect(buildDaemonSettings((key) => values[key])).toEqual({
+      compaction: { enabled: false, thresholdPercent: 0.6 },
+      summarizer: { provider: "openai", apiKeyEnv: "OPENAI_API_KEY" },
+      models: { local: { contextWindow: 32_768 } },
+    });
+  });
+
+  it("at the defaults, matches protocol.md's defaults minus the unset ones", () => {
+    const settings = defaultSettings() as Record<string, Record<string, unknown>>;
+    expect(settings.compaction).toMatchObject({ enabled: true, strategy: "summary", reserveTokens: 16384 });
+    expect(settings.compaction).not.toHaveProperty("thresholdTokens");
+    expect(settings.idle).toEqual({ enabled: false, timeoutSeconds: 300, thresholdPercent: 0.5 });
+    expect(settings).not.toHaveProperty("pythonPath");
+  });
+
+  it("is sent on change under settings.contextd", () => {
+    expect(configurationChange({ idle: { enabled: true } })).toEqual({ settings: { contextd: { idle: { enabled: true } } } });
+  });
+});

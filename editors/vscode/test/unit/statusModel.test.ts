@@ -1,0 +1,78 @@
+import { describe, expect, it } from "vitest";
+import type { CompactionFinished, TokenUsage } from "../../src/protocol";
+import { SessionStatus, StatusModel } from "../../src/statusModel";
+
+const usage = (tokens: number): TokenUsage => ({
+  sessionId: "s1", tokens, contextWindow: 200_000, percent: tokens / 2000, thresholdTokens: 170_000, source: "usage", model: "m",
+});
+
+const finished = (overrides: Partial<CompactionFinished>): CompactionFinished => ({
+  sessionId: "s1", compactionId: "c1", reason: "threshold", outcome: "compacted", tokensBefore: 171_000, tokensAfter: 30_000, willRetry: false, ...overrides,
+});
+
+function recording(model: StatusModel): SessionStatus[] {
+  const seen: SessionStatus[] = [];
+  model.onDidChange((status) => seen.push(status));
+  return seen;
+}
+
+describe("status model", () => {
+  it("tracks sessions and their latest usage", () => {
+    const model = new StatusModel();
+    const seen = recording(model);
+    model.track("s1", "fix tests");
+    model.applyUsage(usage(84_000));
+    expect(model.get("s1")).toMatchObject({ name: "fix tests", usage: { tokens: 84_000 } });
+    expect(seen).toHaveLength(2);
+    model.track("s1");
+    expect(model.get("s1")?.name).toBe("fix tests");
+  });
+
+  it("follows a compaction the daemon starts, through progress, to its result", () => {
+    const model = new StatusModel();
+    model.compactionStarted({ sessionId: "s1", compactionId: "c1", reason: "threshold", tokensBefore: 171_000 });
+    expect(model.get("s1")?.compacting).toEqual({ reason: "threshold", compactionId: "c1", tokensBefore: 171_000, requested: false });
+    model.compactionProgress("s1", "summarizing", 50);
+    expect(model.get("s1")?.compacting).toMatchObject({ message: "summarizing", percentage: 50 });
+    model.compactionFinished(finished({}), 1234);
+    expect(model.get("s1")?.compacting).toBeUndefined();
+    expect(model.get("s1")?.lastCompaction).toEqual({
+      outcome: "compacted", reason: "threshold", tokensBefore: 171_000, tokensAfter: 30_000, error: undefined, willRetry: false, finishedAt: 1234,
+    });
+  });
+
+  it("keeps the spinner through a failure the daemon retries", () => {
+    const model = new StatusModel();
+    model.compactionStarted({ sessionId: "s1", compactionId: "c1", reason: "overflow", tokensBefore: 1 });
+    model.compactionFinished(finished({ outcome: "failed", error: "HTTP 529", willRetry: true }));
+    expect(model.get("s1")?.compacting?.reason).toBe("overflow");
+    expect(model.get("s1")?.lastCompaction?.error).toBe("HTTP 529");
+  });
+
+  it("remembers that a compaction was requested from this window", () => {
+    const model = new StatusModel();
+    model.compactionRequested("s1");
+    model.compactionStarted({ sessionId: "s1", compactionId: "c1", reason: "manual", tokensBefore: 100 });
+    expect(model.get("s1")?.compacting).toMatchObject({ requested: true, compactionId: "c1" });
+    model.compactionRequestEnded("s1", { outcome: "cancelled", reason: "manual" }, 99);
+    expect(model.get("s1")).toMatchObject({ compacting: undefined, lastCompaction: { outcome: "cancelled", finishedAt: 99 } });
+  });
+
+  it("ignores progress when nothing is compacting", () => {
+    const model = new StatusModel();
+    model.track("s1");
+    model.compactionProgress("s1", "late");
+    expect(model.get("s1")?.compacting).toBeUndefined();
+  });
+
+  it("forgets a session", () => {
+    const model = new StatusModel();
+    const removed: string[] = [];
+    model.onDidRemove((id) => removed.push(id));
+    model.track("s1");
+    model.forget("s1");
+    model.forget("s1");
+    expect(model.has("s1")).toBe(false);
+    expect(removed).toEqual(["s1"]);
+  });
+});
