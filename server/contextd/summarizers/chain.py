@@ -1,0 +1,153 @@
+"""The summarizer the daemon uses: the configured provider with retries, then the fallbacks.
+
+`build_summarizer(settings)` gives a `SummarizerChain`. Its `summarize` satisfies the
+`Summarizer` protocol; `summarize_with_info` also says which provider and model wrote the
+summary (after a fallback it is not the configured one), for the compaction entry's
+`summarizer{provider, model}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from contextd.model import Provider, SummarizerInfo, SummarizerSettings
+from contextd.summarizers.base import Summarizer, SummarizerError, SummaryRequest
+from contextd.summarizers.errors import ProviderError, SummarizerFailed
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_DELAY = 0.5
+DEFAULT_MAX_DELAY = 8.0
+
+_PROVIDERS: dict[str, tuple[str, str]] = {
+    "offline": ("contextd.summarizers.offline", "OfflineSummarizer"),
+    "anthropic": ("contextd.summarizers.anthropic", "AnthropicSummarizer"),
+    "openai": ("contextd.summarizers.openai", "OpenAISummarizer"),
+    "remote": ("contextd.summarizers.remote", "RemoteSummarizer"),
+}
+
+
+@dataclass(frozen=True)
+class Summary:
+    text: str
+    summarizer: SummarizerInfo
+    """Who wrote `text`: the provider (and model) that succeeded."""
+
+
+class SummarizerChain:
+    """Tries each summarizer in order; a retryable failure is retried with backoff first."""
+
+    def __init__(
+        self,
+        summarizers: Sequence[Summarizer],
+        *,
+        max_retries: int,
+        timeout_seconds: float,
+        base_delay: float = DEFAULT_BASE_DELAY,
+        max_delay: float = DEFAULT_MAX_DELAY,
+    ) -> None:
+        if not summarizers:
+            raise ValueError("a chain needs at least one summarizer")
+        self.summarizers = tuple(summarizers)
+        self.provider = summarizers[0].provider
+        self.model = summarizers[0].model
+        self._max_retries = max_retries
+        self._timeout = timeout_seconds
+        self._base_delay = base_delay
+        self._max_delay = max_delay
+
+    async def summarize(self, request: SummaryRequest) -> str:
+        return (await self.summarize_with_info(request)).text
+
+    async def summarize_with_info(self, request: SummaryRequest) -> Summary:
+        failures: list[ProviderError] = []
+        for summarizer in self.summarizers:
+            try:
+                text = await self._with_retries(summarizer, request)
+            except ProviderError as failure:
+                log.warning("summarizer %s", failure)
+                failures.append(failure)
+                continue
+            if failures:
+                log.info("summary written by fallback %s", summarizer.provider)
+            return Summary(text, SummarizerInfo(provider=summarizer.provider, model=summarizer.model))
+        raise SummarizerFailed(failures)
+
+    async def _with_retries(self, summarizer: Summarizer, request: SummaryRequest) -> str:
+        attempts = 1 + self._max_retries
+        for attempt in range(1, attempts + 1):
+            try:
+                return await self._attempt(summarizer, request)
+            except ProviderError as failure:
+                if not failure.retryable or attempt == attempts:
+                    raise failure.after_attempts(attempt) from None
+                delay = self.backoff(attempt)
+                log.warning(
+                    "summarizer %s; retry %d of %d in %.2fs",
+                    failure, attempt, self._max_retries, delay,
+                )
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def _attempt(self, summarizer: Summarizer, request: SummaryRequest) -> str:
+        provider = summarizer.provider
+        try:
+            # A hard deadline too: the SDKs' timeouts bound each read, not the whole answer.
+            async with asyncio.timeout(self._timeout):
+                text = await summarizer.summarize(request)
+        except TimeoutError:
+            raise ProviderError(provider, f"no answer within {self._timeout:g}s", retryable=True) from None
+        except ProviderError:
+            raise
+        except SummarizerError as exc:
+            raise ProviderError(provider, str(exc), retryable=False) from None
+        except Exception as exc:
+            # A bug or an SDK surprise must fail this provider, not the daemon.
+            log.exception("summarizer %s raised unexpectedly", provider)
+            raise ProviderError(provider, f"unexpected {type(exc).__name__}", retryable=False) from None
+        if not isinstance(text, str) or not text.strip():
+            raise ProviderError(provider, "malformed reply: empty summary", retryable=False)
+        return text
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number `attempt` (1-based): doubling, capped."""
+        return min(self._max_delay, self._base_delay * 2 ** (attempt - 1))
+
+
+def build_summarizer(
+    settings: SummarizerSettings,
+    *,
+    base_delay: float = DEFAULT_BASE_DELAY,
+    max_delay: float = DEFAULT_MAX_DELAY,
+) -> SummarizerChain:
+    """The configured provider followed by `settings.fallback`, each tried once in order."""
+    providers: list[Provider] = list(dict.fromkeys([settings.provider, *settings.fallback]))
+    return SummarizerChain(
+        [make_summarizer(name, _settings_for(name, settings)) for name in providers],
+        max_retries=settings.maxRetries,
+        timeout_seconds=settings.timeoutSeconds,
+        base_delay=base_delay,
+        max_delay=max_delay,
+    )
+
+
+def make_summarizer(provider: Provider, settings: SummarizerSettings) -> Summarizer:
+    """One provider's summarizer, no retries. Imported on demand: an SDK takes seconds to
+    import and a daemon that summarizes offline never needs one."""
+    module, name = _PROVIDERS[provider]
+    summarizer: Summarizer = getattr(importlib.import_module(module), name)(settings)
+    return summarizer
+
+
+def _settings_for(provider: Provider, settings: SummarizerSettings) -> SummarizerSettings:
+    """Model, baseUrl and apiKeyEnv describe the configured provider; a different fallback
+    provider gets its own defaults instead (an Anthropic model name means nothing to OpenAI)."""
+    if provider == settings.provider:
+        return settings
+    return settings.model_copy(
+        update={"provider": provider, "model": None, "baseUrl": None, "apiKeyEnv": None}
+    )

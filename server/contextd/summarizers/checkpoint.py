@@ -1,0 +1,269 @@
+"""The structured checkpoint as data: sections of ranked items, rendered to markdown within
+a token budget, and parsed back from a previous summary's markdown.
+
+Each item has a rank (how much it matters: 5 = a fact the next session cannot rebuild,
+such as a user constraint or an exact error) and a sequence number (its age). When the
+document is over budget, items go lowest rank first and, within a rank, oldest first.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+CHARS_PER_TOKEN = 3.5
+"""Below the usual ~4 for prose: summaries are dense with paths and error text."""
+
+NONE = "(none)"
+
+# Section keys: the vocabulary shared by extraction, merging and layouts.
+GOAL = "goal"
+CONSTRAINTS = "constraints"
+DONE = "done"
+IN_PROGRESS = "in_progress"
+BLOCKED = "blocked"
+DECISIONS = "decisions"
+NEXT = "next"
+CRITICAL = "critical"
+READ_FILES = "read_files"
+MODIFIED_FILES = "modified_files"
+
+_BULLETS = {DONE: "- [x] ", IN_PROGRESS: "- [ ] "}
+_SUFFIXES = {MODIFIED_FILES: " (modified)", READ_FILES: " (read)"}
+"""File lists printed as bullets (not as tags) say which list a path came from."""
+_NUMBERED = {NEXT}
+
+
+def estimate_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def normalized(text: str) -> str:
+    """The form two items are compared in: case, spacing and end punctuation do not count."""
+    return re.sub(r"\s+", " ", text).strip().rstrip(".:;").lower()
+
+
+@dataclass(frozen=True)
+class Item:
+    text: str
+    rank: int
+    seq: int
+
+
+_FILE_KEYS = frozenset({READ_FILES, MODIFIED_FILES})
+
+
+class Checkpoint:
+    """Items by section key, in insertion order. A statement is kept in the first section
+    that received it, so one fact is never printed twice; file lists are deduplicated
+    among themselves (a path may also appear inside an error)."""
+
+    def __init__(self) -> None:
+        self._sections: dict[str, list[Item]] = {}
+        self._seen: set[tuple[bool, str]] = set()
+        self._blocks: list[str] = []
+
+    def add(self, key: str, text: str, rank: int) -> None:
+        text = text.strip("\n").rstrip()
+        identity = normalized(text)
+        is_file = key in _FILE_KEYS
+        if not identity or identity == normalized(NONE) or (is_file, identity) in self._seen:
+            return
+        if not is_file and self._inside_block(identity):
+            return
+        self._seen.add((is_file, identity))
+        if "\n" in text:
+            self._blocks.append(identity)
+        seq = sum(len(items) for items in self._sections.values())
+        self._sections.setdefault(key, []).append(Item(text, rank, seq))
+
+    def add_all(self, key: str, texts: Iterable[str], rank: int) -> None:
+        for text in texts:
+            self.add(key, text, rank)
+
+    def _inside_block(self, identity: str) -> bool:
+        """A line already quoted inside a verbatim block (a whole error output)."""
+        return any(identity in block for block in self._blocks)
+
+    def items(self, key: str) -> list[Item]:
+        return list(self._sections.get(key, []))
+
+    def all_items(self) -> list[Item]:
+        return [item for items in self._sections.values() for item in items]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One heading of a layout and the sections printed under it.
+
+    With `tag`, the items are bare lines inside `<tag>...</tag>`, left out when empty (the
+    read/modified file lists); with no keys, the heading is a container (`## Progress`).
+    """
+
+    heading: str | None
+    keys: tuple[str, ...] = ()
+    tag: str | None = None
+
+
+Layout = Sequence[Part]
+
+
+def render(checkpoint: Checkpoint, layout: Layout, dropped: frozenset[int] = frozenset()) -> str:
+    blocks: list[str] = []
+    for part in layout:
+        items = [
+            (key, item)
+            for key in part.keys
+            for item in checkpoint.items(key)
+            if item.seq not in dropped
+        ]
+        if part.tag is not None:
+            if items:
+                lines = "\n".join(item.text for _, item in items)
+                blocks.append(f"<{part.tag}>\n{lines}\n</{part.tag}>")
+            continue
+        lines = [part.heading] if part.heading else []
+        if part.keys:
+            lines += _item_lines(items) or [NONE]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks).strip() + "\n"
+
+
+def _item_lines(items: list[tuple[str, Item]]) -> list[str]:
+    lines: list[str] = []
+    number = 0
+    for key, item in items:
+        if "\n" in item.text:
+            lines.append(_fenced(item.text))
+            continue
+        if key in _NUMBERED:
+            number += 1
+            lines.append(f"{number}. {item.text}")
+        else:
+            lines.append(_BULLETS.get(key, "- ") + item.text + _SUFFIXES.get(key, ""))
+    return lines
+
+
+def _fenced(text: str) -> str:
+    """Verbatim text in a code fence longer than any backtick run inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
+
+
+def fit(checkpoint: Checkpoint, layout: Layout, max_tokens: int) -> str:
+    """The rendered checkpoint, dropping the least important items until it fits."""
+    text = render(checkpoint, layout)
+    if estimate_tokens(text) <= max_tokens:
+        return text
+    order = [item.seq for item in sorted(checkpoint.all_items(), key=lambda i: (i.rank, i.seq))]
+
+    def rendered_without(count: int) -> str:
+        return render(checkpoint, layout, frozenset(order[:count]))
+
+    # Fewest drops that fit; rendering shrinks as drops grow, so bisect.
+    low, high = 1, len(order)
+    while low < high:
+        middle = (low + high) // 2
+        if estimate_tokens(rendered_without(middle)) <= max_tokens:
+            high = middle
+        else:
+            low = middle + 1
+    text = rendered_without(high)
+    if estimate_tokens(text) > max_tokens:
+        # Even the bare headings are over budget: cut, since the budget is a hard limit.
+        text = text[: int(max_tokens * CHARS_PER_TOKEN)]
+    return text
+
+
+# --- reading a previous summary ------------------------------------------------------
+
+_HEADING_KEYS = {
+    "goal": GOAL,
+    "goals": GOAL,
+    "original request": GOAL,
+    "task": GOAL,
+    "constraints & preferences": CONSTRAINTS,
+    "constraints and preferences": CONSTRAINTS,
+    "constraints": CONSTRAINTS,
+    "preferences": CONSTRAINTS,
+    "done": DONE,
+    "completed": DONE,
+    "early progress": DONE,
+    "progress": DONE,
+    "in progress": IN_PROGRESS,
+    "blocked": BLOCKED,
+    "open problems": BLOCKED,
+    "key decisions": DECISIONS,
+    "decisions": DECISIONS,
+    "next steps": NEXT,
+    "critical context": CRITICAL,
+    "files": MODIFIED_FILES,
+    "context for suffix": CRITICAL,
+    "context for the rest of the turn": CRITICAL,
+}
+_FILE_TAGS = {"read-files": READ_FILES, "modified-files": MODIFIED_FILES}
+
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*:?\s*$")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.*)$")
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+_TAG = re.compile(r"^\s*<(/?)([a-z-]+)>\s*$")
+
+
+def parse_summary(markdown: str) -> dict[str, list[str]]:
+    """Items by section key from a checkpoint's markdown, whoever wrote it.
+
+    Unknown headings count as critical context; text before the first heading (a
+    preamble) is ignored; `(none)` placeholders are dropped.
+    """
+    sections: dict[str, list[str]] = {}
+    key: str | None = None
+    items: list[str] = []
+    fence: str | None = None
+    block: list[str] = []
+
+    def close_section() -> None:
+        for item in items:
+            if key is None or normalized(item) in ("", normalized(NONE)):
+                continue
+            item_key = key
+            if key in _FILE_KEYS:  # a bulleted file list: the suffix says which list
+                item_key = next((k for k, s in _SUFFIXES.items() if item.endswith(s)), key)
+                item = item.removesuffix(_SUFFIXES[item_key])
+            sections.setdefault(item_key, []).append(item)
+        items.clear()
+
+    for line in markdown.splitlines():
+        if fence is not None:
+            if line.strip().startswith(fence):
+                items.append("\n".join(block))
+                fence, block = None, []
+            else:
+                block.append(line)
+            continue
+        if opened := _FENCE.match(line):
+            fence = opened.group(1)
+            continue
+        if tag := _TAG.match(line):
+            close_section()
+            name = tag.group(2)
+            key = None if tag.group(1) else _FILE_TAGS.get(name, CRITICAL)
+            continue
+        if heading := _HEADING.match(line):
+            close_section()
+            key = _HEADING_KEYS.get(heading.group(1).strip().lower(), CRITICAL)
+            continue
+        if key is None or not line.strip():
+            continue
+        if bullet := _BULLET.match(line):
+            items.append(bullet.group(1).strip())
+        elif line[:1].isspace() and items:
+            items[-1] = f"{items[-1]} {line.strip()}"  # a wrapped bullet
+        else:
+            items.append(line.strip())
+    if fence is not None and block:
+        items.append("\n".join(block))
+    close_section()
+    return sections

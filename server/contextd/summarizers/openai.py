@@ -1,0 +1,79 @@
+"""Summaries from OpenAI's chat completions API, or any server that speaks it
+(Ollama, vLLM, llama.cpp) through `summarizer.baseUrl`, with the official SDK."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+
+from contextd.model import SummarizerSettings
+from contextd.summarizers.base import SummaryRequest
+from contextd.summarizers.credentials import api_key_from_env
+from contextd.summarizers.errors import ProviderError, malformed_reply, status_error
+
+DEFAULT_MODEL = "gpt-4.1-mini"
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+LOCAL_SERVER_KEY = "not-needed"
+"""Local OpenAI-compatible servers ignore the key, but the SDK insists on one."""
+
+
+class OpenAISummarizer:
+    provider = "openai"
+
+    def __init__(self, settings: SummarizerSettings) -> None:
+        self.model: str | None = settings.model or DEFAULT_MODEL
+        self._base_url = settings.baseUrl
+        self._timeout = settings.timeoutSeconds
+        # A custom server without a named key variable is a local one that needs no key.
+        self._api_key_env = settings.apiKeyEnv or (None if settings.baseUrl else DEFAULT_API_KEY_ENV)
+
+    async def summarize(self, request: SummaryRequest) -> str:
+        key = (
+            api_key_from_env(self.provider, self._api_key_env)
+            if self._api_key_env
+            else LOCAL_SERVER_KEY
+        )
+        # The chain retries with its own policy; SDK retries would multiply the attempts.
+        client = openai.AsyncOpenAI(
+            api_key=key, base_url=self._base_url, timeout=self._timeout, max_retries=0
+        )
+        try:
+            async with client:
+                completion = await client.chat.completions.create(
+                    model=self.model or DEFAULT_MODEL,
+                    messages=[
+                        {"role": "system", "content": request.system_prompt},
+                        {"role": "user", "content": request.prompt},
+                    ],
+                    **self._output_limit(request.max_tokens),
+                )
+        except openai.APIStatusError as exc:
+            raise status_error(self.provider, exc.status_code, exc.body, key) from None
+        except openai.APITimeoutError:
+            raise ProviderError(
+                self.provider, f"no answer within {self._timeout:g}s", retryable=True
+            ) from None
+        except openai.APIConnectionError:
+            raise ProviderError(
+                self.provider, "cannot reach the API (connection failed)", retryable=True
+            ) from None
+        except (openai.APIError, ValueError) as exc:
+            raise malformed_reply(self.provider, type(exc).__name__) from None
+        return _text_of(completion)
+
+    def _output_limit(self, max_tokens: int) -> dict[str, int]:
+        # OpenAI's reasoning models refuse `max_tokens`; compatible servers all know it.
+        if self._base_url is None:
+            return {"max_completion_tokens": max_tokens}
+        return {"max_tokens": max_tokens}
+
+
+def _text_of(completion: Any) -> str:
+    choices = getattr(completion, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise malformed_reply(OpenAISummarizer.provider, "no choices")
+    text = getattr(getattr(choices[0], "message", None), "content", None)
+    if not isinstance(text, str) or not text.strip():
+        raise malformed_reply(OpenAISummarizer.provider, "no text in the answer")
+    return text

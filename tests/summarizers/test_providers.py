@@ -1,0 +1,233 @@
+"""The anthropic and openai summarizers through their official SDKs, against a local server
+that speaks each API, wrapped in the chain that retries and falls back."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from contextd.summarizers.base import SummarizerError, SummaryRequest
+from contextd.summarizers.chain import build_summarizer
+from tests.summarizers.conftest import KEY_ENV, SECRET, settings_for
+from tests.summarizers.fake_provider import ANTHROPIC_PATH, OPENAI_PATH, FakeProvider, Reply
+
+PROVIDERS = ["anthropic", "openai"]
+QUICK = {"base_delay": 0.01, "max_delay": 0.05}
+SUMMARY = "## Goal\n- Add rate limiting\n"
+
+
+def chain(name: str, provider: FakeProvider, **changes: object):
+    return build_summarizer(settings_for(name, provider, **changes), **QUICK)
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_success_sends_the_prompt_and_returns_the_text(
+    name: str, provider: FakeProvider, api_key: str, summary_request: SummaryRequest
+) -> None:
+    provider.script(Reply.with_summary(SUMMARY))
+
+    summary = await chain(name, provider).summarize_with_info(summary_request)
+
+    assert summary.text == SUMMARY
+    assert (summary.summarizer.provider, summary.summarizer.model) == (name, f"{name}-test-model")
+    [sent] = provider.requests
+    assert sent.path == {"anthropic": ANTHROPIC_PATH, "openai": OPENAI_PATH}[name]
+    assert sent.body["model"] == f"{name}-test-model"
+    assert any(SECRET in value for value in sent.headers.values()), "the key from the env var"
+    if name == "anthropic":
+        assert sent.body["system"] == summary_request.system_prompt
+        assert sent.body["messages"] == [{"role": "user", "content": summary_request.prompt}]
+        assert sent.body["max_tokens"] == summary_request.max_tokens
+    else:
+        assert sent.body["messages"] == [
+            {"role": "system", "content": summary_request.system_prompt},
+            {"role": "user", "content": summary_request.prompt},
+        ]
+        assert sent.body["max_tokens"] == summary_request.max_tokens  # a custom baseUrl
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_rate_limit_is_retried(
+    name: str, provider: FakeProvider, api_key: str, summary_request: SummaryRequest
+) -> None:
+    provider.script(Reply.error(429, "slow down"), Reply.with_summary(SUMMARY))
+
+    assert await chain(name, provider).summarize(summary_request) == SUMMARY
+    assert len(provider.requests) == 2
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_server_errors_exhaust_the_retries(
+    name: str, provider: FakeProvider, api_key: str, summary_request: SummaryRequest
+) -> None:
+    provider.script(*[Reply.error(500, "internal trouble")] * 3, Reply.with_summary("too late"))
+
+    with pytest.raises(SummarizerError) as failure:
+        await chain(name, provider, maxRetries=2).summarize(summary_request)
+
+    assert len(provider.requests) == 3, "one attempt and two retries"
+    message = str(failure.value)
+    assert f"{name}: HTTP 500" in message and "after 3 attempts" in message
+    assert "internal trouble" in message
+    assert failure.value.provider == name
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+@pytest.mark.parametrize("status", [400, 401, 403])
+async def test_client_errors_are_not_retried(
+    name: str, status: int, provider: FakeProvider, api_key: str, summary_request: SummaryRequest
+) -> None:
+    provider.script(Reply.error(status, "no"), Reply.with_summary(SUMMARY))
+
+    with pytest.raises(SummarizerError, match=f"HTTP {status}"):
+        await chain(name, provider).summarize(summary_request)
+    assert len(provider.requests) == 1
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_a_slow_answer_times_out_and_is_retried(
+    name: str, provider: FakeProvider, api_key: str, summary_request: SummaryRequest
+) -> None:
+    provider.script(Reply.hang(10), Reply.with_summary(SUMMARY))
+
+    summarizer = chain(name, provider, timeoutSeconds=0.5, maxRetries=1)
+    assert await summarizer.summarize(summary_request) == SUMMARY
+    assert len(provider.requests) == 2
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_timeouts_until_the_retries_run_out(
+    name: str, provider: FakeProvider, api_key: str, summary_request: SummaryRequest
+) -> None:
+    provider.script(Reply.hang(10), Reply.hang(10))
+
+    with pytest.raises(SummarizerError, match=r"no answer within 0.3s \(after 2 attempts\)"):
+        await chain(name, provider, timeoutSeconds=0.3, maxRetries=1).summarize(summary_request)
+
+
+MALFORMED = {
+    "anthropic": [
+        Reply.raw("<html>gateway</html>", content_type="text/html"),
+        Reply.raw('{"type": "message", "content": []}'),
+        Reply.raw('{"content": [{"type": "text", "text": "   "}]}'),
+        Reply.raw("{}"),
+    ],
+    "openai": [
+        Reply.raw("not json at all"),
+        Reply.raw('{"object": "chat.completion", "choices": []}'),
+        Reply.raw('{"choices": [{"index": 0, "message": {"role": "assistant", "content": null}}]}'),
+        Reply.raw("{}"),
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "reply"),
+    [(name, reply) for name, replies in MALFORMED.items() for reply in replies],
+)
+async def test_a_malformed_reply_fails_without_retry(
+    name: str, reply: Reply, provider: FakeProvider, api_key: str, summary_request: SummaryRequest
+) -> None:
+    provider.script(reply, Reply.with_summary(SUMMARY))
+
+    with pytest.raises(SummarizerError, match=f"{name}: malformed reply"):
+        await chain(name, provider).summarize(summary_request)
+    assert len(provider.requests) == 1
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_cancellation_propagates_at_once_without_retry_or_fallback(
+    name: str, provider: FakeProvider, api_key: str, summary_request: SummaryRequest
+) -> None:
+    provider.script(Reply.hang(30), Reply.with_summary(SUMMARY))
+    summarizer = chain(name, provider, fallback=["offline"], timeoutSeconds=60)
+
+    task = asyncio.create_task(summarizer.summarize(summary_request))
+    await provider.wait_for_requests(1)
+    task.cancel()
+
+    with pytest.raises(asyncio.CancelledError):
+        # The bound only keeps a broken cancellation from hanging the suite for 30 s.
+        await asyncio.wait_for(task, timeout=5)
+    assert task.cancelled()
+    await asyncio.sleep(0.1)
+    assert len(provider.requests) == 1, "a cancelled request is not retried"
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_falls_back_to_offline_after_failing(
+    name: str, provider: FakeProvider, api_key: str, summary_request: SummaryRequest
+) -> None:
+    provider.script(Reply.error(503, "overloaded"), Reply.error(503, "overloaded"))
+
+    summary = await chain(name, provider, maxRetries=1, fallback=["offline"]).summarize_with_info(
+        summary_request
+    )
+
+    assert summary.summarizer.provider == "offline"
+    assert summary.summarizer.model is None
+    assert summary.text.startswith("## Goal")
+    assert "services/api/ratelimit.py" in summary.text
+    assert len(provider.requests) == 2
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_the_key_never_reaches_errors_or_logs(
+    name: str,
+    provider: FakeProvider,
+    api_key: str,
+    summary_request: SummaryRequest,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    # A server that echoes the refused key back, as some do.
+    provider.script(
+        Reply.error(429, f"rate limited for key {SECRET}"),
+        Reply.error(401, f"invalid x-api-key {SECRET}"),
+    )
+
+    with pytest.raises(SummarizerError) as failure:
+        await chain(name, provider).summarize(summary_request)
+
+    assert SECRET not in str(failure.value)
+    assert "[redacted]" in str(failure.value)
+    assert "HTTP 401" in str(failure.value)
+    assert caplog.records, "the retry was logged"
+    assert SECRET not in caplog.text
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai", "remote"])
+async def test_a_missing_key_variable_is_named_not_guessed(
+    name: str,
+    provider: FakeProvider,
+    monkeypatch: pytest.MonkeyPatch,
+    summary_request: SummaryRequest,
+) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+
+    with pytest.raises(SummarizerError, match=f"environment variable {KEY_ENV} is not set"):
+        await chain(name, provider).summarize(summary_request)
+    assert provider.requests == []
+
+
+async def test_openai_compatible_local_server_needs_no_key(
+    provider: FakeProvider, monkeypatch: pytest.MonkeyPatch, summary_request: SummaryRequest
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    provider.script(Reply.with_summary(SUMMARY))
+
+    summarizer = chain("openai", provider, apiKeyEnv=None, model="llama3.1:8b")
+    assert await summarizer.summarize(summary_request) == SUMMARY
+    assert provider.requests[0].body["model"] == "llama3.1:8b"
+
+
+async def test_unreachable_server_is_a_retried_connection_error(
+    api_key: str, summary_request: SummaryRequest
+) -> None:
+    closed = FakeProvider().start()
+    closed.stop()  # its port now refuses connections
+
+    with pytest.raises(SummarizerError, match=r"anthropic: cannot reach the API.*after 2 attempts"):
+        await chain("anthropic", closed, maxRetries=1).summarize(summary_request)
