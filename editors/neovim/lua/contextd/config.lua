@@ -22,6 +22,8 @@ M.defaults = {
   model = nil,
   -- How long the synchronous API waits for an answer.
   timeout_ms = 10000,
+  -- How long the daemon may take to start and open the session before it counts as failed.
+  start_timeout_ms = 30000,
   -- Receives a user message's text after :ContextdTree navigates to it (for editing and
   -- resending). nil puts it in the unnamed register.
   on_editor_text = nil,

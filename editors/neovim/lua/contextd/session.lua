@@ -93,7 +93,7 @@ local function open_initial()
   end
 end
 
-local function on_exit(code, _, client_id)
+local function on_exit(code, signal, client_id)
   vim.schedule(function()
     if stopping[client_id] then
       stopping[client_id] = nil
@@ -104,11 +104,33 @@ local function on_exit(code, _, client_id)
     end
     state.reset("exited")
     settle(client.not_running)
+    local how = (signal or 0) ~= 0 and ("signal " .. signal) or ("code " .. tostring(code))
     vim.notify(
-      string.format("contextd: the daemon exited (code %s); see :checkhealth contextd", tostring(code)),
-      code == 0 and levels.WARN or levels.ERROR
+      string.format("contextd: the daemon exited (%s); see :checkhealth contextd", how),
+      (code == 0 and (signal or 0) == 0) and levels.WARN or levels.ERROR
     )
   end)
+end
+
+-- Neovim raises inside its own callback when initialize fails (a bad setting), and no hook
+-- tells the plugin; so a client still starting after `start_timeout_ms` has failed.
+local function watch_initialization(client_id)
+  vim.defer_fn(function()
+    if state.client_id ~= client_id or state.status ~= "starting" then
+      return
+    end
+    stopping[client_id] = true
+    client.stop(client_id)
+    state.reset("exited")
+    settle(client.not_running)
+    vim.notify(
+      string.format(
+        "contextd: the daemon did not start within %d ms (a bad setting is named in the error above; see :checkhealth contextd)",
+        config.options.start_timeout_ms
+      ),
+      levels.ERROR
+    )
+  end, config.options.start_timeout_ms)
 end
 
 function M.start()
@@ -130,6 +152,7 @@ function M.start()
     return
   end
   state.client_id = id
+  watch_initialization(id)
 end
 
 function M.stop()
