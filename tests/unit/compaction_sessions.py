@@ -7,8 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import strategies as st
-
 from contextd.compaction.context import build_context
 from contextd.compaction.prepare import (
     CompactionPreparation,
@@ -36,6 +34,7 @@ from contextd.model import (
     ToolResultMessage,
     UserMessage,
 )
+from hypothesis import strategies as st
 
 
 def estimate_tokens(entry: Entry) -> int:
@@ -99,7 +98,7 @@ class SessionBuilder:
         call_ids = [self._id("call") for _ in calls]
         content += [
             ToolCall(id=call_id, name=name, arguments=arguments)
-            for call_id, (name, arguments) in zip(call_ids, calls)
+            for call_id, (name, arguments) in zip(call_ids, calls, strict=True)
         ]
         stop = "error" if failed else ("toolUse" if calls else "stop")
         message = AssistantMessage(
@@ -200,9 +199,7 @@ action = st.one_of(
     turn.map(lambda t: ("turn", t)),
     st.just(("model_change", None)),
     st.just(("session_info", None)),
-    st.tuples(st.integers(0, 1500), st.integers(0, 500), st.booleans()).map(
-        lambda p: ("prune", p)
-    ),
+    st.tuples(st.integers(0, 1500), st.integers(0, 500), st.booleans()).map(lambda p: ("prune", p)),
     st.one_of(st.integers(20, 400), st.integers(1000, 6000)).map(lambda k: ("compact", k)),
 )
 
@@ -252,7 +249,7 @@ def _play_turn(played: Played, payload: Any) -> None:
         _, call_ids = builder.assistant("working", calls, thinking="hmm")
         if compact_while_waiting:
             _compact(played, 200)
-        for index, (call_id, (name, _)) in enumerate(zip(call_ids, calls)):
+        for index, (call_id, (name, _)) in enumerate(zip(call_ids, calls, strict=True)):
             builder.result(call_id, name, texts[index], error=errors[index])
     builder.assistant(answer or "done", failed=failed)
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
+from contextd.compaction.cut_point import CutPoint, find_cut_point, valid_cuts
+from contextd.model import AssistantMessage, MessageEntry, ToolResultMessage
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextd.compaction.cut_point import CutPoint, find_cut_point, valid_cuts
-from contextd.model import AssistantMessage, MessageEntry, ToolResultMessage
 from tests.unit.compaction_sessions import SessionBuilder, play, sessions
 
 
 def roles(builder: SessionBuilder) -> list[str]:
-    return [
-        e.message.role if isinstance(e, MessageEntry) else e.type for e in builder.path()
-    ]
+    return [e.message.role if isinstance(e, MessageEntry) else e.type for e in builder.path()]
 
 
 def test_keeps_about_the_recent_budget_and_cuts_at_a_user_message():

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-
 from contextd.compaction.context import build_context
-from contextd.compaction.prune import PrunePlan
 from contextd.compaction.prepare import (
     TURN_CONTEXT_HEADING,
     CompactionPreparation,
@@ -14,6 +11,7 @@ from contextd.compaction.prepare import (
     assemble_compaction_summary,
     prepare_compaction,
 )
+from contextd.compaction.prune import PrunePlan
 from contextd.model import (
     AssistantMessage,
     CompactionEntry,
@@ -22,6 +20,8 @@ from contextd.model import (
     ToolResultMessage,
     UserMessage,
 )
+from hypothesis import HealthCheck, given, settings
+
 from tests.unit.compaction_sessions import (
     Played,
     SessionBuilder,
@@ -190,13 +190,15 @@ def test_split_turn_summary_has_a_turn_context_section_and_file_lists():
     builder.user("fix it")
     builder.tool_step("read", {"path": "src/a.py"}, "a" * 2000)
     builder.tool_step("edit", {"file_path": "src/b.py"}, "ok")
-    for n in range(4):
+    for _ in range(4):
         builder.tool_step("bash", {"command": "pytest"}, "p" * 1000)
     preparation = prepare_compaction(builder.path(), builder.tokens, settings_with(keep_recent=300))
     assert isinstance(preparation, CompactionPreparation)
     assert preparation.is_split_turn and preparation.history_request is None
 
-    summary = assemble_compaction_summary(preparation, turn_prefix_summary="The user asked to fix it.")
+    summary = assemble_compaction_summary(
+        preparation, turn_prefix_summary="The user asked to fix it."
+    )
 
     assert summary.startswith("(No earlier history")
     assert f"{TURN_CONTEXT_HEADING}\n\nThe user asked to fix it." in summary
@@ -284,8 +286,13 @@ def test_tokens_and_request_budget():
         long_turn(builder, n)
     settings_ = settings_with(keep_recent=500, reserve=10000)
 
-    preparation = prepare_compaction(builder.path(), builder.tokens, settings_, reason="threshold",
-                                     instructions="focus on the parser")
+    preparation = prepare_compaction(
+        builder.path(),
+        builder.tokens,
+        settings_,
+        reason="threshold",
+        instructions="focus on the parser",
+    )
 
     assert isinstance(preparation, CompactionPreparation)
     assert preparation.tokens_before == sum(builder.tokens.values())
@@ -324,7 +331,9 @@ def test_pruned_results_are_summarized_as_their_placeholder_and_count_as_small()
 
 def test_files_come_from_the_previous_compaction_and_branch_summaries():
     builder = SessionBuilder()
-    builder.branch_summary("x", "explored", FileDetails(readFiles=["b/read.py"], modifiedFiles=["b/mod.py"]))
+    builder.branch_summary(
+        "x", "explored", FileDetails(readFiles=["b/read.py"], modifiedFiles=["b/mod.py"])
+    )
     for n in range(5):
         long_turn(builder, n)
     preparation = prepare_compaction(builder.path(), builder.tokens, settings_with(keep_recent=300))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from contextd.compaction.context import build_context, pruned_entry_ids, visible_entries
 from contextd.compaction.prune import plan_prune
 from contextd.compaction.sizes import PRUNED_RESULT_TOKENS
 from contextd.model import MessageEntry, PruningSettings, ToolResultMessage
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from tests.unit.compaction_sessions import SessionBuilder, play, sessions
 
 
@@ -58,18 +58,27 @@ def test_nothing_when_savings_do_not_exceed_the_minimum_or_pruning_is_off():
     builder = SessionBuilder()
     three_reads(builder, size=400)
     path, tokens = builder.path(), builder.tokens
-    assert plan_prune(path, tokens, PruningSettings(protectTokens=0, minimumSavings=100_000)) is None
-    assert plan_prune(path, tokens, PruningSettings(enabled=False, protectTokens=0, minimumSavings=0)) is None
+    assert (
+        plan_prune(path, tokens, PruningSettings(protectTokens=0, minimumSavings=100_000)) is None
+    )
+    assert (
+        plan_prune(path, tokens, PruningSettings(enabled=False, protectTokens=0, minimumSavings=0))
+        is None
+    )
 
 
 def test_already_pruned_results_are_not_pruned_again_and_pruned_output_shows_a_placeholder():
     builder = SessionBuilder()
     results = three_reads(builder)
-    first = plan_prune(builder.path(), builder.tokens, PruningSettings(protectTokens=0, minimumSavings=0))
+    first = plan_prune(
+        builder.path(), builder.tokens, PruningSettings(protectTokens=0, minimumSavings=0)
+    )
     assert first is not None
     builder.apply_prune(first)
 
-    again = plan_prune(builder.path(), builder.tokens, PruningSettings(protectTokens=0, minimumSavings=0))
+    again = plan_prune(
+        builder.path(), builder.tokens, PruningSettings(protectTokens=0, minimumSavings=0)
+    )
 
     assert again is None
     contents = {

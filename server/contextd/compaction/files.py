@@ -25,6 +25,9 @@ PATCH_FILE_HEADER = re.compile(
 )
 """The file headers of an apply_patch body (`*** Update File: src/app.py`)."""
 
+FILE_LIST_BLOCK = re.compile(r"\n*<(read-files|modified-files)>.*?</\1>", re.DOTALL)
+"""A `<read-files>` or `<modified-files>` block of a summary."""
+
 
 def named_paths(call: ToolCall) -> list[str]:
     """Paths a tool call names through its file arguments (a string or a list of strings)."""
@@ -92,9 +95,6 @@ def format_file_lists(files: FileDetails) -> str:
         if paths
     ]
     return "\n\n" + "\n\n".join(blocks) if blocks else ""
-
-
-FILE_LIST_BLOCK = re.compile(r"\n*<(read-files|modified-files)>.*?</\1>", re.DOTALL)
 
 
 def without_file_lists(summary: str) -> str:

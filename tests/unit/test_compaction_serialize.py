@@ -1,0 +1,69 @@
+"""serialize_conversation: the text a summarizer reads."""
+
+from __future__ import annotations
+
+from contextd.compaction.serialize import TOOL_TEXT_MAX_CHARS, serialize_conversation
+from contextd.model import (
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+
+
+def test_each_role_has_its_label():
+    text = serialize_conversation(
+        [
+            UserMessage(content="Fix the parser"),
+            AssistantMessage(
+                content=[
+                    ThinkingContent(thinking="Look at parse()"),
+                    TextContent(text="Reading it."),
+                    ToolCall(id="1", name="read", arguments={"path": "p.py", "limit": 20}),
+                    ToolCall(id="2", name="grep", arguments={"pattern": 'def "x"'}),
+                ]
+            ),
+            ToolResultMessage(toolCallId="1", toolName="read", content="def parse(): ..."),
+            ToolResultMessage(toolCallId="2", toolName="grep", content="no match", isError=True),
+            AssistantMessage(content=[], stopReason="error", errorMessage="rate limited"),
+        ]
+    )
+    assert text == "\n\n".join(
+        [
+            "[User]: Fix the parser",
+            "[Assistant thinking]: Look at parse()",
+            "[Assistant]: Reading it.",
+            '[Assistant tool calls]: read(path="p.py", limit=20); grep(pattern="def \\"x\\"")',
+            "[Tool result read]: def parse(): ...",
+            "[Tool result grep (error)]: no match",
+            "[Assistant error]: rate limited",
+        ]
+    )
+
+
+def test_long_tool_results_are_truncated_with_a_note():
+    output = "y" * (TOOL_TEXT_MAX_CHARS + 500)
+    text = serialize_conversation(
+        [ToolResultMessage(toolCallId="1", toolName="bash", content=output)]
+    )
+    assert (
+        text
+        == f"[Tool result bash]: {'y' * TOOL_TEXT_MAX_CHARS}\n[... 500 more characters truncated]"
+    )
+
+
+def test_long_tool_call_arguments_are_truncated_too():
+    call = ToolCall(id="1", name="write", arguments={"content": "c" * 10_000})
+    text = serialize_conversation([AssistantMessage(content=[call])])
+    assert "more characters truncated]" in text
+    assert len(text) < TOOL_TEXT_MAX_CHARS + 200
+
+
+def test_user_blocks_and_images():
+    message = UserMessage(
+        content=[TextContent(text="What is this?"), ImageContent(data="AAAA", mimeType="image/png")]
+    )
+    assert serialize_conversation([message]) == "[User]: What is this?\n[image: image/png]"
