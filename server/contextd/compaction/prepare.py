@@ -124,28 +124,14 @@ def prepare_compaction(
     files = collect_files(
         (messages[e.id] for e in (*history, *prefix)), settings.compaction, carried
     )
-    reserve = settings.compaction.reserveTokens
-    history_request = None
-    if history:
-        history_request = build_request(
-            "compaction",
-            [messages[e.id] for e in history],
-            template="update" if previous_summary else "compaction",
-            max_tokens=max_summary_tokens(reserve),
-            files=files,
-            previous_summary=previous_summary,
-            instructions=instructions,
-        )
-    turn_prefix_request = None
-    if prefix:
-        turn_prefix_request = build_request(
-            "turn_prefix",
-            [messages[e.id] for e in prefix],
-            template="turn_prefix",
-            max_tokens=max_summary_tokens(reserve, TURN_PREFIX_SHARE_OF_RESERVE),
-            files=files,
-            instructions=instructions,
-        )
+    history_request, turn_prefix_request = _summary_requests(
+        [messages[e.id] for e in history],
+        [messages[e.id] for e in prefix],
+        reserve_tokens=settings.compaction.reserveTokens,
+        previous_summary=previous_summary,
+        files=files,
+        instructions=instructions,
+    )
     tokens_kept = sum(sizes[e.id] for e in candidates[cut.first_kept_index :])
     reused_summary_tokens = sizes[previous.id] if previous and not history_request else 0
     summary_bound = reused_summary_tokens + sum(
@@ -188,6 +174,41 @@ def assemble_compaction_summary(
         turn = _required(turn_prefix_summary, "turn_prefix_summary").strip()
         parts.append(f"{TURN_CONTEXT_HEADING}\n\n{turn}")
     return "\n\n".join(parts) + format_file_lists(preparation.files)
+
+
+def _summary_requests(
+    history: Sequence[Message],
+    prefix: Sequence[Message],
+    *,
+    reserve_tokens: int,
+    previous_summary: str | None,
+    files: FileDetails,
+    instructions: str | None,
+) -> tuple[SummaryRequest | None, SummaryRequest | None]:
+    """The history request (an update when there is a previous summary) and the turn
+    prefix request, each only when it has messages to read."""
+    history_request = None
+    if history:
+        history_request = build_request(
+            "compaction",
+            history,
+            template="update" if previous_summary else "compaction",
+            max_tokens=max_summary_tokens(reserve_tokens),
+            files=files,
+            previous_summary=previous_summary,
+            instructions=instructions,
+        )
+    turn_prefix_request = None
+    if prefix:
+        turn_prefix_request = build_request(
+            "turn_prefix",
+            prefix,
+            template="turn_prefix",
+            max_tokens=max_summary_tokens(reserve_tokens, TURN_PREFIX_SHARE_OF_RESERVE),
+            files=files,
+            instructions=instructions,
+        )
+    return history_request, turn_prefix_request
 
 
 def _split(
