@@ -8,13 +8,15 @@ document is over budget, items go lowest rank first and, within a rank, oldest f
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-CHARS_PER_TOKEN = 3.5
-"""Below the usual ~4 for prose: summaries are dense with paths and error text."""
+from contextd.tokens import count_text
+
+ENCODING = "o200k_base"
+"""Budgets are counted in the encoding of current models; others differ by a few percent,
+which the slack in the requested budget absorbs."""
 
 NONE = "(none)"
 
@@ -36,8 +38,8 @@ _SUFFIXES = {MODIFIED_FILES: " (modified)", READ_FILES: " (read)"}
 _NUMBERED = {NEXT}
 
 
-def estimate_tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
+def count_tokens(text: str) -> int:
+    return count_text(text, ENCODING)
 
 
 def normalized(text: str) -> str:
@@ -53,27 +55,29 @@ class Item:
 
 
 _FILE_KEYS = frozenset({READ_FILES, MODIFIED_FILES})
+_DEDUPE_GROUPS = {READ_FILES: "files", MODIFIED_FILES: "files", BLOCKED: "errors", CRITICAL: "errors"}
+"""Sections that share duplicates: a path is read or modified, an error blocks or is context.
+Elsewhere a sentence may appear in two sections (a request that states a constraint)."""
 
 
 class Checkpoint:
-    """Items by section key, in insertion order. A statement is kept in the first section
-    that received it, so one fact is never printed twice; file lists are deduplicated
-    among themselves (a path may also appear inside an error)."""
+    """Items by section key, in insertion order, without duplicates (see _DEDUPE_GROUPS):
+    the first section to receive an item keeps it."""
 
     def __init__(self) -> None:
         self._sections: dict[str, list[Item]] = {}
-        self._seen: set[tuple[bool, str]] = set()
+        self._seen: set[tuple[str, str]] = set()
         self._blocks: list[str] = []
 
     def add(self, key: str, text: str, rank: int) -> None:
         text = text.strip("\n").rstrip()
         identity = normalized(text)
-        is_file = key in _FILE_KEYS
-        if not identity or identity == normalized(NONE) or (is_file, identity) in self._seen:
+        seen = (_DEDUPE_GROUPS.get(key, key), identity)
+        if not identity or identity == normalized(NONE) or seen in self._seen:
             return
-        if not is_file and self._inside_block(identity):
+        if key not in _FILE_KEYS and self._inside_block(identity):
             return
-        self._seen.add((is_file, identity))
+        self._seen.add(seen)
         if "\n" in text:
             self._blocks.append(identity)
         seq = sum(len(items) for items in self._sections.values())
@@ -82,6 +86,11 @@ class Checkpoint:
     def add_all(self, key: str, texts: Iterable[str], rank: int) -> None:
         for text in texts:
             self.add(key, text, rank)
+
+    def mentions(self, text: str) -> bool:
+        """Whether some item already says `text`, word for word."""
+        identity = normalized(text)
+        return any(identity in normalized(item.text) for item in self.all_items())
 
     def _inside_block(self, identity: str) -> bool:
         """A line already quoted inside a verbatim block (a whole error output)."""
@@ -156,7 +165,7 @@ def _fenced(text: str) -> str:
 def fit(checkpoint: Checkpoint, layout: Layout, max_tokens: int) -> str:
     """The rendered checkpoint, dropping the least important items until it fits."""
     text = render(checkpoint, layout)
-    if estimate_tokens(text) <= max_tokens:
+    if count_tokens(text) <= max_tokens:
         return text
     order = [item.seq for item in sorted(checkpoint.all_items(), key=lambda i: (i.rank, i.seq))]
 
@@ -167,14 +176,14 @@ def fit(checkpoint: Checkpoint, layout: Layout, max_tokens: int) -> str:
     low, high = 1, len(order)
     while low < high:
         middle = (low + high) // 2
-        if estimate_tokens(rendered_without(middle)) <= max_tokens:
+        if count_tokens(rendered_without(middle)) <= max_tokens:
             high = middle
         else:
             low = middle + 1
     text = rendered_without(high)
-    if estimate_tokens(text) > max_tokens:
-        # Even the bare headings are over budget: cut, since the budget is a hard limit.
-        text = text[: int(max_tokens * CHARS_PER_TOKEN)]
+    # Even the bare headings can be over a tiny budget: cut, since the budget is a hard limit.
+    while (tokens := count_tokens(text)) > max_tokens:
+        text = text[: len(text) * max_tokens // tokens - 1]
     return text
 
 

@@ -46,14 +46,14 @@ MAX_MENTIONED_FILES = 25
 CONSTRAINT = re.compile(
     r"\b(?:must|mustn't|never|always|don'?t|do not|doesn't|does not|prefer(?:ably|red)?|"
     r"should|shouldn't|only|avoid|make sure|ensure|required?|requirement|no need to|"
-    r"without|not allowed|forbidden|stick to|keep (?:it|them|the)\b.*\b(?:as is|unchanged))\b",
+    r"without|not allowed|forbidden|stick to|stay|keep)\b",
     re.IGNORECASE,
 )
 DECISION = re.compile(
     r"\b(?:we'll|we will|i'll (?:use|go with|switch|keep|stick)|i will (?:use|go with|switch)|"
     r"let's (?:use|go with|switch|keep|stick|do)|decided|decision|going with|go with|"
     r"instead of|rather than|chose|chosen|choose to|opted|opt for|switch(?:ed|ing)? (?:to|from)|"
-    r"settled on|the plan is|the approach is|trade-?off)\b",
+    r"settled on|the plan is|the approach is|trade-?off|will use|decided to|i'd go with|go for)\b",
     re.IGNORECASE,
 )
 DONE_CLAIM = re.compile(
@@ -78,6 +78,10 @@ ERROR_LINE = re.compile(
     r"|command not found|[Cc]annot find|undefined reference|Uncaught|^E\s{2,}\S"
     r"|exit (?:code|status) [1-9]"
 )
+CODE_LINE = re.compile(
+    r"^\s*(?:raise|except|catch|throw|class|def|import|from|return|if|elif|assert|#|//)\b"
+)
+"""Source lines in an output (a traceback's code excerpt) that only mention an error."""
 TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\)")
 FRAME = re.compile(r'^\s*File "[^"]+", line \d+')
 
@@ -100,6 +104,11 @@ CHECK_COMMAND = re.compile(
     r"flake8|(?:npm|pnpm|yarn|bun)(?: run)? (?:test|build|lint|check)|cargo (?:test|build|check|clippy)|"
     r"go (?:test|build|vet)|make|mvn|gradle|dotnet (?:test|build)|ctest)\b"
 )
+CONTENT_COMMAND = re.compile(
+    r"^(?:grep|rg|ag|ack|find|fd|cat|bat|head|tail|less|more|sed -n|awk|ls|tree|wc|"
+    r"git (?:grep|log|show|diff|blame))\b"
+)
+"""Commands whose output is file content or search hits, not a report on the work."""
 RUNNERS = {"python", "python3", "uv", "poetry", "npx", "npm", "pnpm", "yarn", "bun", "node",
            "cargo", "go", "make", "bash", "sh", "sudo", "env", "git", "docker"}
 
@@ -148,7 +157,7 @@ def extract_facts(messages: Sequence[Message]) -> Facts:
     facts = Facts()
     calls: dict[str, ToolCall] = {}
     answered: set[str] = set()
-    checks: dict[str, tuple[int, str]] = {}
+    checks: dict[str, str] = {}
     successes: list[tuple[int, str]] = []
     last_text = ""
     for index, message in enumerate(messages):
@@ -171,7 +180,7 @@ def extract_facts(messages: Sequence[Message]) -> Facts:
             if _read_result(message, call, subject, index, facts, checks):
                 successes.append((index, subject))
     _mark_resolved(facts.errors, successes)
-    facts.checks_passed = [_check_done(command, tail) for command, (_, tail) in checks.items()]
+    facts.checks_passed = [_check_done(command, tail) for command, tail in checks.items()]
     facts.done = _dedupe(facts.done)[-MAX_DONE_CLAIMS:]
     pending = [call for call_id, call in calls.items() if call_id not in answered]
     facts.unanswered = bool(messages) and isinstance(messages[-1], UserMessage)
@@ -239,23 +248,31 @@ def _read_result(
     subject: str,
     index: int,
     facts: Facts,
-    checks: dict[str, tuple[int, str]],
+    checks: dict[str, str],
 ) -> bool:
     """Records what a tool result shows; True when it is a clean success."""
     text = message_text(result.content).strip()
-    texts = _error_texts(text, result.isError)
+    command = _command(call.arguments) if call else ""
+    texts = _error_texts(text, result.isError, _may_report_errors(command))
     if texts:
         facts.errors.append(ErrorSeen(subject, texts, index))
-    command = _command(call.arguments) if call else ""
     if command and CHECK_COMMAND.search(command):
         checks.pop(command, None)  # the latest run of a check is the one that counts
         if not texts:
-            checks[command] = (index, _last_line(text))
+            checks[command] = _last_line(text)
     return not texts
 
 
-def _error_texts(text: str, is_error: bool) -> list[str]:
+def _may_report_errors(command: str) -> bool:
+    """Whether a successful result can still report errors in its text: a command's output
+    can (a test run), a file's or a search's content cannot (`except KeyError:` is code)."""
+    return bool(command) and not CONTENT_COMMAND.match(command)
+
+
+def _error_texts(text: str, is_error: bool, scan_success: bool) -> list[str]:
     """The verbatim error of a result: short failures whole, long output by its error lines."""
+    if not is_error and not scan_success:
+        return []
     if not text:
         return ["(the tool failed without output)"] if is_error else []
     lines = text.splitlines()
@@ -280,7 +297,7 @@ def _error_lines(text: str) -> list[str]:
         if FRAME.match(line):
             frame = line.strip()
             continue
-        if ERROR_LINE.search(line):
+        if ERROR_LINE.search(line) and not CODE_LINE.match(line):
             if frame:
                 found.append(frame[:MAX_ERROR_LINE_CHARS])
                 frame = ""
@@ -349,6 +366,8 @@ def _subject(call: ToolCall | None, tool_name: str) -> str:
     if paths:
         return f"{call.name}:{paths[0]}"
     command = _command(call.arguments)
+    if check := CHECK_COMMAND.search(command):
+        return f"{call.name}:{check.group(0)}"  # `python -m pytest x` and `pytest` alike
     if command:
         try:
             words = shlex.split(command)

@@ -169,7 +169,7 @@ def _add_critical_context(
         if item not in earlier_mentions and item not in earlier_links:
             checkpoint.add(CRITICAL, item, IMPORTANT if _is_fact(item) else BACKGROUND)
     checkpoint.add_all(CRITICAL, facts.resolved_errors, IMPORTANT)
-    checkpoint.add_all(CRITICAL, _focus_sentences(request, facts), IMPORTANT)
+    checkpoint.add_all(CRITICAL, _focus_sentences(checkpoint, request, facts), IMPORTANT)
     known = {*facts.read_files, *facts.modified_files, *request.files.readFiles,
              *request.files.modifiedFiles}
     mentioned = [
@@ -206,6 +206,12 @@ _STOPWORDS = frozenset(
 )
 
 
+_INSTRUCTION_WORDS = frozenset(
+    "keep focus preserve remember important details everything know mention summary "
+    "summarize include especially mainly".split()
+)
+
+
 def significant_words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z][a-z0-9_]{3,}", text.lower()) if w not in _STOPWORDS}
 
@@ -228,14 +234,25 @@ def _split(items: list[str], finished_work: list[str]) -> tuple[list[str], list[
 # --- helpers ---------------------------------------------------------------------------
 
 
-def _focus_sentences(request: SummaryRequest, facts: Facts) -> list[str]:
-    """Sentences about what the instructions or the handoff goal ask to keep."""
+def _focus_sentences(
+    checkpoint: Checkpoint, request: SummaryRequest, facts: Facts
+) -> list[str]:
+    """The sentences most about what the instructions or the handoff goal ask to keep, in
+    their order, leaving out those the checkpoint already says."""
     terms = significant_words(" ".join(filter(None, [request.instructions, request.goal])))
-    if not terms:
-        return []
-    needed = min(2, len(terms))
-    hits = [s for s in facts.sentences if len(terms & significant_words(s)) >= needed]
-    return _unique(hits)[-MAX_FOCUS_SENTENCES:]
+    terms -= _INSTRUCTION_WORDS
+    candidates = [s for s in _unique(facts.sentences) if not checkpoint.mentions(s)]
+    scores = {s: _matches(terms, significant_words(s)) for s in candidates}
+    best = sorted(
+        (s for s in candidates if scores[s]),
+        key=lambda s: (-scores[s], -candidates.index(s)),
+    )[:MAX_FOCUS_SENTENCES]
+    return [s for s in candidates if s in best]
+
+
+def _matches(terms: set[str], words: set[str]) -> int:
+    """How many terms the words contain, a shared stem counting ("limit" ~ "limiter")."""
+    return sum(any(word.startswith(term) or term.startswith(word) for word in words) for term in terms)
 
 
 def _is_fact(text: str) -> bool:
