@@ -107,7 +107,9 @@ class JsonRpcConnection:
             await self._send(message)
             return await future
         except asyncio.CancelledError:
-            if not future.done() and self._closed_reason is None:
+            # Cancelling the awaiting task also cancels `future`: only a result means answered.
+            answered = future.done() and not future.cancelled()
+            if not answered and self._closed_reason is None:
                 await self._send_quietly(
                     {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": request_id}}
                 )

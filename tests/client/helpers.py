@@ -1,0 +1,46 @@
+"""Helpers of the client tests: skipping what the daemon does not serve yet, conversations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from contextd_client import ContextdClient, ContextdError
+
+METHOD_NOT_FOUND = -32601
+
+
+async def skip_unless_served(client: ContextdClient, method: str, params: dict[str, Any] | None = None) -> None:
+    """Skip the test while the daemon answers `method` with -32601 (not implemented yet)."""
+    try:
+        await client.request(method, params if params is not None else {})
+    except ContextdError as error:
+        if error.code == METHOD_NOT_FOUND:
+            pytest.skip(f"waiting for the server to implement {method}")
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def tool_turn(call_id: str, name: str, arguments: dict[str, Any], output: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "role": "assistant",
+            "content": [{"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}],
+            "stopReason": "toolUse",
+        },
+        {"role": "toolResult", "toolCallId": call_id, "toolName": name, "content": output, "isError": False},
+    ]
+
+
+def long_conversation(turns: int, file_size: int = 3000) -> list[dict[str, Any]]:
+    """A conversation of tool reads big enough to fill a small window."""
+    messages: list[dict[str, Any]] = []
+    for turn in range(turns):
+        messages.append(user(f"Step {turn}: read module {turn} and tell me what it does."))
+        body = "\n".join(f"def function_{turn}_{line}(value):\n    return value * {line}" for line in range(file_size // 40))
+        messages += tool_turn(f"call_{turn}", "read", {"path": f"src/module_{turn}.py"}, body)
+        messages.append({"role": "assistant", "content": [{"type": "text", "text": f"Module {turn} multiplies values."}]})
+    return messages

@@ -1,0 +1,167 @@
+"""The client's process and connection handling: clean shutdown, no orphaned daemons, a
+daemon that dies, cancellation on the wire, and the blocking wrapper."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contextd_client import ConnectionLost, ContextdClient, SyncContextdClient
+from contextd_client import types as t
+from contextd_client.rpc import encode_message, read_message
+
+
+def process_alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie counts as gone: it has exited)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_gone(pid: int, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not process_alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+async def test_close_shuts_the_daemon_down(tmp_path: Path) -> None:
+    client = await ContextdClient.spawn(data_dir=tmp_path)
+    assert client.daemon is not None
+    await client.close()
+    assert client.daemon.process.returncode == 0
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    from contextd_client import SyncContextdClient
+    client = SyncContextdClient.spawn(data_dir=sys.argv[1])
+    client.session_open(name="orphan")
+    print(client.client.daemon.pid, flush=True)
+    if sys.argv[2] == "hang":
+        time.sleep(600)
+    """
+)
+
+
+@pytest.mark.parametrize("ending", ["killed", "exits-without-close"])
+def test_no_daemon_outlives_its_script(tmp_path: Path, ending: str) -> None:
+    script = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(tmp_path), "hang" if ending == "killed" else "exit"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert script.stdout is not None
+    daemon_pid = int(script.stdout.readline())
+    assert process_alive(daemon_pid)
+    if ending == "killed":
+        script.kill()  # no atexit, no finally: only the parent-death signal can help
+    script.wait(timeout=30)
+    assert wait_gone(daemon_pid), f"daemon {daemon_pid} outlived its script"
+
+
+async def test_a_dying_daemon_fails_pending_requests_and_ends_streams(tmp_path: Path) -> None:
+    client = await ContextdClient.spawn(data_dir=tmp_path)
+    try:
+        stream = client.notifications()
+        assert client.daemon is not None
+        os.kill(client.daemon.pid, signal.SIGKILL)
+        with pytest.raises(ConnectionLost):
+            for _ in range(100):  # the first requests may still be written before the pipe breaks
+                await client.session_list()
+                await asyncio.sleep(0.05)
+        with pytest.raises(StopAsyncIteration):
+            await stream.get(timeout=5)
+    finally:
+        await client.close()
+
+
+class RecordingPeer:
+    """A minimal JSON-RPC peer on a real socket: it answers the handshake, never answers
+    `contextd/compact`, and records every message the client sends."""
+
+    def __init__(self) -> None:
+        self.received: list[dict[str, Any]] = []
+        self.cancelled = asyncio.Event()
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while (message := await read_message(reader)) is not None:
+            self.received.append(message)
+            method = message.get("method")
+            if method == "$/cancelRequest":
+                self.cancelled.set()
+                reply = {"jsonrpc": "2.0", "id": message["params"]["id"], "error": {"code": -32800, "message": "cancelled"}}
+                writer.write(encode_message(reply))
+            elif "id" in message and method in ("initialize", "shutdown"):
+                writer.write(encode_message({"jsonrpc": "2.0", "id": message["id"], "result": {"serverInfo": {"name": "peer"}}}))
+            await writer.drain()
+        writer.close()
+
+
+async def test_cancelling_an_awaiting_task_sends_cancel_request() -> None:
+    peer = RecordingPeer()
+    server = await asyncio.start_server(peer.serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        client = await ContextdClient.connect("127.0.0.1", port)
+        task = asyncio.create_task(client.compact("s1"))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.wait_for(peer.cancelled.wait(), 5)
+        await client.close()
+    compact = next(m for m in peer.received if m.get("method") == "contextd/compact")
+    cancel = next(m for m in peer.received if m.get("method") == "$/cancelRequest")
+    assert cancel["params"] == {"id": compact["id"]}
+    assert peer.received[-1]["method"] == "exit"
+
+
+async def test_initialize_carries_settings_workspace_and_capabilities(tmp_path: Path) -> None:
+    peer = RecordingPeer()
+    server = await asyncio.start_server(peer.serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+
+    async def before_compact(params: dict[str, Any]) -> dict[str, Any] | None:
+        return None
+
+    async with server:
+        client = await ContextdClient.connect(
+            "127.0.0.1", port, settings={"idle": {"enabled": True}}, workspace=tmp_path, before_compact=before_compact
+        )
+        await client.close()
+    initialize = peer.received[0]["params"]
+    assert initialize["initializationOptions"] == {"idle": {"enabled": True}}
+    assert initialize["workspaceFolders"] == [{"uri": tmp_path.as_uri(), "name": tmp_path.name}]
+    assert initialize["capabilities"]["experimental"]["contextd"]["beforeCompact"] is True
+    assert [m.get("method") for m in peer.received[1:]] == ["initialized", "shutdown", "exit"]
+
+
+def test_sync_client_for_scripts(tmp_path: Path) -> None:
+    with SyncContextdClient.spawn(data_dir=tmp_path) as client:
+        usages = client.notifications(t.TOKEN_USAGE)
+        session_id = client.session_open(workspace=tmp_path, name="script")["sessionId"]
+        result = client.append(session_id, [{"role": "user", "content": "from a script"}])
+        assert client.state(session_id)["usage"]["tokens"] == result["usage"]["tokens"]
+        assert client.context(session_id)["messages"] == [{"role": "user", "content": "from a script"}]
+        seen = []
+        while not seen or seen[-1]["tokens"] != result["usage"]["tokens"]:
+            seen.append(usages.get(timeout=5).params)
+        daemon = client.client.daemon
+    assert daemon is not None and daemon.process.returncode == 0
+    assert json.dumps(seen)  # plain JSON values, not namedtuples

@@ -1,0 +1,254 @@
+"""Every request and notification of the protocol, through the Python client, on a real daemon.
+
+Methods the daemon does not serve yet skip at run time (it answers -32601), naming the method,
+so these tests switch on by themselves as the server grows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from contextd_client import ContextdClient, ContextdError
+from contextd_client import types as t
+from tests.client.helpers import long_conversation, skip_unless_served, tool_turn, user
+
+SMALL_WINDOW_SETTINGS = {
+    "defaultModel": "tiny-model",
+    "models": {"tiny-model": {"contextWindow": 16000, "maxOutputTokens": 2048, "encoding": "o200k_base"}},
+    "compaction": {"reserveTokens": 2048, "keepRecentTokens": 3000},
+}
+
+
+async def test_handshake_reports_the_server_and_applies_initialization_options(tmp_path: Path) -> None:
+    async with await ContextdClient.spawn(data_dir=tmp_path, settings=SMALL_WINDOW_SETTINGS) as client:
+        assert client.server_info["name"] == "contextd"
+        opened = await client.session_open(workspace=tmp_path)
+    assert opened["model"] == "tiny-model"
+    assert opened["contextWindow"] == 16000
+    assert opened["usage"]["thresholdTokens"] == 16000 - 2400  # 15% of the window beats the reserve
+
+
+async def test_open_append_context_state_round_trip(client: ContextdClient, tmp_path: Path) -> None:
+    opened = await client.session_open(workspace=tmp_path, name="round trip")
+    session_id = opened["sessionId"]
+    first = await client.append(session_id, [user("Read app.py please.")])
+    second = await client.append(session_id, tool_turn("call_1", "read", {"path": "app.py"}, "print('hi')\n" * 50))
+    assert len(second["entryIds"]) == 2
+    assert second["leafId"] == second["entryIds"][-1]
+    assert second["usage"]["tokens"] > first["usage"]["tokens"] > 0
+    assert second["usage"]["source"] == "counted"
+
+    state = await client.state(session_id)
+    assert state["leafId"] == second["leafId"]
+    assert state["name"] == "round trip"
+    assert state["usage"]["tokens"] == second["usage"]["tokens"]
+
+    neutral = await client.context(session_id)
+    assert [message["role"] for message in neutral["messages"]] == ["user", "assistant", "toolResult"]
+    assert neutral["tokens"] == second["usage"]["tokens"]
+    anthropic = await client.context(session_id, "anthropic")
+    assert anthropic["messages"][1]["content"][0]["type"] == "tool_use"
+    openai = await client.context(session_id, "openai")
+    assert openai["messages"][1]["tool_calls"][0]["function"]["name"] == "read"
+    assert openai["messages"][2]["role"] == "tool"
+
+
+async def test_usage_reported_by_the_provider_is_the_figure(client: ContextdClient, tmp_path: Path) -> None:
+    session_id = (await client.session_open(workspace=tmp_path))["sessionId"]
+    answer = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Done."}],
+        "usage": {"input": 5000, "output": 120, "cacheRead": 30000, "cacheWrite": 900},
+    }
+    result = await client.append(session_id, [user("Go."), answer])
+    assert result["usage"]["tokens"] == 5000 + 120 + 30000 + 900
+    assert result["usage"]["source"] == "usage"
+
+
+async def test_list_set_model_close_and_reopen(client: ContextdClient, tmp_path: Path) -> None:
+    session_id = (await client.session_open(workspace=tmp_path, name="listed"))["sessionId"]
+    appended = await client.append(session_id, [user("hello")])
+    listed = {session["sessionId"]: session for session in (await client.session_list())["sessions"]}
+    assert listed[session_id]["name"] == "listed"
+    assert listed[session_id]["workspace"] == str(tmp_path)
+
+    changed = await client.set_model(session_id, "gpt-4.1")
+    assert changed["model"] == "gpt-4.1"
+    assert changed["contextWindow"] > 200000
+
+    assert (await client.close_session(session_id))["closed"] is True
+    reopened = await client.session_open(session_id=session_id)
+    assert reopened["model"] == "gpt-4.1"
+    context = await client.context(session_id)
+    assert context["messages"] == [{"role": "user", "content": "hello"}]
+    assert reopened["leafId"] != appended["leafId"]  # the model change came after the message
+
+
+async def test_notifications_arrive_as_stream_and_callbacks(client: ContextdClient, tmp_path: Path) -> None:
+    seen: list[str] = []
+    client.on(t.SESSION_CHANGED, lambda method, params: seen.append(params["cause"]))
+    with client.notifications(t.TOKEN_USAGE) as stream:
+        session_id = (await client.session_open(workspace=tmp_path))["sessionId"]
+        appended = await client.append(session_id, [user("count me")])
+        figures = []
+        async for notification in stream:
+            figures.append(notification.params["tokens"])
+            if notification.params["tokens"] == appended["usage"]["tokens"]:
+                break
+        assert notification.params["sessionId"] == session_id
+        assert figures[0] == 0 < figures[-1]
+    assert "append" in seen
+
+
+async def test_daemon_errors_are_typed(client: ContextdClient, tmp_path: Path) -> None:
+    with pytest.raises(ContextdError) as missing:
+        await client.state("no-such-session")
+    assert missing.value.code == -32001
+    assert missing.value.data == {"sessionId": "no-such-session"}
+
+    session_id = (await client.session_open(workspace=tmp_path))["sessionId"]
+    with pytest.raises(ContextdError) as invalid:
+        await client.append(session_id, [{"role": "user", "content": "ok"}, {"role": "robot", "content": "x"}])
+    assert invalid.value.code == -32602
+    assert any(error["field"].startswith("messages.1") for error in invalid.value.data["errors"])
+
+    orphan = {"role": "toolResult", "toolCallId": "nobody", "toolName": "read", "content": "?"}
+    with pytest.raises(ContextdError) as unanswered:
+        await client.append(session_id, [orphan])
+    assert unanswered.value.code == -32602
+    assert (await client.context(session_id))["messages"] == []
+
+
+async def test_settings_change_at_run_time(client: ContextdClient, tmp_path: Path) -> None:
+    session_id = (await client.session_open(workspace=tmp_path, model="my-model"))["sessionId"]
+    await client.change_settings({"models": {"my-model": {"contextWindow": 12345}}})
+    for _ in range(50):
+        if (await client.state(session_id))["contextWindow"] == 12345:
+            break
+        await asyncio.sleep(0.05)
+    assert (await client.state(session_id))["contextWindow"] == 12345
+
+
+# --- compaction and the tree: these wait for the server -------------------------------------
+
+
+async def filled_session(client: ContextdClient, tmp_path: Path, turns: int = 12) -> str:
+    session_id = (await client.session_open(workspace=tmp_path))["sessionId"]
+    messages = long_conversation(turns)
+    for start in range(0, len(messages), 4):
+        await client.append(session_id, messages[start : start + 4])
+    return session_id
+
+
+async def test_manual_compaction_shrinks_the_context_and_notifies(client: ContextdClient, tmp_path: Path) -> None:
+    await skip_unless_served(client, "contextd/compact")
+    session_id = await filled_session(client, tmp_path)
+    before = (await client.state(session_id))["usage"]["tokens"]
+    with client.notifications(t.COMPACTION_STARTED, t.COMPACTION_FINISHED) as stream:
+        result = await client.compact(session_id, instructions="Focus on the modules read.")
+        started = await stream.get(timeout=10)
+        finished = await stream.get(timeout=10)
+    assert result["tokensBefore"] == before
+    assert result["tokensAfter"] < result["tokensBefore"]
+    assert result["summary"]
+    assert started.method == t.COMPACTION_STARTED and started.params["reason"] == "manual"
+    assert finished.params["outcome"] == "compacted"
+    assert finished.params["entryId"] == result["entryId"]
+    context = await client.context(session_id)
+    assert context["tokens"] == result["tokensAfter"]
+
+
+async def test_compact_dry_run_changes_nothing_and_foretells_the_compaction(
+    client: ContextdClient, tmp_path: Path
+) -> None:
+    await skip_unless_served(client, "contextd/compact")
+    session_id = await filled_session(client, tmp_path)
+    state = await client.state(session_id)
+    plan = await client.compact(session_id, dry_run=True)
+    assert plan["summarizeEntryIds"] and plan["keptEntryIds"]
+    assert plan["tokensBefore"] == state["usage"]["tokens"]
+    assert (await client.state(session_id))["leafId"] == state["leafId"]
+    done = await client.compact(session_id)
+    assert done["firstKeptEntryId"] == plan["firstKeptEntryId"]
+    assert done["tokensAfter"] <= plan["tokensAfter"]  # the plan's figure is an upper bound
+
+
+async def test_compact_on_an_empty_session_is_nothing_to_compact(client: ContextdClient, tmp_path: Path) -> None:
+    await skip_unless_served(client, "contextd/compact")
+    session_id = (await client.session_open(workspace=tmp_path))["sessionId"]
+    with pytest.raises(ContextdError) as error:
+        await client.compact(session_id)
+    assert error.value.code == -32005
+
+
+async def test_threshold_compaction_happens_while_appending(tmp_path: Path) -> None:
+    async with await ContextdClient.spawn(data_dir=tmp_path, settings=SMALL_WINDOW_SETTINGS) as client:
+        await skip_unless_served(client, "contextd/compact")
+        with client.notifications(t.COMPACTION_FINISHED) as stream:
+            session_id = await filled_session(client, tmp_path, turns=20)
+            finished = await stream.get(timeout=30)
+        assert finished.params["reason"] == "threshold"
+        assert finished.params["outcome"] == "compacted"
+        state = await client.state(session_id)
+        assert state["usage"]["tokens"] < state["usage"]["thresholdTokens"]
+
+
+async def test_compact_abort_answers(client: ContextdClient, tmp_path: Path) -> None:
+    session_id = (await client.session_open(workspace=tmp_path))["sessionId"]
+    await skip_unless_served(client, "contextd/compact/abort", {"sessionId": session_id})
+    result = await client.compact_abort(session_id)
+    assert isinstance(result, dict)
+
+
+async def test_handoff_starts_a_new_session(client: ContextdClient, tmp_path: Path) -> None:
+    await skip_unless_served(client, "contextd/handoff")
+    session_id = await filled_session(client, tmp_path, turns=4)
+    result = await client.handoff(session_id, goal="Write the tests for module 3")
+    assert result["sessionId"] != session_id
+    assert result["document"]
+    context = await client.context(result["sessionId"])
+    assert result["document"] in context["messages"][0]["content"]
+    listed = {s["sessionId"]: s for s in (await client.session_list())["sessions"]}
+    assert listed[result["sessionId"]]["parentSession"]["id"] == session_id
+
+
+async def test_tree_label_navigate_and_fork(client: ContextdClient, tmp_path: Path) -> None:
+    await skip_unless_served(client, "contextd/tree")
+    session_id = (await client.session_open(workspace=tmp_path))["sessionId"]
+    first = await client.append(session_id, [user("first question")])
+    await client.append(session_id, [{"role": "assistant", "content": [{"type": "text", "text": "first answer"}]}])
+    second = await client.append(session_id, [user("second question")])
+
+    tree = await client.tree(session_id)
+    ids = {node["id"]: node for node in tree["nodes"]}
+    assert tree["leafId"] == second["leafId"]
+    assert ids[second["leafId"]]["parentId"] in ids
+
+    await skip_unless_served(client, "contextd/label", {"sessionId": session_id})
+    await client.label(session_id, first["leafId"], "start")
+    tree = await client.tree(session_id)
+    assert {node["id"]: node for node in tree["nodes"]}[first["leafId"]].get("label") == "start"
+
+    await skip_unless_served(client, "contextd/navigate", {"sessionId": session_id})
+    moved = await client.navigate(session_id, second["leafId"])
+    assert moved["editorText"] == "second question"
+    assert (await client.state(session_id))["leafId"] == moved["leafId"]
+
+    await skip_unless_served(client, "contextd/fork", {"sessionId": session_id})
+    forked = await client.fork(session_id, first["leafId"])
+    assert forked["sessionId"] != session_id
+    assert [m["content"] for m in (await client.context(forked["sessionId"]))["messages"]] == ["first question"]
+
+
+async def test_idle_configure_arms_the_idle_timer(client: ContextdClient, tmp_path: Path) -> None:
+    session_id = (await client.session_open(workspace=tmp_path))["sessionId"]
+    await skip_unless_served(client, "contextd/idle/configure", {"sessionId": session_id, "enabled": False})
+    with client.notifications(t.IDLE_TIMER) as stream:
+        await client.idle_configure(session_id=session_id, enabled=True, timeout_seconds=30, threshold_tokens=1)
+        await client.append(session_id, [user("something to compact later")])
+        armed = await stream.get(timeout=10)
+    assert armed.params["sessionId"] == session_id
+    assert armed.params["state"] == "armed"
