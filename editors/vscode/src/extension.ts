@@ -30,8 +30,11 @@ let client: LanguageClient | undefined;
 export async function activate(context: vscode.ExtensionContext): Promise<ContextdApi> {
   const output = vscode.window.createOutputChannel("contextd", { log: true });
   const restarts = new RestartPolicy();
-  client = createClient(output, restarts);
+  // The client's middleware needs the sessions, which need the client: tie the knot lazily.
+  let route: ContextdSessions["routeProgress"] = () => false;
+  client = createClient(output, restarts, (token, value) => route(token, value));
   const sessions = new ContextdSessions(client, vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
+  route = (token, value) => sessions.routeProgress(token, value);
   const commandContext: commands.CommandContext = { ui: vscodeUi, sessions, settings: vscodeSettings };
 
   context.subscriptions.push(
@@ -52,13 +55,23 @@ export async function deactivate(): Promise<void> {
   client = undefined;
 }
 
-function createClient(output: vscode.LogOutputChannel, restarts: RestartPolicy): LanguageClient {
+function createClient(
+  output: vscode.LogOutputChannel,
+  restarts: RestartPolicy,
+  routeProgress: ContextdSessions["routeProgress"],
+): LanguageClient {
   const clientOptions: LanguageClientOptions = {
     documentSelector: [],
     outputChannel: output,
     initializationOptions: () => currentSettings(),
     errorHandler: restartingErrorHandler(restarts),
     middleware: {
+      // A compaction's progress shows in our cancellable notification, not in a second
+      // status bar progress; the end still goes through so the client cleans up.
+      handleWorkDoneProgress: (token, params, next) => {
+        const routed = routeProgress(token, params);
+        if (!routed || params.kind === "end") next(token, params);
+      },
       // The daemon may pull its settings; answer with the same object we push.
       workspace: {
         configuration: (params, token, next) =>

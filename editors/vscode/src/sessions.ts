@@ -40,6 +40,14 @@ export interface NavigateOptions {
   instructions?: string;
 }
 
+/** A `$/progress` value of LSP's work-done progress. */
+export interface WorkDoneProgressValue {
+  kind: "begin" | "report" | "end";
+  title?: string;
+  message?: string;
+  percentage?: number;
+}
+
 /** Text of a user message the leaf moved before, for the agent to edit and resend. */
 export interface EditorText {
   sessionId: string;
@@ -108,6 +116,20 @@ export class ContextdSessions implements Disposable {
     this.status.applyUsage(result.usage);
     this.setCurrent(result.sessionId);
     return result;
+  }
+
+  /**
+   * The daemon's work-done progress for a compaction (its token names the compaction id)
+   * goes to that session's status, and so to the progress notification. Returns whether
+   * the token belonged to a running compaction.
+   */
+  routeProgress(token: string | number, value: WorkDoneProgressValue): boolean {
+    const session = this.status
+      .all()
+      .find((s) => s.compacting?.compactionId && String(token).includes(s.compacting.compactionId));
+    if (!session) return false;
+    if (value.kind !== "end") this.status.compactionProgress(session.sessionId, value.message, value.percentage);
+    return true;
   }
 
   /** After a daemon restart: open again every session this window had, from disk. */

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { statusLevel, statusText } from "../../src/format";
 import { assistant, conversation, user } from "../support/messages";
-import { eventually, TestDaemon } from "../support/daemon";
+import { defaultSettings, eventually, settingsWith, TestDaemon } from "../support/daemon";
 
 describe("sessions against the daemon", () => {
   let daemon: TestDaemon;
@@ -61,5 +61,25 @@ describe("sessions against the daemon", () => {
     expect(context.tokens).toBe(result.usage.tokens);
     expect(context.messages[1]).toMatchObject({ role: "assistant", tool_calls: [{ type: "function" }] });
     expect(context.messages[2]).toMatchObject({ role: "tool", tool_call_id: "call_0" });
+  });
+
+  it("applies settings changed the way the extension sends them", async () => {
+    const { sessionId } = await daemon.sessions.open({ name: "settings" });
+    await daemon.configure(settingsWith({ compaction: { thresholdPercent: 0.5 } }));
+    const result = await daemon.sessions.append(sessionId, [user("Hi")]);
+    expect(result.usage.thresholdTokens).toBe(100_000);
+    await daemon.configure(defaultSettings());
+    const back = await daemon.sessions.append(sessionId, [assistant("Hello")]);
+    expect(back.usage.thresholdTokens).toBe(170_000);
+  });
+
+  it("reports a bad setting by name, and keeps the old ones", async () => {
+    const { sessionId } = await daemon.sessions.open({});
+    await daemon.configure(settingsWith({ compaction: { reserveTokens: -5 } }));
+    const message = await eventually(() => daemon.shownMessages.find((m) => m.includes("compaction.reserveTokens")));
+    expect(message).toMatch(/^contextd: /);
+    const result = await daemon.sessions.append(sessionId, [user("Still fine?")]);
+    expect(result.usage.thresholdTokens).toBe(170_000);
+    await daemon.configure(defaultSettings());
   });
 });

@@ -13,25 +13,36 @@ import {
   MessageConnection,
   StreamMessageReader,
   StreamMessageWriter,
-  WorkDoneProgressBegin,
-  WorkDoneProgressEnd,
-  WorkDoneProgressReport,
 } from "vscode-jsonrpc/node";
 import { ProgressType } from "vscode-jsonrpc";
 import manifest from "../../package.json";
 import { serverCommand } from "../../src/daemon";
-import { ErrorCode } from "../../src/protocol";
+import { ErrorCode, Notification } from "../../src/protocol";
 import { errorCode } from "../../src/rpc";
 import { ContextdSessions } from "../../src/sessions";
-import { buildDaemonSettings, DaemonSettings, SECTION } from "../../src/settings";
+import { buildDaemonSettings, configurationChange, DaemonSettings, SECTION } from "../../src/settings";
 
-type Progress = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd;
+/** A `$/progress` value of LSP's work done progress. */
+export interface Progress {
+  kind: "begin" | "report" | "end";
+  title?: string;
+  message?: string;
+  percentage?: number;
+  cancellable?: boolean;
+}
 const workDoneProgress = new ProgressType<Progress>();
 
 /** Settings at the defaults this extension contributes, as VS Code would report them. */
 export function defaultSettings(): DaemonSettings {
   const properties = manifest.contributes.configuration.properties as Record<string, { default?: unknown }>;
   return buildDaemonSettings((key) => properties[`${SECTION}.${key}`]?.default);
+}
+
+/** The default settings with some groups changed, e.g. {compaction: {keepRecentTokens: 2000}}. */
+export function settingsWith(overrides: Record<string, Record<string, unknown>>): DaemonSettings {
+  const settings = defaultSettings() as Record<string, Record<string, unknown>>;
+  for (const [group, values] of Object.entries(overrides)) settings[group] = { ...settings[group], ...values };
+  return settings;
 }
 
 export interface DaemonOptions {
@@ -59,13 +70,24 @@ export class TestDaemon {
     connection.onNotification("window/showMessage", (params: { message: string }) =>
       this.shownMessages.push(params.message),
     );
+    // As the extension's middleware does: the daemon's progress goes to the session status.
     connection.onRequest("window/workDoneProgress/create", ({ token }: { token: string | number }) => {
-      connection.onProgress(workDoneProgress, token, (value) => this.progress.push({ token, value }));
+      const subscription = connection.onProgress(workDoneProgress, token, (value) => {
+        this.progress.push({ token, value });
+        this.sessions.routeProgress(token, value);
+        if (value.kind === "end") subscription.dispose();
+      });
       return null;
     });
     connection.onRequest("workspace/configuration", () => [this.settings]);
     connection.onRequest("client/registerCapability", () => null);
     this.sessions = new ContextdSessions(connection, workspace);
+    // The sessions' own handlers take these methods, so the catch-all above never sees them.
+    const record = (method: string) => (params: unknown) => this.notifications.push({ method, params });
+    this.sessions.onTokenUsage(record(Notification.tokenUsage));
+    this.sessions.onSessionChanged(record(Notification.sessionChanged));
+    this.sessions.onCompactionStarted(record(Notification.compactionStarted));
+    this.sessions.onCompactionFinished(record(Notification.compactionFinished));
   }
 
   settings: DaemonSettings = {};
@@ -103,6 +125,12 @@ export class TestDaemon {
       initializationOptions: this.settings,
     });
     await this.connection.sendNotification("initialized", {});
+  }
+
+  /** Settings change the way the extension sends them, under settings.contextd. */
+  async configure(settings: DaemonSettings): Promise<void> {
+    this.settings = settings;
+    await this.connection.sendNotification("workspace/didChangeConfiguration", configurationChange(settings));
   }
 
   /** False when the daemon answers -32601: the feature has not landed yet. */
