@@ -3,9 +3,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
 from contextd.model import SummarizerSettings
 from contextd.summarizers.base import SummaryRequest
+
 from tests.summarizers.fake_provider import FakeProvider
 from tests.summarizers.sessions import ratelimit_session
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import TypeAdapter
-
 from contextd.model import Message
+from pydantic import TypeAdapter
 
 PLANTED_PATHS = (
     "services/api/ratelimit.py",

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from hypothesis import given
-from hypothesis import strategies as st
-
 from contextd.summarizers.checkpoint import (
     BLOCKED,
     CONSTRAINTS,
@@ -22,7 +19,13 @@ from contextd.summarizers.checkpoint import (
     parse_summary,
     render,
 )
-from contextd.summarizers.offline import CHECKPOINT_LAYOUT, HANDOFF_LAYOUT, TURN_PREFIX_LAYOUT
+from contextd.summarizers.offline import (
+    CHECKPOINT_LAYOUT,
+    HANDOFF_LAYOUT,
+    TURN_PREFIX_LAYOUT,
+)
+from hypothesis import given
+from hypothesis import strategies as st
 
 KEYS = [GOAL, CONSTRAINTS, DONE, IN_PROGRESS, BLOCKED, DECISIONS, NEXT, CRITICAL]
 FILE_KEYS = [READ_FILES, MODIFIED_FILES]

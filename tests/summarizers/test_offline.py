@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from pydantic import TypeAdapter
-
 from contextd.compaction.context import COMPACTION_PREAMBLE
 from contextd.model import FileDetails, Message
 from contextd.summarizers.base import SummaryKind, SummaryRequest
 from contextd.summarizers.offline import OfflineSummarizer, summarize_offline
 from contextd.tokens import count_message, count_text
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import TypeAdapter
+
 from tests.summarizers.sessions import (
     OPEN_ERROR,
     PLANTED_CONSTRAINTS,

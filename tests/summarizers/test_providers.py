@@ -7,11 +7,16 @@ import asyncio
 import logging
 
 import pytest
-
 from contextd.summarizers.base import SummarizerError, SummaryRequest
 from contextd.summarizers.chain import build_summarizer
+
 from tests.summarizers.conftest import KEY_ENV, SECRET, settings_for
-from tests.summarizers.fake_provider import ANTHROPIC_PATH, OPENAI_PATH, FakeProvider, Reply
+from tests.summarizers.fake_provider import (
+    ANTHROPIC_PATH,
+    OPENAI_PATH,
+    FakeProvider,
+    Reply,
+)
 
 PROVIDERS = ["anthropic", "openai"]
 QUICK = {"base_delay": 0.01, "max_delay": 0.05}

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
 from contextd.model import SummarizerSettings
 from contextd.summarizers.base import SummarizerError, SummaryRequest
 from contextd.summarizers.chain import SummarizerChain, build_summarizer
 from contextd.summarizers.errors import SummarizerFailed
+
 from tests.summarizers.conftest import SECRET, settings_for
 from tests.summarizers.fake_provider import FakeProvider, Reply
 

@@ -9,8 +9,8 @@ summary (after a fallback it is not the configured one), for the compaction entr
 from __future__ import annotations
 
 import asyncio
-import logging
 import importlib
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 

@@ -130,8 +130,8 @@ def render(checkpoint: Checkpoint, layout: Layout, dropped: frozenset[int] = fro
         ]
         if part.tag is not None:
             if items:
-                lines = "\n".join(item.text for _, item in items)
-                blocks.append(f"<{part.tag}>\n{lines}\n</{part.tag}>")
+                listed = "\n".join(item.text for _, item in items)
+                blocks.append(f"<{part.tag}>\n{listed}\n</{part.tag}>")
             continue
         lines = [part.heading] if part.heading else []
         if part.keys:

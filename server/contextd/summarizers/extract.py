@@ -24,6 +24,7 @@ from contextd.model import (
     DEFAULT_READ_TOOLS,
     AssistantMessage,
     Message,
+    TextContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -136,6 +137,8 @@ class Facts:
     read_files: list[str] = field(default_factory=list)
     modified_files: list[str] = field(default_factory=list)
     mentioned_files: list[str] = field(default_factory=list)
+    """Paths named outside read/modify tools: all the user's, the latest others'."""
+    user_files: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     embedded_summaries: list[str] = field(default_factory=list)
     """Compaction, branch or handoff documents that arrived as user messages."""
@@ -175,9 +178,9 @@ def extract_facts(messages: Sequence[Message]) -> Facts:
                 facts.errors.append(ErrorSeen("assistant", [message.errorMessage.strip()], index))
         else:
             answered.add(message.toolCallId)
-            call = calls.get(message.toolCallId)
-            subject = _subject(call, message.toolName)
-            if _read_result(message, call, subject, index, facts, checks):
+            answered_call = calls.get(message.toolCallId)
+            subject = _subject(answered_call, message.toolName)
+            if _read_result(message, answered_call, subject, index, facts, checks):
                 successes.append((index, subject))
     _mark_resolved(facts.errors, successes)
     facts.checks_passed = [_check_done(command, tail) for command, tail in checks.items()]
@@ -185,7 +188,8 @@ def extract_facts(messages: Sequence[Message]) -> Facts:
     pending = [call for call_id, call in calls.items() if call_id not in answered]
     facts.unanswered = bool(messages) and isinstance(messages[-1], UserMessage)
     _read_open_work(last_text, pending, facts)
-    facts.mentioned_files = _dedupe(facts.mentioned_files)[-MAX_MENTIONED_FILES:]
+    others = [path for path in _dedupe(facts.mentioned_files) if path not in facts.user_files]
+    facts.mentioned_files = _dedupe([*facts.user_files, *others[-MAX_MENTIONED_FILES:]])
     return facts
 
 
@@ -208,14 +212,14 @@ def _read_user(message: UserMessage, facts: Facts) -> None:
             facts.constraints.append(sentence)
         elif DECISION.search(sentence):
             facts.decisions.append(sentence)
-    facts.mentioned_files += FILE_PATH.findall(text)
+    facts.user_files += FILE_PATH.findall(text)
     facts.links += URL.findall(text)
 
 
 def _assistant_text(message: AssistantMessage) -> str:
     # Thinking is the model's scratchpad: its conclusions reappear in the visible text.
     return "\n".join(
-        block.text for block in message.content if getattr(block, "type", "") == "text"
+        block.text for block in message.content if isinstance(block, TextContent)
     ).strip()
 
 

@@ -115,7 +115,13 @@ def summarize_offline(request: SummaryRequest) -> str:
     _add_progress(checkpoint, facts, earlier)
     checkpoint.add_all(DECISIONS, [*earlier.get(DECISIONS, []), *facts.decisions], ESSENTIAL)
     _add_next_steps(checkpoint, facts, earlier.get(NEXT, []))
-    _add_critical_context(checkpoint, request, facts, earlier.get(CRITICAL, []))
+    _add_critical_context(
+        checkpoint,
+        request,
+        facts,
+        earlier.get(CRITICAL, []),
+        [*earlier.get(READ_FILES, []), *earlier.get(MODIFIED_FILES, [])],
+    )
     _add_files(checkpoint, request, facts, earlier)
     return fit(checkpoint, LAYOUTS[request.kind], request.max_tokens)
 
@@ -136,9 +142,12 @@ def _add_goals(
 
 
 def _add_progress(checkpoint: Checkpoint, facts: Facts, earlier: dict[str, list[str]]) -> None:
-    finished_work = [*facts.done, *facts.checks_passed, *facts.modified_files]
+    # An error needs a passing check or a claimed fix to count as gone; started work is
+    # also finished by an edit of the file it names.
+    evidence = [*facts.done, *facts.checks_passed]
+    finished_work = [*evidence, *facts.modified_files]
     # Blocked first: an error string is kept in the first section that takes it.
-    still_blocked, now_resolved = _split(earlier.get(BLOCKED, []), finished_work)
+    still_blocked, now_resolved = _split(earlier.get(BLOCKED, []), evidence)
     checkpoint.add_all(BLOCKED, [*still_blocked, *facts.blocked], ESSENTIAL)
     checkpoint.add_all(CRITICAL, now_resolved, IMPORTANT)
     still_open, now_done = _split(earlier.get(IN_PROGRESS, []), finished_work)
@@ -161,7 +170,11 @@ def _add_next_steps(checkpoint: Checkpoint, facts: Facts, earlier: list[str]) ->
 
 
 def _add_critical_context(
-    checkpoint: Checkpoint, request: SummaryRequest, facts: Facts, earlier: list[str]
+    checkpoint: Checkpoint,
+    request: SummaryRequest,
+    facts: Facts,
+    earlier: list[str],
+    earlier_files: list[str],
 ) -> None:
     earlier_mentions = [item for item in earlier if item.startswith(MENTIONED)]
     earlier_links = [item for item in earlier if item.startswith(LINKS)]
@@ -171,7 +184,7 @@ def _add_critical_context(
     checkpoint.add_all(CRITICAL, facts.resolved_errors, IMPORTANT)
     checkpoint.add_all(CRITICAL, _focus_sentences(checkpoint, request, facts), IMPORTANT)
     known = {*facts.read_files, *facts.modified_files, *request.files.readFiles,
-             *request.files.modifiedFiles}
+             *request.files.modifiedFiles, *earlier_files}
     mentioned = [
         path
         for path in _unique([*_paths_in(earlier_mentions), *facts.mentioned_files])
@@ -199,16 +212,12 @@ def _add_files(
 # --- merging with an earlier summary ---------------------------------------------------
 
 _STOPWORDS = frozenset(
-    "the and for with that this from into have has was were will would should could "
-    "then than them they their there these those what when where which while about after "
-    "before being been also just only some more most other such each make made does done "
-    "need needs still all any not but are can its it's our your you use using used".split()
+    ["the", "and", "for", "with", "that", "this", "from", "into", "have", "has", "was", "were", "will", "would", "should", "could", "then", "than", "them", "they", "their", "there", "these", "those", "what", "when", "where", "which", "while", "about", "after", "before", "being", "been", "also", "just", "only", "some", "more", "most", "other", "such", "each", "make", "made", "does", "done", "need", "needs", "still", "all", "any", "not", "but", "are", "can", "its", "it's", "our", "your", "you", "use", "using", "used"]
 )
 
 
 _INSTRUCTION_WORDS = frozenset(
-    "keep focus preserve remember important details everything know mention summary "
-    "summarize include especially mainly".split()
+    ["keep", "focus", "preserve", "remember", "important", "details", "everything", "know", "mention", "summary", "summarize", "include", "especially", "mainly"]
 )
 
 
@@ -221,7 +230,8 @@ def _split(items: list[str], finished_work: list[str]) -> tuple[list[str], list[
     work names the same file, or most of the item's words."""
     finished_paths = {path for text in finished_work for path in _paths_in([text])}
     finished_words = [significant_words(text) for text in finished_work]
-    still, finished = [], []
+    still: list[str] = []
+    finished: list[str] = []
     for item in items:
         words = significant_words(item)
         done = bool(finished_paths & set(_paths_in([item]))) or (

@@ -24,6 +24,7 @@ class OpenAISummarizer:
     def __init__(self, settings: SummarizerSettings) -> None:
         self.model: str | None = settings.model or DEFAULT_MODEL
         self._base_url = settings.baseUrl
+        self._official = settings.baseUrl is None
         self._timeout = settings.timeoutSeconds
         # A custom server without a named key variable is a local one that needs no key.
         self._api_key_env = settings.apiKeyEnv or (None if settings.baseUrl else DEFAULT_API_KEY_ENV)
@@ -46,7 +47,9 @@ class OpenAISummarizer:
                         {"role": "system", "content": request.system_prompt},
                         {"role": "user", "content": request.prompt},
                     ],
-                    **self._output_limit(request.max_tokens),
+                    # OpenAI's reasoning models refuse `max_tokens`; compatible servers all know it.
+                    max_tokens=openai.omit if self._official else request.max_tokens,
+                    max_completion_tokens=request.max_tokens if self._official else openai.omit,
                 )
         except openai.APIStatusError as exc:
             raise status_error(self.provider, exc.status_code, exc.body, key) from None
@@ -61,12 +64,6 @@ class OpenAISummarizer:
         except (openai.APIError, ValueError) as exc:
             raise malformed_reply(self.provider, type(exc).__name__) from None
         return _text_of(completion)
-
-    def _output_limit(self, max_tokens: int) -> dict[str, int]:
-        # OpenAI's reasoning models refuse `max_tokens`; compatible servers all know it.
-        if self._base_url is None:
-            return {"max_completion_tokens": max_tokens}
-        return {"max_tokens": max_tokens}
 
 
 def _text_of(completion: Any) -> str:
