@@ -236,3 +236,20 @@ async def test_unreachable_server_is_a_retried_connection_error(
 
     with pytest.raises(SummarizerError, match=r"anthropic: cannot reach the API.*after 2 attempts"):
         await chain("anthropic", closed, maxRetries=1).summarize(summary_request)
+
+
+async def test_openai_itself_gets_max_completion_tokens(
+    provider: FakeProvider,
+    api_key: str,
+    monkeypatch: pytest.MonkeyPatch,
+    summary_request: SummaryRequest,
+) -> None:
+    # No baseUrl means OpenAI itself; the SDK's own variable points it at the fake server.
+    monkeypatch.setenv("OPENAI_BASE_URL", provider.openai_url)
+    provider.script(Reply.with_summary(SUMMARY))
+
+    await chain("openai", provider, baseUrl=None).summarize(summary_request)
+
+    body = provider.requests[0].body
+    assert body["max_completion_tokens"] == summary_request.max_tokens
+    assert "max_tokens" not in body
