@@ -48,16 +48,13 @@ end
 -- Runs `method` on the current session: with a callback asynchronously
 -- (`callback(err, result)`), without one it waits (`timeout_ms`) and returns result, err.
 local function session_request(method, params, callback)
-  local function send(reply)
-    params.sessionId = state.session_id
-    client.request(method, params, reply)
-  end
   if callback then
     return session.when_ready(function(err)
       if err then
         return callback(err, nil)
       end
-      send(callback)
+      params.sessionId = state.session_id
+      client.request(method, params, callback)
     end)
   end
   local ready_err = session.wait_ready()
