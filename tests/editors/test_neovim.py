@@ -465,6 +465,9 @@ def test_nothing_to_compact_is_information_not_an_error(editor: Editor) -> None:
     editor.command("ContextdCompact")
     note = editor.wait_note("contextd: compact:")
     assert note["level"] == INFO
+    editor.require_method("contextd/compact/abort")
+    editor.command("ContextdAbort")
+    assert editor.wait_note("no compaction is running")["level"] == INFO
 
 
 def test_an_automatic_compaction_is_announced(editor: Editor) -> None:
