@@ -48,9 +48,9 @@ def configure_logging(level: str) -> None:
     logging.basicConfig(
         stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    # pygls logs every message at INFO, contents included: only when debugging.
-    pygls_logger = logging.getLogger("pygls")
-    pygls_logger.setLevel(level if level == "DEBUG" else "WARNING")
+    # pygls and the HTTP stack log every message at INFO, contents included: only when debugging.
+    for chatty in ("pygls", "httpx", "httpx2", "httpcore", "httpcore2", "anthropic", "openai"):
+        logging.getLogger(chatty).setLevel(level if level == "DEBUG" else "WARNING")
     for handler in logging.getLogger().handlers:
         handler.addFilter(ClientErrorFilter())
 

@@ -23,7 +23,14 @@ from pygls.uris import to_fs_path
 from contextd import __version__
 from contextd.formats import to_format
 from contextd.model import Message, Settings, unknown_setting_keys
-from contextd.session import EntryNotFound, InvalidAppend, SessionManager
+from contextd.session import (
+    CompactionFailed,
+    CompactionRunning,
+    EntryNotFound,
+    InvalidAppend,
+    NothingToCompactError,
+    SessionManager,
+)
 from contextd.store import (
     InvalidSessionId,
     SessionLocked,
@@ -82,6 +89,11 @@ class SetModelParams(SessionParams):
     model: str = Field(min_length=1, max_length=256)
 
 
+class CompactParams(SessionParams):
+    instructions: str | None = Field(default=None, max_length=20_000)
+    dryRun: bool = False
+
+
 # --- errors -------------------------------------------------------------------------------
 
 
@@ -110,6 +122,12 @@ def to_rpc_error(error: Exception) -> JsonRpcException:
     if isinstance(error, SessionLocked):
         data = {"sessionId": error.session_id, "pid": error.pid}
         return JsonRpcException(str(error), SESSION_LOCKED, data)
+    if isinstance(error, CompactionRunning):
+        return JsonRpcException(str(error), COMPACTION_RUNNING, {"sessionId": error.session_id})
+    if isinstance(error, NothingToCompactError):
+        return JsonRpcException(str(error), NOTHING_TO_COMPACT, {"sessionId": error.session_id})
+    if isinstance(error, CompactionFailed):
+        return JsonRpcException(str(error), SUMMARIZER_FAILED, {"provider": error.provider})
     if isinstance(error, EntryNotFound):
         return JsonRpcException(str(error), ENTRY_NOT_FOUND, {"entryId": error.entry_id})
     if isinstance(error, JsonRpcException):
@@ -167,6 +185,11 @@ class ContextdServer(LanguageServer):
     def notify(self, method: str, body: dict[str, Any]) -> None:
         self.protocol.notify(method, body)
 
+    def supports_progress(self) -> bool:
+        capabilities = self.protocol.client_capabilities
+        window = capabilities.window if capabilities else None
+        return bool(window and window.work_done_progress)
+
 
 def parse_settings(raw: Any) -> Settings:
     try:
@@ -192,6 +215,27 @@ class ServerEvents:
         self.server.notify(
             "contextd/sessionChanged", {"sessionId": session_id, "leafId": leaf_id, "cause": cause}
         )
+
+    def compaction_started(self, body: dict[str, Any]) -> None:
+        self.server.notify("contextd/compactionStarted", body)
+
+    def compaction_finished(self, body: dict[str, Any]) -> None:
+        self.server.notify("contextd/compactionFinished", body)
+
+    def compaction_progress(self, compaction_id: str, stage: str, message: str) -> None:
+        """`$/progress` for clients that show work-done progress; the token is the
+        compaction id, created on the client before `begin`."""
+        if not self.server.supports_progress():
+            return
+        progress = self.server.work_done_progress
+        token = f"contextd-compaction-{compaction_id}"
+        if stage == "begin":
+            progress.create(token)
+            progress.begin(token, lsp.WorkDoneProgressBegin(title="Compacting context", message=message, cancellable=False))
+        elif stage == "report":
+            progress.report(token, lsp.WorkDoneProgressReport(message=message))
+        else:
+            progress.end(token, lsp.WorkDoneProgressEnd(message=message))
 
 
 def request(server: ContextdServer, method: str, params_model: type[Params], function: Any) -> None:
@@ -309,6 +353,25 @@ def session_close(server: ContextdServer, params: SessionParams) -> dict[str, An
     return {"closed": True}
 
 
+async def compact(server: ContextdServer, params: CompactParams) -> dict[str, Any]:
+    session = server.sessions.get(params.sessionId)
+    if params.dryRun:
+        return session.preview_compaction(params.instructions)
+    entry = await session.compact("manual", params.instructions)
+    return {
+        "entryId": entry.id,
+        "summary": entry.summary,
+        "firstKeptEntryId": entry.firstKeptEntryId,
+        "tokensBefore": entry.tokensBefore,
+        "tokensAfter": entry.tokensAfter,
+        "summarizer": entry.summarizer.model_dump(exclude_none=True),
+    }
+
+
+def compact_abort(server: ContextdServer, params: SessionParams) -> dict[str, Any]:
+    return {"aborted": server.sessions.get(params.sessionId).abort_compaction()}
+
+
 # --- wiring -------------------------------------------------------------------------------
 
 REQUESTS: list[tuple[str, type[Params], Callable[..., Any]]] = [
@@ -319,6 +382,8 @@ REQUESTS: list[tuple[str, type[Params], Callable[..., Any]]] = [
     ("contextd/session/state", SessionParams, session_state),
     ("contextd/session/setModel", SetModelParams, session_set_model),
     ("contextd/session/close", SessionParams, session_close),
+    ("contextd/compact", CompactParams, compact),
+    ("contextd/compact/abort", SessionParams, compact_abort),
 ]
 
 

@@ -6,14 +6,23 @@ keeps the context's token figure current and tells the client through `SessionEv
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import secrets
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from contextd.compaction.prepare import (
+    CompactionPreparation,
+    NothingToCompact,
+    assemble_compaction_summary,
+    prepare_compaction,
+)
+from contextd.compaction.prune import plan_prune
 from contextd.compaction.context import (
     ContextItem,
     build_context,
@@ -24,6 +33,7 @@ from contextd.compaction.context import (
 from contextd.model import (
     AssistantMessage,
     CompactionEntry,
+    CompactionReason,
     Entry,
     LeafEntry,
     Message,
@@ -46,6 +56,8 @@ from contextd.store import (
     new_entry_id,
     new_session_id,
 )
+from contextd.summarizers.base import SummarizerError
+from contextd.summarizers.chain import Summary, build_summarizer
 from contextd.tokens import count_entry, count_text, resolve_model
 from contextd.tokens.registry import ModelInfo
 
@@ -68,12 +80,39 @@ class InvalidAppend(StoreError):
         self.field = field
 
 
+class CompactionRunning(StoreError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"a compaction of session {session_id!r} is already running")
+        self.session_id = session_id
+
+
+class NothingToCompactError(StoreError):
+    def __init__(self, session_id: str, why: str) -> None:
+        super().__init__(f"nothing to compact: {why}")
+        self.session_id = session_id
+
+
+class CompactionFailed(StoreError):
+    """The summarizer gave up; the session is exactly as it was."""
+
+    def __init__(self, session_id: str, provider: str, why: str) -> None:
+        super().__init__(f"compaction failed: {why}")
+        self.session_id = session_id
+        self.provider = provider
+
+
 class SessionEvents(Protocol):
     """What a live session tells the outside world; the server turns these into notifications."""
 
     def token_usage(self, body: dict[str, Any]) -> None: ...
 
     def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None: ...
+
+    def compaction_started(self, body: dict[str, Any]) -> None: ...
+
+    def compaction_finished(self, body: dict[str, Any]) -> None: ...
+
+    def compaction_progress(self, compaction_id: str, stage: str, message: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -144,6 +183,18 @@ def check_tool_results(messages: Sequence[Message], pending: dict[str, str]) -> 
                 )
 
 
+@dataclass
+class RunningCompaction:
+    compaction_id: str
+    reason: str
+    task: asyncio.Task[Any] | None
+    aborted: bool = False
+
+
+def _text(summary: Summary | None) -> str | None:
+    return summary.text if summary is not None else None
+
+
 class LiveSession:
     """One open session: its file, its tree, the model it talks to and the context's size."""
 
@@ -160,6 +211,9 @@ class LiveSession:
         self._path: list[Entry] = []
         self._pending_calls: dict[str, str] = {}
         self._figure = TokenFigure(0, "counted")
+        self._running: RunningCompaction | None = None
+        self._recovering = False
+        self._tasks: set[asyncio.Task[Any]] = set()
         self._refresh_model_from(tree.nodes())
         self._count_all(tree.entries.values())
         self.rebuild()
@@ -202,9 +256,11 @@ class LiveSession:
             return count_text(text, self.model_info.encoding)
         return self.entry_tokens.get(entry.id, 0)
 
-    def _recount(self) -> TokenFigure:
-        visible = visible_entries(self._path)
-        pruned = pruned_entry_ids(self._path)
+    def figure_of(self, path: Sequence[Entry]) -> TokenFigure:
+        """The context's size at the end of `path`: provider usage where it still holds,
+        counted tokens for everything after it."""
+        visible = visible_entries(path)
+        pruned = pruned_entry_ids(path)
         anchor = usage_anchor(visible)
         if anchor is None:
             return TokenFigure(sum(self._item_tokens(e, pruned) for e in visible), "counted")
@@ -241,7 +297,7 @@ class LiveSession:
         change that is not a plain append: load, compaction, prune, navigation, model)."""
         self._path = self.tree.path_to(self.tree.leaf_id)
         self._pending_calls = open_tool_calls(self.context_items())
-        self._figure = self._recount()
+        self._figure = self.figure_of(self._path)
 
     def context_items(self) -> list[ContextItem]:
         return build_context(self._path, self.entry_tokens)
@@ -285,6 +341,7 @@ class LiveSession:
             self._extend_path(entry)
             entry_ids.append(entry.id)
         self.announce("append")
+        self.after_append(messages)
         return entry_ids
 
     def append_node(self, entry_class: type[Any], **fields: Any) -> Entry:
@@ -303,6 +360,234 @@ class LiveSession:
     def announce(self, cause: str) -> None:
         self.events.session_changed(self.session_id, self.leaf_id, cause)
         self.events.token_usage(self.usage_body())
+
+    # --- compaction -------------------------------------------------------------------
+
+    @property
+    def compacting(self) -> bool:
+        return self._running is not None
+
+    def preview_compaction(self, instructions: str | None = None) -> dict[str, Any]:
+        """What `compact` would do, without calling a summarizer."""
+        prepared = self._prepare("manual", instructions)
+        prune = plan_prune(self._path, self.entry_tokens, self.settings.pruning)
+        return {
+            "firstKeptEntryId": prepared.first_kept_entry_id,
+            "summarizeEntryIds": list(prepared.summarize_entry_ids),
+            "keptEntryIds": list(prepared.kept_entry_ids),
+            "pruneEntryIds": list(prune.entry_ids) if prune else [],
+            "tokensBefore": prepared.tokens_before,
+            "tokensKept": prepared.tokens_kept,
+            "tokensAfter": prepared.tokens_after,
+            "splitTurn": prepared.is_split_turn,
+        }
+
+    def _prepare(self, reason: CompactionReason, instructions: str | None) -> CompactionPreparation:
+        prepared = prepare_compaction(
+            self._path,
+            self.entry_tokens,
+            self.settings,
+            instructions=instructions,
+            reason=reason,
+            tokens_before=self.tokens,
+        )
+        if isinstance(prepared, NothingToCompact):
+            raise NothingToCompactError(self.session_id, prepared.message)
+        return prepared
+
+    async def compact(
+        self,
+        reason: CompactionReason,
+        instructions: str | None = None,
+        *,
+        will_retry: bool = False,
+    ) -> CompactionEntry:
+        """Summarize the old part of the context into a `compaction` entry.
+
+        Runs in the calling task, so cancelling that task (a `$/cancelRequest`, or `abort`)
+        stops it; whatever stops it, the session is left exactly as it was.
+        """
+        if self._running is not None:
+            raise CompactionRunning(self.session_id)
+        prepared = self._prepare(reason, instructions)
+        running = RunningCompaction(secrets.token_hex(6), reason, asyncio.current_task())
+        self._running = running
+        self.events.compaction_started(
+            {
+                "sessionId": self.session_id,
+                "compactionId": running.compaction_id,
+                "reason": reason,
+                "tokensBefore": prepared.tokens_before,
+            }
+        )
+        self.events.compaction_progress(running.compaction_id, "begin", "Summarizing history")
+        finished = {"compactionId": running.compaction_id, "reason": reason,
+                    "tokensBefore": prepared.tokens_before}
+        try:
+            summary = await self._summarize(prepared)
+            self.events.compaction_progress(running.compaction_id, "report", "Writing the summary")
+            entry = self._write_compaction(prepared, summary)
+        except asyncio.CancelledError:
+            outcome = "aborted" if running.aborted else "cancelled"
+            self._finish(finished, outcome=outcome, error=f"compaction {outcome}")
+            raise
+        except SummarizerError as error:
+            self._finish(finished, outcome="failed", error=str(error))
+            raise CompactionFailed(self.session_id, self.settings.summarizer.provider, str(error)) from None
+        except NothingToCompactError as error:
+            self._finish(finished, outcome="failed", error=str(error))
+            raise
+        finally:
+            self._running = None
+        self._finish(
+            finished,
+            outcome="compacted",
+            tokensAfter=entry.tokensAfter,
+            entryId=entry.id,
+            willRetry=will_retry,
+        )
+        self.announce("compaction")
+        return entry
+
+    async def _summarize(self, prepared: CompactionPreparation) -> dict[str, Summary]:
+        summarizer = build_summarizer(self.settings.summarizer)
+        requests = {
+            name: request
+            for name, request in (
+                ("history", prepared.history_request),
+                ("turn_prefix", prepared.turn_prefix_request),
+            )
+            if request is not None
+        }
+        tasks = [
+            asyncio.ensure_future(summarizer.summarize_with_info(request))
+            for request in requests.values()
+        ]
+        try:
+            answers = await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:  # one failed: the others' answers are of no use now
+                task.cancel()
+        return dict(zip(requests, answers))
+
+    def _write_compaction(
+        self, prepared: CompactionPreparation, summaries: dict[str, Summary]
+    ) -> CompactionEntry:
+        if all(entry.id != prepared.first_kept_entry_id for entry in self._path):
+            raise NothingToCompactError(
+                self.session_id, "the session moved to another branch while compacting"
+            )
+        text = assemble_compaction_summary(
+            prepared,
+            history_summary=_text(summaries.get("history")),
+            turn_prefix_summary=_text(summaries.get("turn_prefix")),
+        )
+        author = next(iter(summaries.values())).summarizer
+        fields = dict(
+            summary=text,
+            firstKeptEntryId=prepared.first_kept_entry_id,
+            tokensBefore=prepared.tokens_before,
+            reason=prepared.reason,
+            summarizer=author,
+            details=prepared.files,
+            instructions=prepared.instructions,
+        )
+        draft = CompactionEntry(id="draft", parentId=self.leaf_id, tokensAfter=0, **fields)
+        self.entry_tokens[draft.id] = count_entry(draft, self.model_info.encoding)
+        tokens_after = self.figure_of([*self._path, draft]).tokens
+        del self.entry_tokens[draft.id]
+        entry = self.append_node(CompactionEntry, tokensAfter=tokens_after, **fields)
+        assert isinstance(entry, CompactionEntry)
+        return entry
+
+    def _finish(self, body: dict[str, Any], **fields: Any) -> None:
+        outcome = fields["outcome"]
+        fields.setdefault("willRetry", False)
+        self.events.compaction_progress(body["compactionId"], "end", outcome)
+        self.events.compaction_finished({"sessionId": self.session_id, **body, **fields})
+
+    def abort_compaction(self) -> bool:
+        running = self._running
+        if running is None or running.task is None:
+            return False
+        running.aborted = True
+        running.task.cancel()
+        return True
+
+    # --- automatic compaction ---------------------------------------------------------
+
+    @property
+    def auto_compaction(self) -> bool:
+        compaction = self.settings.compaction
+        return compaction.enabled and compaction.strategy != "off"
+
+    def after_append(self, messages: Sequence[Message]) -> None:
+        """The automatic triggers: an overflow or a truncated answer, else the threshold."""
+        last = messages[-1]
+        if isinstance(last, AssistantMessage):
+            if last.stopReason == "error" and last.errorKind == "context_overflow":
+                self._recover("overflow")
+                return
+            if last.stopReason == "length":
+                self._recover("incomplete")
+                return
+            if not last.failed:
+                self._recovering = False
+        self._check_threshold()
+
+    def _check_threshold(self) -> None:
+        if not self.auto_compaction or self._busy() or self.tokens < self.threshold_tokens:
+            return
+        self._prune_if_worth_it()
+        if self.tokens >= self.threshold_tokens:
+            self.spawn(self._auto_compact("threshold"))
+
+    def _prune_if_worth_it(self) -> None:
+        plan = plan_prune(self._path, self.entry_tokens, self.settings.pruning)
+        if plan is not None:
+            self.append_node(PruneEntry, entryIds=list(plan.entry_ids), tokensSaved=plan.tokens_saved)
+            self.announce("prune")
+
+    def _recover(self, reason: CompactionReason) -> None:
+        """The failed answer leaves the context, then a compaction makes room for a retry."""
+        if not self.auto_compaction or self._busy():
+            return
+        if self._recovering:
+            # The retry after our compaction failed the same way: compacting again would loop.
+            self._report_failure(reason, "the context is still too large right after a compaction")
+            return
+        failed = self._path[-1]
+        self.append_annotation(LeafEntry, targetId=failed.parentId)
+        self.announce(reason)
+        self._recovering = True
+        self.spawn(self._auto_compact(reason, will_retry=True))
+
+    async def _auto_compact(self, reason: CompactionReason, *, will_retry: bool = False) -> None:
+        try:
+            await self.compact(reason, will_retry=will_retry)
+        except NothingToCompactError as error:
+            if will_retry:
+                self._report_failure(reason, str(error))
+            else:
+                log.info("session %s: %s compaction skipped: %s", self.session_id, reason, error)
+        except (CompactionFailed, CompactionRunning) as error:
+            log.warning("session %s: %s compaction: %s", self.session_id, reason, error)
+
+    def _report_failure(self, reason: CompactionReason, error: str) -> None:
+        """A compaction that cannot start is still reported, so clients can stop waiting."""
+        body = {"compactionId": secrets.token_hex(6), "reason": reason, "tokensBefore": self.tokens}
+        self.events.compaction_started({"sessionId": self.session_id, **body})
+        self._finish(body, outcome="failed", error=error)
+
+    def _busy(self) -> bool:
+        return self._running is not None or any(not task.done() for task in self._tasks)
+
+    def spawn(self, work: Any) -> asyncio.Task[Any]:
+        """Background work of this session; it dies with the session."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     # --- model ------------------------------------------------------------------------
 
@@ -332,6 +617,9 @@ class LiveSession:
         self.rebuild()
 
     def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        self.abort_compaction()
         self.file.close()
 
     def state(self) -> dict[str, Any]:
@@ -344,6 +632,7 @@ class LiveSession:
             "contextWindow": self.model_info.context_window,
             "entries": sum(1 for _ in self.tree.nodes()),
             "usage": self.usage_body(),
+            "compacting": self.compacting,
             "path": str(self.file.path),
         }
 
@@ -399,9 +688,9 @@ class SessionManager:
 
     def _remember(self, session: LiveSession) -> None:
         self._loaded[session.session_id] = session
-        while len(self._loaded) > self.max_loaded:
-            evicted_id, evicted = self._loaded.popitem(last=False)
-            evicted.close()
+        idle = [sid for sid, live in self._loaded.items() if not live._busy()]
+        for evicted_id in idle[: max(0, len(self._loaded) - self.max_loaded)]:
+            self._loaded.pop(evicted_id).close()
             log.info("session %s evicted from memory; it reloads on its next request", evicted_id)
 
     def close(self, session_id: str) -> bool:
@@ -461,7 +750,7 @@ class SessionManager:
         for entry in loaded.entries:
             tree.add(entry)
         header = loaded.header or SessionHeader(id=listing.session_id, workspace=listing.workspace)
-        return LiveSession(_ReadOnlyFile(listing.path, header), tree, self.settings, _Silent())  # type: ignore[arg-type]
+        return LiveSession(_ReadOnlyFile(listing.path, header), tree, self.settings, SilentEvents())  # type: ignore[arg-type]
 
 
 def _updated_at(path: Path) -> str:
@@ -481,9 +770,20 @@ class _ReadOnlyFile:
         pass
 
 
-class _Silent:
+class SilentEvents:
+    """For sessions nobody watches: read-only views and tests."""
+
     def token_usage(self, body: dict[str, Any]) -> None:
         pass
 
     def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None:
+        pass
+
+    def compaction_started(self, body: dict[str, Any]) -> None:
+        pass
+
+    def compaction_finished(self, body: dict[str, Any]) -> None:
+        pass
+
+    def compaction_progress(self, compaction_id: str, stage: str, message: str) -> None:
         pass

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from contextd.model import Settings
-from contextd.session import SessionManager
+from contextd.session import SessionManager, SilentEvents
 from contextd.store import Store
 from tests.factories import coding_turn
 
@@ -44,13 +44,6 @@ class RawConnection:
                 return message
 
 
-class Quiet:
-    def token_usage(self, body: dict[str, Any]) -> None:
-        pass
-
-    def session_changed(self, *args: Any) -> None:
-        pass
-
 
 async def test_sigkill_mid_burst_keeps_every_acknowledged_entry(tmp_path: Path):
     data_dir = tmp_path / "data"
@@ -80,7 +73,7 @@ async def test_sigkill_mid_burst_keeps_every_acknowledged_entry(tmp_path: Path):
     process.send_signal(signal.SIGKILL)
     await process.wait()
 
-    reloaded = SessionManager(Store(data_dir), Settings(), Quiet()).get(session_id)
+    reloaded = SessionManager(Store(data_dir), Settings(), SilentEvents()).get(session_id)
     assert set(acknowledged) <= set(reloaded.tree.entries)
     assert len(reloaded.tree.entries) < 6 * burst + 1, "the kill should land mid-burst"
     # What loads is a consistent session: every entry's parent is there.

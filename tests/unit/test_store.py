@@ -20,7 +20,7 @@ from contextd.model import (
     ToolResultMessage,
     UserMessage,
 )
-from contextd.session import SessionManager
+from contextd.session import SessionManager, SilentEvents
 from contextd.store import (
     InvalidSessionId,
     SessionLocked,
@@ -30,16 +30,9 @@ from contextd.store import (
 )
 
 
-class Quiet:
-    def token_usage(self, body: dict[str, Any]) -> None:
-        pass
-
-    def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None:
-        pass
-
 
 def manager(data_dir: Path) -> SessionManager:
-    return SessionManager(Store(data_dir), Settings(), Quiet())
+    return SessionManager(Store(data_dir), Settings(), SilentEvents())
 
 
 words = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
