@@ -6,6 +6,7 @@ pygls sends no reply at all when its own structuring of params fails.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import os
@@ -17,14 +18,21 @@ from lsprotocol import types as lsp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    default_converter,
+)
 from pygls.uris import to_fs_path
 
 from contextd import __version__
 from contextd.formats import to_format
-from contextd.model import Message, Settings, unknown_setting_keys
+from contextd.model import IdleSettings, Message, Settings, unknown_setting_keys
 from contextd.session import (
     CompactionFailed,
+    CompactionVetoed,
+    HookAnswer,
     CompactionRunning,
     EntryNotFound,
     InvalidAppend,
@@ -89,6 +97,46 @@ class SetModelParams(SessionParams):
     model: str = Field(min_length=1, max_length=256)
 
 
+class TreeParams(SessionParams):
+    pass
+
+
+class LabelParams(SessionParams):
+    entryId: str = Field(min_length=1, max_length=64)
+    label: str | None = Field(max_length=200)
+
+
+class NavigateParams(SessionParams):
+    targetId: str = Field(min_length=1, max_length=64)
+    summarize: bool = False
+    instructions: str | None = Field(default=None, max_length=20_000)
+
+
+class ForkParams(SessionParams):
+    entryId: str = Field(min_length=1, max_length=64)
+
+
+class HandoffParams(SessionParams):
+    goal: str | None = Field(default=None, max_length=20_000)
+
+
+class IdleConfigureParams(Params):
+    sessionId: str | None = Field(default=None, min_length=1, max_length=128)
+    enabled: bool
+    timeoutSeconds: float | None = Field(default=None, gt=0, le=7 * 24 * 3600)
+    thresholdTokens: int | None = Field(default=None, gt=0)
+    thresholdPercent: float | None = Field(default=None, gt=0, le=1)
+
+
+class BeforeCompactAnswer(BaseModel):
+    """A client's answer to contextd/beforeCompact; null or {} lets the compaction proceed."""
+
+    model_config = ConfigDict(extra="forbid")
+    cancel: bool = False
+    summary: str | None = Field(default=None, min_length=1, max_length=400_000)
+    instructions: str | None = Field(default=None, max_length=20_000)
+
+
 class CompactParams(SessionParams):
     instructions: str | None = Field(default=None, max_length=20_000)
     dryRun: bool = False
@@ -126,6 +174,8 @@ def to_rpc_error(error: Exception) -> JsonRpcException:
         return JsonRpcException(str(error), COMPACTION_RUNNING, {"sessionId": error.session_id})
     if isinstance(error, NothingToCompactError):
         return JsonRpcException(str(error), NOTHING_TO_COMPACT, {"sessionId": error.session_id})
+    if isinstance(error, CompactionVetoed):
+        return JsonRpcException(str(error), REQUEST_CANCELLED)
     if isinstance(error, CompactionFailed):
         return JsonRpcException(str(error), SUMMARIZER_FAILED, {"provider": error.provider})
     if isinstance(error, EntryNotFound):
@@ -153,8 +203,8 @@ def plain_params_converter():
     """pygls' default turns unknown methods' params into namedtuples, renaming keys that are
     not identifiers; we want the client's JSON exactly as sent."""
     converter = default_converter()
-    converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**obj))
-    converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**obj))
+    for message_type in (JsonRPCRequestMessage, JsonRPCNotification, JsonRPCResponseMessage):
+        converter.register_structure_hook(message_type, lambda obj, cls: cls(**obj))
     return converter
 
 
@@ -184,6 +234,14 @@ class ContextdServer(LanguageServer):
 
     def notify(self, method: str, body: dict[str, Any]) -> None:
         self.protocol.notify(method, body)
+
+    def wants_before_compact(self) -> bool:
+        capabilities = self.protocol.client_capabilities
+        experimental = capabilities.experimental if capabilities else None
+        if not isinstance(experimental, dict):
+            return False
+        contextd = experimental.get("contextd")
+        return isinstance(contextd, dict) and contextd.get("beforeCompact") is True
 
     def supports_progress(self) -> bool:
         capabilities = self.protocol.client_capabilities
@@ -222,6 +280,31 @@ class ServerEvents:
     def compaction_finished(self, body: dict[str, Any]) -> None:
         self.server.notify("contextd/compactionFinished", body)
 
+    def idle_timer(self, body: dict[str, Any]) -> None:
+        self.server.notify("contextd/idleTimer", body)
+
+    async def before_compact(self, body: dict[str, Any]) -> HookAnswer:
+        """Ask the client, if it asked to be asked. Silence or nonsense never stalls us."""
+        if not self.server.wants_before_compact():
+            return HookAnswer()
+        timeout = self.server.settings.compaction.hookTimeoutSeconds
+        try:
+            raw = await asyncio.wait_for(
+                self.server.protocol.send_request_async("contextd/beforeCompact", body), timeout
+            )
+            answer = BeforeCompactAnswer.model_validate(raw or {})
+        except asyncio.TimeoutError:
+            log.warning("beforeCompact: no answer within %gs; compacting as configured", timeout)
+            return HookAnswer()
+        except JsonRpcException as error:
+            log.warning("beforeCompact: the client answered an error (%s); compacting as configured", error)
+            return HookAnswer()
+        except ValidationError as error:
+            log.warning("beforeCompact: unusable answer (%s); compacting as configured",
+                        "; ".join(f"{e['field']}: {e['message']}" for e in field_errors(error)))
+            return HookAnswer()
+        return HookAnswer(cancel=answer.cancel, summary=answer.summary, instructions=answer.instructions)
+
     def compaction_progress(self, compaction_id: str, stage: str, message: str) -> None:
         """`$/progress` for clients that show work-done progress; the token is the
         compaction id, created on the client before `begin`."""
@@ -238,6 +321,15 @@ class ServerEvents:
             progress.end(token, lsp.WorkDoneProgressEnd(message=message))
 
 
+def touch(server: ContextdServer, params: Params) -> None:
+    """A request on a session is activity: it re-arms or cancels that session's idle timer."""
+    session_id = getattr(params, "sessionId", None)
+    if session_id is not None:
+        session = server.sessions.loaded_session(session_id)
+        if session is not None:
+            session.touch()
+
+
 def request(server: ContextdServer, method: str, params_model: type[Params], function: Any) -> None:
     """Register `function(server, params)` for `method`, validating params and mapping errors.
 
@@ -246,18 +338,24 @@ def request(server: ContextdServer, method: str, params_model: type[Params], fun
 
         async def handle_async(ls: ContextdServer, raw: Any) -> Any:
             try:
-                return await function(ls, parse_params(params_model, raw))
+                params = parse_params(params_model, raw)
+                result = await function(ls, params)
             except Exception as error:
                 raise to_rpc_error(error) from None
+            touch(ls, params)
+            return result
 
         server.feature(method)(handle_async)
     else:
 
         def handle(ls: ContextdServer, raw: Any) -> Any:
             try:
-                return function(ls, parse_params(params_model, raw))
+                params = parse_params(params_model, raw)
+                result = function(ls, params)
             except Exception as error:
                 raise to_rpc_error(error) from None
+            touch(ls, params)
+            return result
 
         server.feature(method)(handle)
 
@@ -372,6 +470,55 @@ def compact_abort(server: ContextdServer, params: SessionParams) -> dict[str, An
     return {"aborted": server.sessions.get(params.sessionId).abort_compaction()}
 
 
+def tree(server: ContextdServer, params: TreeParams) -> dict[str, Any]:
+    session = server.sessions.get(params.sessionId)
+    return {"nodes": session.tree_nodes(), "leafId": session.leaf_id}
+
+
+def label(server: ContextdServer, params: LabelParams) -> dict[str, Any]:
+    session = server.sessions.get(params.sessionId)
+    session.set_label(params.entryId, params.label or None)
+    return {"entryId": params.entryId, "label": params.label or None}
+
+
+async def navigate(server: ContextdServer, params: NavigateParams) -> dict[str, Any]:
+    session = server.sessions.get(params.sessionId)
+    return await session.navigate(
+        params.targetId, summarize=params.summarize, instructions=params.instructions
+    )
+
+
+def fork(server: ContextdServer, params: ForkParams) -> dict[str, Any]:
+    source = server.sessions.get(params.sessionId)
+    forked = server.sessions.fork(source, params.entryId)
+    forked.announce("fork")
+    return {"sessionId": forked.session_id, "leafId": forked.leaf_id}
+
+
+async def handoff(server: ContextdServer, params: HandoffParams) -> dict[str, Any]:
+    source = server.sessions.get(params.sessionId)
+    fresh, entry = await server.sessions.handoff(source, params.goal)
+    return {"sessionId": fresh.session_id, "entryId": entry.id, "document": entry.document}
+
+
+def idle_configure(server: ContextdServer, params: IdleConfigureParams) -> dict[str, Any]:
+    changes = params.model_dump(exclude_none=True, exclude={"sessionId"})
+    if params.sessionId is None:
+        idle = server.settings.idle.model_copy(update=changes)
+        server.apply_settings({**server.settings.model_dump(), "idle": idle.model_dump()})
+        for session in server.sessions.loaded():
+            session.touch()
+        return {**idle.model_dump(include=set(IdleSettings.model_fields))}
+    session = server.sessions.get(params.sessionId)
+    idle = session.idle_settings.model_copy(update=changes)
+    session.configure_idle(idle)
+    return {
+        "sessionId": session.session_id,
+        **idle.model_dump(include=set(IdleSettings.model_fields)),
+        "effectiveThresholdTokens": session.idle_threshold(),
+    }
+
+
 # --- wiring -------------------------------------------------------------------------------
 
 REQUESTS: list[tuple[str, type[Params], Callable[..., Any]]] = [
@@ -384,6 +531,12 @@ REQUESTS: list[tuple[str, type[Params], Callable[..., Any]]] = [
     ("contextd/session/close", SessionParams, session_close),
     ("contextd/compact", CompactParams, compact),
     ("contextd/compact/abort", SessionParams, compact_abort),
+    ("contextd/tree", TreeParams, tree),
+    ("contextd/label", LabelParams, label),
+    ("contextd/navigate", NavigateParams, navigate),
+    ("contextd/fork", ForkParams, fork),
+    ("contextd/handoff", HandoffParams, handoff),
+    ("contextd/idle/configure", IdleConfigureParams, idle_configure),
 ]
 
 

@@ -10,11 +10,12 @@ import asyncio
 import logging
 import os
 import secrets
+from datetime import datetime, timedelta, timezone
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from contextd.compaction.prepare import (
     CompactionPreparation,
@@ -22,6 +23,9 @@ from contextd.compaction.prepare import (
     assemble_compaction_summary,
     prepare_compaction,
 )
+from contextd.compaction.branch import BranchSummaryPreparation, prepare_branch_summary
+from contextd.compaction.files import format_file_lists
+from contextd.compaction.handoff import prepare_handoff
 from contextd.compaction.prune import plan_prune
 from contextd.compaction.context import (
     ContextItem,
@@ -32,9 +36,13 @@ from contextd.compaction.context import (
 )
 from contextd.model import (
     AssistantMessage,
+    BranchSummaryEntry,
     CompactionEntry,
     CompactionReason,
     Entry,
+    HandoffEntry,
+    IdleSettings,
+    LabelEntry,
     LeafEntry,
     Message,
     MessageEntry,
@@ -44,8 +52,11 @@ from contextd.model import (
     SessionHeader,
     SessionInfoEntry,
     Settings,
+    SummarizerInfo,
     ToolResultMessage,
+    UserMessage,
     is_node,
+    message_text,
 )
 from contextd.store import (
     EntryTree,
@@ -63,6 +74,7 @@ from contextd.tokens.registry import ModelInfo
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 TokenSource = Literal["usage", "counted"]
 
 
@@ -92,6 +104,13 @@ class NothingToCompactError(StoreError):
         self.session_id = session_id
 
 
+class CompactionVetoed(StoreError):
+    """The client's beforeCompact hook said no."""
+
+    def __init__(self) -> None:
+        super().__init__("the client cancelled the compaction")
+
+
 class CompactionFailed(StoreError):
     """The summarizer gave up; the session is exactly as it was."""
 
@@ -113,6 +132,19 @@ class SessionEvents(Protocol):
     def compaction_finished(self, body: dict[str, Any]) -> None: ...
 
     def compaction_progress(self, compaction_id: str, stage: str, message: str) -> None: ...
+
+    async def before_compact(self, body: dict[str, Any]) -> HookAnswer: ...
+
+    def idle_timer(self, body: dict[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True)
+class HookAnswer:
+    """What a client's beforeCompact hook decided; the default lets the compaction proceed."""
+
+    cancel: bool = False
+    summary: str | None = None
+    instructions: str | None = None
 
 
 @dataclass(frozen=True)
@@ -183,6 +215,35 @@ def check_tool_results(messages: Sequence[Message], pending: dict[str, str]) -> 
                 )
 
 
+PREVIEW_CHARS = 100
+
+
+def entry_preview(entry: Entry) -> str:
+    """One short line that tells a person what the entry is."""
+    if isinstance(entry, MessageEntry):
+        message = entry.message
+        text = message_text(message.content)
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            calls = ", ".join(call.name for call in message.tool_calls)
+            text = f"{text} [{calls}]" if text else f"[{calls}]"
+        if isinstance(message, ToolResultMessage):
+            text = f"{message.toolName}: {text}"
+    elif isinstance(entry, (CompactionEntry, BranchSummaryEntry)):
+        text = f"{entry.type}: {entry.summary}"
+    elif isinstance(entry, HandoffEntry):
+        text = f"handoff from {entry.fromSession}: {entry.document}"
+    elif isinstance(entry, ModelChangeEntry):
+        text = f"model: {entry.model}"
+    elif isinstance(entry, SessionInfoEntry):
+        text = f"name: {entry.name}"
+    elif isinstance(entry, PruneEntry):
+        text = f"pruned {len(entry.entryIds)} tool results ({entry.tokensSaved} tokens)"
+    else:
+        text = entry.type
+    line = " ".join(text.split())
+    return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
+
+
 @dataclass
 class RunningCompaction:
     compaction_id: str
@@ -193,6 +254,12 @@ class RunningCompaction:
 
 def _text(summary: Summary | None) -> str | None:
     return summary.text if summary is not None else None
+
+
+def _without_turn_prefix(prepared: CompactionPreparation) -> CompactionPreparation:
+    """A summary supplied by the client covers everything summarized, split turn included."""
+    return replace(prepared, turn_prefix_request=None, history_request=prepared.history_request
+                   or prepared.turn_prefix_request)
 
 
 class LiveSession:
@@ -214,6 +281,10 @@ class LiveSession:
         self._running: RunningCompaction | None = None
         self._recovering = False
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._idle_handle: asyncio.TimerHandle | None = None
+        self.idle_override: IdleSettings | None = None
+        self.hand_off: Callable[[], Awaitable[Any]] | None = None
+        """Set by the manager: starts a handoff of this session (strategy `handoff`)."""
         self._refresh_model_from(tree.nodes())
         self._count_all(tree.entries.values())
         self.rebuild()
@@ -407,47 +478,81 @@ class LiveSession:
         Runs in the calling task, so cancelling that task (a `$/cancelRequest`, or `abort`)
         stops it; whatever stops it, the session is left exactly as it was.
         """
+        prepared = self._prepare(reason, instructions)
+
+        async def work(running: RunningCompaction) -> tuple[dict[str, Any], CompactionEntry]:
+            hook = await self.events.before_compact(self._hook_body(running, prepared))
+            if hook.cancel:
+                raise CompactionVetoed()
+            current = prepared
+            if hook.instructions:
+                joined = "\n\n".join(filter(None, [instructions, hook.instructions]))
+                current = self._prepare(reason, joined)
+            if hook.summary:
+                summaries = {"history": Summary(hook.summary, SummarizerInfo(provider="client"))}
+                current = _without_turn_prefix(current)
+            else:
+                summaries = await self._summarize(current)
+            self.events.compaction_progress(running.compaction_id, "report", "Writing the summary")
+            entry = self._write_compaction(current, summaries)
+            return {"tokensAfter": entry.tokensAfter, "entryId": entry.id}, entry
+
+        entry = await self.run_job(reason, prepared.tokens_before, work, will_retry=will_retry)
+        self.announce("compaction")
+        return entry
+
+    def _hook_body(self, running: RunningCompaction, prepared: CompactionPreparation) -> dict[str, Any]:
+        return {
+            "sessionId": self.session_id,
+            "compactionId": running.compaction_id,
+            "reason": prepared.reason,
+            "tokensBefore": prepared.tokens_before,
+            "firstKeptEntryId": prepared.first_kept_entry_id,
+            "summarizeEntryIds": list(prepared.summarize_entry_ids),
+            "keptEntryIds": list(prepared.kept_entry_ids),
+            "previousSummary": prepared.previous_summary,
+        }
+
+    async def run_job(
+        self,
+        reason: str,
+        tokens_before: int,
+        work: Callable[[RunningCompaction], Awaitable[tuple[dict[str, Any], T]]],
+        *,
+        will_retry: bool = False,
+    ) -> T:
+        """Run one summarizing job (a compaction or a handoff) with its started/finished events.
+
+        One job at a time per session. Whatever stops the job, it is reported and the
+        session keeps everything it had."""
         if self._running is not None:
             raise CompactionRunning(self.session_id)
-        prepared = self._prepare(reason, instructions)
         running = RunningCompaction(secrets.token_hex(6), reason, asyncio.current_task())
         self._running = running
-        self.events.compaction_started(
-            {
-                "sessionId": self.session_id,
-                "compactionId": running.compaction_id,
-                "reason": reason,
-                "tokensBefore": prepared.tokens_before,
-            }
-        )
+        self.cancel_idle_timer()
+        body = {"compactionId": running.compaction_id, "reason": reason, "tokensBefore": tokens_before}
+        self.events.compaction_started({"sessionId": self.session_id, **body})
         self.events.compaction_progress(running.compaction_id, "begin", "Summarizing history")
-        finished = {"compactionId": running.compaction_id, "reason": reason,
-                    "tokensBefore": prepared.tokens_before}
         try:
-            summary = await self._summarize(prepared)
-            self.events.compaction_progress(running.compaction_id, "report", "Writing the summary")
-            entry = self._write_compaction(prepared, summary)
+            fields, value = await work(running)
         except asyncio.CancelledError:
             outcome = "aborted" if running.aborted else "cancelled"
-            self._finish(finished, outcome=outcome, error=f"compaction {outcome}")
+            self._finish(body, outcome=outcome, error=f"{reason} compaction {outcome}")
+            raise
+        except CompactionVetoed:
+            self._finish(body, outcome="cancelled", error="cancelled by the client's beforeCompact")
             raise
         except SummarizerError as error:
-            self._finish(finished, outcome="failed", error=str(error))
+            self._finish(body, outcome="failed", error=str(error))
             raise CompactionFailed(self.session_id, self.settings.summarizer.provider, str(error)) from None
         except NothingToCompactError as error:
-            self._finish(finished, outcome="failed", error=str(error))
+            self._finish(body, outcome="failed", error=str(error))
             raise
         finally:
             self._running = None
-        self._finish(
-            finished,
-            outcome="compacted",
-            tokensAfter=entry.tokensAfter,
-            entryId=entry.id,
-            willRetry=will_retry,
-        )
-        self.announce("compaction")
-        return entry
+        self._finish(body, outcome="compacted", willRetry=will_retry, **fields)
+        self.touch()
+        return value
 
     async def _summarize(self, prepared: CompactionPreparation) -> dict[str, Summary]:
         summarizer = build_summarizer(self.settings.summarizer)
@@ -539,8 +644,18 @@ class LiveSession:
         if not self.auto_compaction or self._busy() or self.tokens < self.threshold_tokens:
             return
         self._prune_if_worth_it()
-        if self.tokens >= self.threshold_tokens:
+        if self.tokens < self.threshold_tokens:
+            return
+        if self.settings.compaction.strategy == "handoff" and self.hand_off is not None:
+            self.spawn(self._auto_handoff(self.hand_off))
+        else:
             self.spawn(self._auto_compact("threshold"))
+
+    async def _auto_handoff(self, hand_off: Callable[[], Awaitable[Any]]) -> None:
+        try:
+            await hand_off()
+        except (CompactionFailed, CompactionRunning) as error:
+            log.warning("session %s: threshold handoff: %s", self.session_id, error)
 
     def _prune_if_worth_it(self) -> None:
         plan = plan_prune(self._path, self.entry_tokens, self.settings.pruning)
@@ -570,7 +685,7 @@ class LiveSession:
                 self._report_failure(reason, str(error))
             else:
                 log.info("session %s: %s compaction skipped: %s", self.session_id, reason, error)
-        except (CompactionFailed, CompactionRunning) as error:
+        except (CompactionFailed, CompactionRunning, CompactionVetoed) as error:
             log.warning("session %s: %s compaction: %s", self.session_id, reason, error)
 
     def _report_failure(self, reason: CompactionReason, error: str) -> None:
@@ -588,6 +703,148 @@ class LiveSession:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+    # --- the tree and moving in it ------------------------------------------------------
+
+    def node(self, entry_id: str) -> Entry:
+        entry = self.tree.entries.get(entry_id)
+        if entry is None or not is_node(entry):
+            raise EntryNotFound(entry_id)
+        return entry
+
+    def tree_nodes(self) -> list[dict[str, Any]]:
+        """Every node, abandoned branches and compacted history included, oldest first."""
+        nodes = []
+        for entry in self.tree.nodes():
+            node: dict[str, Any] = {
+                "id": entry.id,
+                "parentId": entry.parentId,
+                "type": entry.type,
+                "preview": entry_preview(entry),
+                "tokens": self.entry_tokens.get(entry.id, 0),
+                "timestamp": entry.timestamp,
+                "children": list(self.tree.children.get(entry.id, [])),
+            }
+            if isinstance(entry, MessageEntry):
+                node["role"] = entry.message.role
+            if entry.id in self.tree.labels:
+                node["label"] = self.tree.labels[entry.id]
+            nodes.append(node)
+        return nodes
+
+    def set_label(self, entry_id: str, label: str | None) -> None:
+        self.node(entry_id)
+        self.append_annotation(LabelEntry, targetId=entry_id, label=label)
+        self.announce("label")
+
+    async def navigate(
+        self, target_id: str, *, summarize: bool = False, instructions: str | None = None
+    ) -> dict[str, Any]:
+        """Move the leaf to `target_id`, optionally leaving a summary of the branch behind.
+
+        Navigating to a user message puts the leaf on its parent and hands the message's
+        text back for editing. The summary is made before anything is written, so a
+        cancelled or failed summary leaves the session where it was.
+        """
+        if self._running is not None:
+            raise CompactionRunning(self.session_id)
+        target = self.node(target_id)
+        editor_text = None
+        new_leaf: str | None = target.id
+        if isinstance(target, MessageEntry) and isinstance(target.message, UserMessage):
+            editor_text = message_text(target.message.content)
+            new_leaf = target.parentId
+        result: dict[str, Any] = {}
+        summary = await self._branch_summary(new_leaf, instructions) if summarize else None
+        self.append_annotation(LeafEntry, targetId=new_leaf)
+        if summary is not None:
+            preparation, text = summary
+            entry = self.append_node(
+                BranchSummaryEntry,
+                fromId=preparation.from_id,
+                summary=text + format_file_lists(preparation.files),
+                details=preparation.files,
+            )
+            result["branchSummaryId"] = entry.id
+        self._recovering = False
+        self.announce("navigate")
+        result["leafId"] = self.leaf_id
+        if editor_text is not None:
+            result["editorText"] = editor_text
+        return result
+
+    async def _branch_summary(
+        self, new_leaf: str | None, instructions: str | None
+    ) -> tuple[BranchSummaryPreparation, str] | None:
+        budget = self.model_info.context_window - self.settings.branchSummary.reserveTokens
+        preparation = prepare_branch_summary(
+            self._path,
+            self.tree.path_to(new_leaf),
+            self.entry_tokens,
+            max(budget, 1),
+            self.settings,
+            instructions=instructions,
+        )
+        if preparation is None:
+            return None
+        summarizer = build_summarizer(self.settings.summarizer)
+        try:
+            answer = await summarizer.summarize_with_info(preparation.request)
+        except SummarizerError as error:
+            raise CompactionFailed(self.session_id, self.settings.summarizer.provider, str(error)) from None
+        return preparation, answer.text
+
+    # --- idle compaction ------------------------------------------------------------------
+
+    @property
+    def idle_settings(self) -> IdleSettings:
+        return self.idle_override or self.settings.idle
+
+    def idle_threshold(self) -> int:
+        idle = self.idle_settings
+        if idle.thresholdTokens is not None:
+            return idle.thresholdTokens
+        return int(self.model_info.context_window * idle.thresholdPercent)
+
+    def touch(self) -> None:
+        """Activity on the session: (re)arm the idle timer if the context is big enough,
+        else cancel it. Timers are loop callbacks, not threads: many sessions cost nothing."""
+        idle = self.idle_settings
+        if idle.enabled and self._running is None and self.tokens >= self.idle_threshold():
+            self._arm_idle_timer(idle.timeoutSeconds)
+        else:
+            self.cancel_idle_timer()
+
+    def _arm_idle_timer(self, seconds: float) -> None:
+        self._cancel_timer_handle()
+        loop = asyncio.get_running_loop()
+        self._idle_handle = loop.call_later(seconds, self._idle_fired)
+        due = datetime.now(timezone.utc) + timedelta(seconds=seconds)
+        self._idle_event("armed", dueAt=due.isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+
+    def cancel_idle_timer(self) -> None:
+        if self._cancel_timer_handle():
+            self._idle_event("cancelled")
+
+    def _cancel_timer_handle(self) -> bool:
+        handle, self._idle_handle = self._idle_handle, None
+        if handle is None:
+            return False
+        handle.cancel()
+        return True
+
+    def _idle_fired(self) -> None:
+        self._idle_handle = None
+        self._idle_event("fired")
+        if self._running is None:
+            self.spawn(self._auto_compact("idle"))
+
+    def _idle_event(self, state: str, **fields: Any) -> None:
+        self.events.idle_timer({"sessionId": self.session_id, "state": state, **fields})
+
+    def configure_idle(self, idle: IdleSettings) -> None:
+        self.idle_override = idle
+        self.touch()
 
     # --- model ------------------------------------------------------------------------
 
@@ -617,6 +874,7 @@ class LiveSession:
         self.rebuild()
 
     def close(self) -> None:
+        self.cancel_idle_timer()
         for task in list(self._tasks):
             task.cancel()
         self.abort_compaction()
@@ -668,6 +926,45 @@ class SessionManager:
         self._remember(session)
         return session
 
+    def fork(self, source: LiveSession, entry_id: str) -> LiveSession:
+        """A new session whose history is the path from the root through `entry_id`."""
+        path = source.tree.path_to(source.node(entry_id).id)
+        header = SessionHeader(
+            id=new_session_id(),
+            workspace=source.header.workspace,
+            name=source.name,
+            parentSession=ParentSession(id=source.session_id, entryId=entry_id),
+        )
+        file = self.store.create(header)
+        tree = EntryTree()
+        for entry in path:
+            file.append(entry)
+            tree.add(entry)
+        session = LiveSession(file, tree, self.settings, self.events)
+        self._remember(session)
+        return session
+
+    async def handoff(self, source: LiveSession, goal: str | None) -> tuple[LiveSession, HandoffEntry]:
+        """Write a handoff document with the summarizer and start a new session with it."""
+        request = prepare_handoff(source.path, source.entry_tokens, source.settings, goal)
+        summarizer = build_summarizer(source.settings.summarizer)
+
+        async def work(running: RunningCompaction) -> tuple[dict[str, Any], tuple[LiveSession, HandoffEntry]]:
+            answer = await summarizer.summarize_with_info(request)
+            fresh = self.create(
+                source.header.workspace,
+                model=source.model_id,
+                parent=ParentSession(id=source.session_id, entryId=source.leaf_id),
+            )
+            entry = fresh.append_node(HandoffEntry, document=answer.text, fromSession=source.session_id)
+            assert isinstance(entry, HandoffEntry)
+            fields = {"tokensAfter": fresh.tokens, "entryId": entry.id, "handoffSessionId": fresh.session_id}
+            return fields, (fresh, entry)
+
+        fresh, entry = await source.run_job("handoff", source.tokens, work)
+        fresh.announce("handoff")
+        return fresh, entry
+
     def get(self, session_id: str) -> LiveSession:
         """The live session, loading it from disk when it is not in memory."""
         session = self._loaded.get(session_id)
@@ -687,6 +984,7 @@ class SessionManager:
         return session
 
     def _remember(self, session: LiveSession) -> None:
+        session.hand_off = lambda: self.handoff(session, None)
         self._loaded[session.session_id] = session
         idle = [sid for sid, live in self._loaded.items() if not live._busy()]
         for evicted_id in idle[: max(0, len(self._loaded) - self.max_loaded)]:
@@ -705,6 +1003,9 @@ class SessionManager:
         while self._loaded:
             _, session = self._loaded.popitem()
             session.close()
+
+    def loaded_session(self, session_id: str) -> LiveSession | None:
+        return self._loaded.get(session_id)
 
     def loaded(self) -> list[LiveSession]:
         return list(self._loaded.values())
@@ -786,4 +1087,10 @@ class SilentEvents:
         pass
 
     def compaction_progress(self, compaction_id: str, stage: str, message: str) -> None:
+        pass
+
+    async def before_compact(self, body: dict[str, Any]) -> HookAnswer:
+        return HookAnswer()
+
+    def idle_timer(self, body: dict[str, Any]) -> None:
         pass
