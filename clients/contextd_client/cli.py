@@ -131,14 +131,21 @@ def load_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def with_window(settings: dict[str, Any], model: str, window: int | None) -> dict[str, Any]:
-    """Settings whose `models` override gives `model` a context window of `window` tokens."""
+    """Settings that give `model` a context window of `window` tokens.
+
+    The compaction reserve and kept tail scale down with the window (a tenth and a fifth of
+    it) unless the settings choose them: the defaults (16,384 and 20,000) would leave no room
+    for compaction in a small window.
+    """
     if window is None:
         return settings
     if window <= 0:
         raise UsageError("--window must be a positive number of tokens")
     models = dict(settings.get("models") or {})
     models[model] = {**models.get(model, {}), "contextWindow": window}
-    return {**settings, "models": models}
+    scaled = {"reserveTokens": max(window // 10, 1), "keepRecentTokens": max(window // 5, 1)}
+    compaction = {**scaled, **(settings.get("compaction") or {})}
+    return {**settings, "models": models, "compaction": compaction}
 
 
 async def connect(args: argparse.Namespace, settings: dict[str, Any]) -> ContextdClient:
@@ -279,7 +286,8 @@ async def run_import(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.file} holds no {args.source} conversation")
     workspace = args.workspace or imported.workspace or str(Path.cwd())
     data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
-    session_id, path = save(imported, data_dir, workspace=workspace, name=args.name or f"{args.source}: {args.file.name}")
+    name = args.name or (None if imported.name else f"{args.source}: {args.file.name}")
+    session_id, path = save(imported, data_dir, workspace=workspace, name=name)
     async with await connect(args, load_settings(args)) as client:
         opened = await client.session_open(session_id=session_id)
         state = await client.state(session_id)

@@ -30,14 +30,15 @@ def demo_messages() -> list[dict[str, Any]]:
 
 def demo_settings(user_settings: dict[str, Any], window: int) -> dict[str, Any]:
     """A small window so the session has to compact; the user's settings layered on top."""
-    compaction = {"reserveTokens": OUTPUT_RESERVE_TOKENS, "keepRecentTokens": max(window // 5, 1)}
-    models = {DEMO_MODEL: {"contextWindow": window, "maxOutputTokens": OUTPUT_RESERVE_TOKENS, "encoding": "o200k_base"}}
-    return {
+    from contextd_client.cli import with_window
+
+    model = {"maxOutputTokens": OUTPUT_RESERVE_TOKENS, "encoding": "o200k_base"}
+    settings = {
         **user_settings,
         "defaultModel": DEMO_MODEL,
-        "compaction": {**compaction, **(user_settings.get("compaction") or {})},
-        "models": {**models, **(user_settings.get("models") or {})},
+        "models": {DEMO_MODEL: model, **(user_settings.get("models") or {})},
     }
+    return with_window(settings, DEMO_MODEL, window)
 
 
 def latest_summary(messages: list[dict[str, Any]]) -> str | None:

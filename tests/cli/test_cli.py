@@ -1,0 +1,215 @@
+"""The `contextd` client commands, run as the installed command in a subprocess: their output
+for people, their `--json`, and the exit codes scripts rely on (0 ok, 1 daemon error,
+2 usage error)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.client.helpers import long_conversation
+
+CONTEXTD = shutil.which("contextd")
+FIXTURES = Path(__file__).parents[1] / "importers" / "fixtures"
+
+pytestmark = pytest.mark.skipif(CONTEXTD is None, reason="the contextd command is not installed")
+
+
+def run(data_dir: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    assert CONTEXTD is not None
+    return subprocess.run(
+        [CONTEXTD, "--data-dir", str(data_dir), *args],
+        capture_output=True, text=True, timeout=timeout, cwd=data_dir.parent,
+    )
+
+
+def run_json(data_dir: Path, *args: str) -> Any:
+    done = run(data_dir, *args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def skip_if_not_served(done: subprocess.CompletedProcess[str], method: str) -> None:
+    if done.returncode == 1 and "code -32601" in done.stderr:
+        pytest.skip(f"waiting for the server to implement {method}")
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def conversation(tmp_path: Path) -> Path:
+    path = tmp_path / "conversation.jsonl"
+    path.write_text("".join(json.dumps(message) + "\n" for message in long_conversation(14)))
+    return path
+
+
+@pytest.fixture
+def replayed(data_dir: Path, conversation: Path) -> dict[str, Any]:
+    """A session replayed into an 8,000-token window: it compacted on the way."""
+    return run_json(data_dir, "replay", str(conversation), "--name", "replayed", "--window", "8000")
+
+
+def test_replay_shows_the_bar_filling_and_the_compactions(data_dir: Path, conversation: Path) -> None:
+    done = run(data_dir, "replay", str(conversation), "--window", "8000")
+    assert done.returncode == 0, done.stderr
+    bars = [line for line in done.stdout.splitlines() if line.startswith("[")]
+    percents = [float(line.split("]")[1].split("%")[0]) for line in bars]
+    assert len(bars) >= 3 and max(percents) > percents[0]
+    assert "⟳ compacting (threshold)" in done.stdout
+    assert "✓ compacted (threshold)" in done.stdout
+    assert "Session file: " in done.stdout and str(data_dir) in done.stdout
+
+
+def test_replay_json_reports_the_session_and_its_compactions(replayed: dict[str, Any]) -> None:
+    assert replayed["appended"] == len(long_conversation(14))
+    outcomes = [event["outcome"] for event in replayed["compactions"]]
+    assert outcomes and set(outcomes) == {"compacted"}
+    usage = replayed["state"]["usage"]
+    assert usage["contextWindow"] == 8000 and usage["tokens"] < 8000
+    assert Path(replayed["state"]["path"]).is_file()
+
+
+def test_replay_errors_have_their_exit_codes(data_dir: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"role": "user", "content": "hi"}\n\n{"role": \n')
+    done = run(data_dir, "replay", str(broken))
+    assert done.returncode == 2 and "line 3" in done.stderr
+
+    missing = run(data_dir, "replay", str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
+
+    invalid = tmp_path / "invalid.jsonl"
+    invalid.write_text('{"role": "user", "content": "hi"}\n{"role": "robot", "content": "beep"}\n')
+    refused = run(data_dir, "replay", str(invalid))
+    assert refused.returncode == 1
+    assert "the daemon refused" in refused.stderr and "-32602" in refused.stderr
+
+
+def test_usage_errors_exit_2(data_dir: Path) -> None:
+    assert run(data_dir, "tree").returncode == 2
+    assert run(data_dir, "import", "x.jsonl", "--from", "cursor").returncode == 2
+    assert run(data_dir, "sessions", "--tcp", "nonsense").returncode == 2
+
+
+def test_sessions_table_and_json(data_dir: Path, replayed: dict[str, Any]) -> None:
+    table = run(data_dir, "sessions")
+    assert table.returncode == 0
+    header, row = table.stdout.splitlines()[:2]
+    assert header.split()[:4] == ["SESSION", "NAME", "ENTRIES", "TOKENS"]
+    assert row.startswith(replayed["sessionId"]) and "replayed" in row
+    listed = run_json(data_dir, "sessions")
+    assert [session["sessionId"] for session in listed["sessions"]] == [replayed["sessionId"]]
+
+
+def test_sessions_on_an_empty_data_dir(data_dir: Path) -> None:
+    done = run(data_dir, "sessions")
+    assert done.returncode == 0 and done.stdout.strip() == "No sessions."
+    assert run_json(data_dir, "sessions") == {"sessions": []}
+
+
+def test_compact_by_id_prefix_dry_run_and_for_real(data_dir: Path, tmp_path: Path) -> None:
+    conversation = tmp_path / "big.jsonl"
+    conversation.write_text("".join(json.dumps(m) + "\n" for m in long_conversation(30)))
+    session_id = run_json(data_dir, "replay", str(conversation))["sessionId"]
+    prefix = session_id[:14]
+    plan = run_json(data_dir, "compact", prefix, "--dry-run")
+    assert plan["summarizeEntryIds"] and plan["tokensBefore"] > 0
+    done = run(data_dir, "compact", prefix, "--instructions", "Keep the module names")
+    skip_if_not_served(done, "contextd/compact")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"Compacted {session_id}: ")
+    again = run(data_dir, "compact", session_id)
+    assert again.returncode == 1 and "-32005" in again.stderr  # nothing new to compact
+
+
+def test_compact_an_unknown_session_is_a_daemon_error(data_dir: Path) -> None:
+    done = run(data_dir, "compact", "no-such-session")
+    assert done.returncode == 1
+    assert "not found" in done.stderr and "-32001" in done.stderr
+
+
+def test_tree_shows_the_leaf(data_dir: Path, replayed: dict[str, Any]) -> None:
+    done = run(data_dir, "tree", replayed["sessionId"])
+    skip_if_not_served(done, "contextd/tree")
+    assert done.returncode == 0, done.stderr
+    assert "← leaf" in done.stdout
+    tree = run_json(data_dir, "tree", replayed["sessionId"])
+    assert tree["leafId"] == replayed["state"]["leafId"]
+
+
+def test_handoff_prints_the_new_session(data_dir: Path, replayed: dict[str, Any]) -> None:
+    done = run(data_dir, "handoff", replayed["sessionId"], "--goal", "finish the modules")
+    skip_if_not_served(done, "contextd/handoff")
+    assert done.returncode == 0, done.stderr
+    result = run_json(data_dir, "handoff", replayed["sessionId"])
+    assert result["sessionId"] != replayed["sessionId"] and result["document"]
+
+
+@pytest.mark.parametrize(
+    ("source", "fixture", "bad_line"),
+    [("claude-code", "claude_code.jsonl", 8), ("codex", "codex.jsonl", 23), ("pi", "pi_v3.jsonl", 21)],
+)
+def test_import_writes_a_session_and_reports_problems(data_dir: Path, source: str, fixture: str, bad_line: int) -> None:
+    done = run(data_dir, "import", str(FIXTURES / fixture), "--from", source)
+    assert done.returncode == 0, done.stderr
+    assert f"line {bad_line}: corrupt" in done.stderr
+    assert done.stdout.startswith("Imported ")
+    result = run_json(data_dir, "import", str(FIXTURES / fixture), "--from", source, "--name", "again")
+    assert {"line": bad_line, "kind": "corrupt"}.items() <= next(
+        p for p in result["problems"] if p["line"] == bad_line
+    ).items()
+    assert result["usage"]["source"] == "usage"
+    names = {s["name"] for s in run_json(data_dir, "sessions")["sessions"]}
+    assert "again" in names
+
+
+def test_import_of_an_empty_or_missing_file_is_a_usage_error(data_dir: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("not json at all\n")
+    done = run(data_dir, "import", str(empty), "--from", "codex")
+    assert done.returncode == 2 and "line 1: corrupt" in done.stderr
+    assert run(data_dir, "import", str(tmp_path / "missing.jsonl"), "--from", "pi").returncode == 2
+
+
+def test_watch_replay_prints_notifications_as_json_lines(data_dir: Path, conversation: Path) -> None:
+    done = run(data_dir, "watch", "--replay", str(conversation), "--window", "8000", "--json")
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    methods = {event["method"] for event in events}
+    assert {"contextd/tokenUsage", "contextd/sessionChanged", "contextd/compactionFinished"} <= methods
+    causes = [e["params"]["cause"] for e in events if e["method"] == "contextd/sessionChanged"]
+    assert causes[0] == "model" and "append" in causes and "compaction" in causes
+
+
+def test_watch_a_session_until_interrupted(data_dir: Path, replayed: dict[str, Any]) -> None:
+    assert CONTEXTD is not None
+    watcher = subprocess.Popen(
+        [CONTEXTD, "--data-dir", str(data_dir), "watch", replayed["sessionId"]],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert watcher.stdout is not None
+    first = watcher.stdout.readline()
+    time.sleep(0.2)
+    watcher.send_signal(signal.SIGINT)
+    assert watcher.wait(timeout=20) == 0
+    assert replayed["sessionId"] in first and "sessionChanged" in first and "(open)" in first
+
+
+def test_demo_from_the_installed_command(tmp_path: Path) -> None:
+    done = run(tmp_path / "demo-data", "demo", "--delay", "0", timeout=170)
+    assert done.returncode == 0, done.stderr
+    compacted = [line for line in done.stdout.splitlines() if line.startswith("✓ compacted (threshold)")]
+    assert len(compacted) >= 2, done.stdout[-3000:]
+    assert "The summary the model now sees" in done.stdout
+    session_file = next(line for line in done.stdout.splitlines() if line.startswith("Session file: "))
+    assert Path(session_file.removeprefix("Session file: ")).is_file()
