@@ -202,8 +202,9 @@ export const setIdleTimer: Command = (ctx, sessionId) =>
       await ctx.ui.info(`contextd: idle compaction off for ${title(ctx, id)}.`);
       return;
     }
-    await ctx.sessions.configureIdle({ sessionId: id, enabled: true, timeoutSeconds: seconds });
-    await ctx.ui.info(`contextd: ${title(ctx, id)} compacts after ${formatDuration(seconds)} idle.`);
+    const result = await ctx.sessions.configureIdle({ sessionId: id, enabled: true, timeoutSeconds: seconds });
+    const above = result.effectiveThresholdTokens ? `, once above ${formatCount(result.effectiveThresholdTokens)} tokens` : "";
+    await ctx.ui.info(`contextd: ${title(ctx, id)} compacts after ${formatDuration(seconds)} idle${above}.`);
   });
 
 async function askSeconds(ctx: CommandContext): Promise<number | undefined> {

@@ -200,3 +200,11 @@ export interface IdleConfigureParams {
   thresholdTokens?: number;
   thresholdPercent?: number;
 }
+
+export interface IdleConfigureResult {
+  sessionId?: string;
+  enabled: boolean;
+  timeoutSeconds: number;
+  /** The context size above which the idle timer runs, for a session. */
+  effectiveThresholdTokens?: number;
+}

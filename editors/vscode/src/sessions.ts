@@ -15,6 +15,7 @@ import {
   ForkResult,
   HandoffResult,
   IdleConfigureParams,
+  IdleConfigureResult,
   IdleTimer,
   ListResult,
   Message,
@@ -266,8 +267,8 @@ export class ContextdSessions implements Disposable {
     return this.request(Method.label, { sessionId, entryId, label });
   }
 
-  configureIdle(params: IdleConfigureParams): Promise<unknown> {
-    return this.request(Method.idleConfigure, params);
+  configureIdle(params: IdleConfigureParams): Promise<IdleConfigureResult> {
+    return this.request<IdleConfigureResult>(Method.idleConfigure, params);
   }
 
   /** A request, with the token only when there is one: a trailing undefined would be sent as a second param. */

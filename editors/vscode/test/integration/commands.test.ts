@@ -22,6 +22,7 @@ let ctx: commands.CommandContext;
 /** Small budgets so that a short conversation has something to compact. */
 function testSettings(extra: Record<string, Record<string, unknown>> = {}) {
   return settingsWith({
+    ...extra,
     compaction: { keepRecentTokens: 1500, ...extra.compaction },
     pruning: { protectTokens: 500, minimumSavings: 200, ...extra.pruning },
     summarizer: { provider: "remote", remoteEndpoint: summarizer.endpoint, maxRetries: 0, timeoutSeconds: 30, ...extra.summarizer },
@@ -354,7 +355,7 @@ describe("Label Entry", () => {
 describe("Set Idle Compaction Timer", () => {
   it("sets a preset or custom timeout for the session and turns it off", async (context) => {
     await requireMethod(context, Method.idleConfigure);
-    const sessionId = await sessionWithHistory("idle", 1);
+    const sessionId = await sessionWithHistory("sleepy", 1);
     ui.willPick("5 minutes");
     await commands.setIdleTimer(ctx);
     ui.willPick("Custom…").willType("90");
@@ -363,11 +364,30 @@ describe("Set Idle Compaction Timer", () => {
     await commands.setIdleTimer(ctx);
     expect(ui.messages("error")).toEqual([]);
     expect(ui.messages("info")).toEqual([
-      "contextd: idle compacts after 5 min idle.",
-      "contextd: idle compacts after 90 s idle.",
-      "contextd: idle compaction off for idle.",
+      "contextd: sleepy compacts after 5 min idle, once above 100,000 tokens.",
+      "contextd: sleepy compacts after 90 s idle, once above 100,000 tokens.",
+      "contextd: idle compaction off for sleepy.",
     ]);
     expect(daemon.sessions.current).toBe(sessionId);
+  });
+
+  it("arms the timer, which compacts the idle session with progress", async (context) => {
+    await requireMethod(context, Method.idleConfigure);
+    const sessionId = await sessionWithHistory("idle big", 6);
+    await daemon.configure(testSettings({ idle: { thresholdTokens: 1000 } }));
+    try {
+      ui.willPick("Custom…").willType("0.5");
+      await commands.setIdleTimer(ctx);
+      expect(ui.messages("info")[0]).toBe("contextd: idle big compacts after 0.5 s idle, once above 1,000 tokens.");
+      const armed = await eventually(() => daemon.sessions.status.get(sessionId)?.idleTimer);
+      expect(armed.state).toBe("armed");
+      const shown = await eventually(() => ui.progresses.find((p) => p.title === "contextd: compacting idle big (idle)…"));
+      await eventually(() => shown.done);
+      expect(daemon.sessions.status.get(sessionId)?.lastCompaction).toMatchObject({ outcome: "compacted", reason: "idle" });
+      expect(ui.messages("error")).toEqual([]);
+    } finally {
+      await daemon.configure(testSettings());
+    }
   });
 
   it("refuses a timeout that is not a positive number", () => {

@@ -48,6 +48,8 @@ export function settingsWith(overrides: Record<string, Record<string, unknown>>)
 export interface DaemonOptions {
   settings?: DaemonSettings;
   workspace?: string;
+  /** Sessions of an earlier daemon, to start again from disk; kept on stop. */
+  dataDir?: string;
 }
 
 export class TestDaemon {
@@ -63,6 +65,7 @@ export class TestDaemon {
     readonly connection: MessageConnection,
     readonly dataDir: string,
     readonly workspace: string,
+    private readonly ownsDataDir: boolean,
   ) {
     process.stderr!.on("data", (chunk) => (this.stderr += chunk.toString()));
     this.exited = new Promise((resolve) => process.once("exit", (code) => resolve(code)));
@@ -93,7 +96,7 @@ export class TestDaemon {
   settings: DaemonSettings = {};
 
   static async start(options: DaemonOptions = {}): Promise<TestDaemon> {
-    const dataDir = mkdtempSync(join(tmpdir(), "contextd-vscode-"));
+    const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "contextd-vscode-"));
     const workspace = options.workspace ?? join(dataDir, "workspace");
     const { command, args } = serverCommand(process.env.CONTEXTD_PYTHON);
     // --data-dir is an option of `contextd` itself, so it goes before `serve`.
@@ -104,7 +107,7 @@ export class TestDaemon {
       new StreamMessageReader(child.stdout!),
       new StreamMessageWriter(child.stdin!),
     );
-    const daemon = new TestDaemon(child, connection, dataDir, workspace);
+    const daemon = new TestDaemon(child, connection, dataDir, workspace, !options.dataDir);
     daemon.settings = options.settings ?? defaultSettings();
     connection.listen();
     await daemon.initialize();
@@ -160,8 +163,14 @@ export class TestDaemon {
       return null;
     });
     this.connection.dispose();
-    rmSync(this.dataDir, { recursive: true, force: true });
+    if (this.ownsDataDir) rmSync(this.dataDir, { recursive: true, force: true });
     return void code;
+  }
+
+  /** Dies as a crashing daemon would: no shutdown, no flush, no lock release of its own. */
+  async kill(): Promise<void> {
+    this.process.kill("SIGKILL");
+    await this.exited;
   }
 }
 
