@@ -87,9 +87,8 @@ export const handoff: Command = (ctx, sessionId) =>
       placeholder: "e.g. finish the migration to the new API",
     });
     if (goal === undefined) return;
-    const result = await ctx.ui.progress("contextd: writing the hand-off document…", (_, token) =>
-      ctx.sessions.handoff(id, goal.trim() || undefined, token),
-    );
+    // Its progress notification, with a cancel button, is the one every summarizing job gets.
+    const result = await ctx.sessions.handoff(id, goal.trim() || undefined);
     const choice = await ctx.ui.info(
       `contextd: handed off ${title(ctx, id)} to the new session ${title(ctx, result.sessionId)}.`,
       {},

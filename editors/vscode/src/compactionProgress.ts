@@ -46,7 +46,10 @@ export class CompactionProgress implements Disposable {
     const entry: Shown = { report: () => {}, finish: () => {}, requested: compacting!.requested };
     const finished = new Promise<void>((resolve) => (entry.finish = resolve));
     this.shown.set(sessionId, entry);
-    const title = `contextd: compacting ${sessionTitle(status)} (${compacting!.reason})…`;
+    const title =
+      compacting!.reason === "handoff"
+        ? `contextd: writing the hand-off document for ${sessionTitle(status)}…`
+        : `contextd: compacting ${sessionTitle(status)} (${compacting!.reason})…`;
     void this.ui.progress(title, async (report, token) => {
       entry.report = report;
       const cancel = token.onCancellationRequested(() => void this.cancel(sessionId));

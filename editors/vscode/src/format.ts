@@ -41,7 +41,9 @@ export interface TextOptions {
 
 export function statusText(status: SessionStatus, options: TextOptions = {}): string {
   const prefix = options.withName ? `${sessionTitle(status)} ` : "";
-  if (status.compacting) return `$(sync~spin) ${prefix}compacting…`;
+  if (status.compacting) {
+    return `$(sync~spin) ${prefix}${status.compacting.reason === "handoff" ? "handing off…" : "compacting…"}`;
+  }
   if (!status.usage) return `$(database) ${prefix}contextd`;
   const { tokens, contextWindow, percent } = status.usage;
   return `$(database) ${prefix}${formatTokens(tokens)}/${formatTokens(contextWindow)} ${formatPercent(percent)}`;

@@ -43,7 +43,8 @@ export const ErrorCode = {
 
 export type ContextFormat = "neutral" | "anthropic" | "openai";
 export type UsageSource = "usage" | "counted";
-export type CompactionReason = "manual" | "threshold" | "overflow" | "incomplete" | "idle";
+/** Why a summarizing job runs; a hand-off reports its job with these events too. */
+export type CompactionReason = "manual" | "threshold" | "overflow" | "incomplete" | "idle" | "handoff";
 export type CompactionOutcome = "compacted" | "failed" | "aborted" | "cancelled";
 
 /** A message as the daemon stores it; the daemon validates the shape. */

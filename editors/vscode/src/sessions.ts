@@ -6,6 +6,7 @@ import { CancellationToken, CancellationTokenSource, Disposable, Emitter, Event 
 import {
   AppendResult,
   CompactionFinished,
+  CompactionReason,
   CompactionStarted,
   CompactPreview,
   CompactResult,
@@ -58,8 +59,8 @@ export interface EditorText {
 export class ContextdSessions implements Disposable {
   readonly status = new StatusModel();
   private currentId: string | undefined;
-  /** Compactions this window asked for, by session: cancelling one sends $/cancelRequest. */
-  private readonly ownCompactions = new Map<string, CancellationTokenSource>();
+  /** Compactions and hand-offs this window asked for, by session: cancelling one sends $/cancelRequest. */
+  private readonly ownJobs = new Map<string, CancellationTokenSource>();
   private readonly subscriptions: Disposable[] = [];
 
   private readonly tokenUsage = new Emitter<TokenUsage>();
@@ -143,7 +144,7 @@ export class ContextdSessions implements Disposable {
         if (errorCode(error) !== ErrorCode.sessionNotFound) throw error;
         this.forget(sessionId);
       }
-      this.ownCompactions.get(sessionId)?.cancel();
+      this.ownJobs.get(sessionId)?.cancel();
       if (this.status.get(sessionId)?.compacting) this.status.compactionRequestEnded(sessionId);
     }
     if (current && this.status.has(current)) this.setCurrent(current);
@@ -185,32 +186,47 @@ export class ContextdSessions implements Disposable {
   }
 
   /** A manual compaction; `token` (or cancelCompaction) cancels it with $/cancelRequest. */
-  async compact(sessionId: string, options: CompactOptions = {}, token?: CancellationToken): Promise<CompactResult> {
+  compact(sessionId: string, options: CompactOptions = {}, token?: CancellationToken): Promise<CompactResult> {
+    const params = { sessionId, ...(options.instructions ? { instructions: options.instructions } : {}) };
+    return this.ownJob(
+      sessionId,
+      "manual",
+      token,
+      (jobToken) => this.request<CompactResult>(Method.compact, params, jobToken),
+      (result) => ({ outcome: "compacted", reason: "manual", tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter }),
+    );
+  }
+
+  /**
+   * A summarizing job this window asked for: the status shows it at once, and cancelling
+   * it (from `token` or cancelCompaction) sends $/cancelRequest. `outcome` says what the
+   * status keeps of a success; the daemon's compactionFinished may say it first.
+   */
+  private async ownJob<R>(
+    sessionId: string,
+    reason: CompactionReason,
+    token: CancellationToken | undefined,
+    send: (token: CancellationToken) => Promise<R>,
+    outcome: (result: R) => Omit<CompactionResult, "finishedAt"> | undefined,
+  ): Promise<R> {
     const source = new CancellationTokenSource();
     const link = token?.onCancellationRequested(() => source.cancel());
-    this.ownCompactions.set(sessionId, source);
-    // If the daemon is already compacting, it answers -32004 and that compaction's own
-    // notifications keep the status.
+    this.ownJobs.set(sessionId, source);
+    // If the daemon is already busy, it answers -32004 and its own job's events keep the status.
     const alreadyRunning = Boolean(this.status.get(sessionId)?.compacting);
-    if (!alreadyRunning) this.status.compactionRequested(sessionId);
+    if (!alreadyRunning) this.status.compactionRequested(sessionId, reason);
     try {
-      const params = { sessionId, ...(options.instructions ? { instructions: options.instructions } : {}) };
-      const result = await this.request<CompactResult>(Method.compact, params, source.token);
-      this.status.compactionRequestEnded(sessionId, {
-        outcome: "compacted",
-        reason: "manual",
-        tokensBefore: result.tokensBefore,
-        tokensAfter: result.tokensAfter,
-      });
+      const result = await send(source.token);
+      this.status.compactionRequestEnded(sessionId, outcome(result));
       return result;
     } catch (error) {
       if (!alreadyRunning) {
-        this.status.compactionRequestEnded(sessionId, failedCompaction(error, source.token.isCancellationRequested));
+        this.status.compactionRequestEnded(sessionId, failedJob(error, reason, source.token.isCancellationRequested));
       }
       throw error;
     } finally {
       link?.dispose();
-      this.ownCompactions.delete(sessionId);
+      this.ownJobs.delete(sessionId);
       source.dispose();
     }
   }
@@ -220,7 +236,7 @@ export class ContextdSessions implements Disposable {
    * $/cancelRequest; one the daemon started itself (threshold, idle…) is aborted.
    */
   async cancelCompaction(sessionId: string): Promise<"cancelled" | "aborted"> {
-    const own = this.ownCompactions.get(sessionId);
+    const own = this.ownJobs.get(sessionId);
     if (own) {
       own.cancel();
       return "cancelled";
@@ -229,9 +245,16 @@ export class ContextdSessions implements Disposable {
     return "aborted";
   }
 
+  /** Continues in a new session (it becomes the current one); cancellable like a compaction. */
   async handoff(sessionId: string, goal?: string, token?: CancellationToken): Promise<HandoffResult> {
     const params = { sessionId, ...(goal ? { goal } : {}) };
-    const result = await this.request<HandoffResult>(Method.handoff, params, token);
+    const result = await this.ownJob(
+      sessionId,
+      "handoff",
+      token,
+      (jobToken) => this.request<HandoffResult>(Method.handoff, params, jobToken),
+      () => undefined,
+    );
     await this.open({ sessionId: result.sessionId });
     return result;
   }
@@ -282,7 +305,7 @@ export class ContextdSessions implements Disposable {
   }
 
   dispose(): void {
-    for (const source of this.ownCompactions.values()) source.cancel();
+    for (const source of this.ownJobs.values()) source.cancel();
     for (const subscription of this.subscriptions) subscription.dispose();
     for (const emitter of [this.tokenUsage, this.sessionChanged, this.compactionStarted, this.compactionFinished]) {
       emitter.dispose();
@@ -293,10 +316,14 @@ export class ContextdSessions implements Disposable {
   }
 }
 
-/** What a failed compaction request leaves in the status; nothing when nothing was tried. */
-function failedCompaction(error: unknown, cancelled: boolean): Omit<CompactionResult, "finishedAt"> | undefined {
+/** What a failed job request leaves in the status; nothing when nothing was tried. */
+function failedJob(
+  error: unknown,
+  reason: CompactionReason,
+  cancelled: boolean,
+): Omit<CompactionResult, "finishedAt"> | undefined {
   const code = errorCode(error);
-  if (cancelled || code === ErrorCode.cancelled) return { outcome: "cancelled", reason: "manual" };
+  if (cancelled || code === ErrorCode.cancelled) return { outcome: "cancelled", reason };
   if (code === ErrorCode.nothingToCompact || code === ErrorCode.methodNotFound) return undefined;
-  return { outcome: "failed", reason: "manual", error: errorText(error) };
+  return { outcome: "failed", reason, error: errorText(error) };
 }

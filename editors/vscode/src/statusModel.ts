@@ -74,9 +74,9 @@ export class StatusModel {
     this.update(usage.sessionId, (s) => ({ ...s, usage }));
   }
 
-  /** A compaction requested by this window, before the daemon has said anything about it. */
-  compactionRequested(sessionId: string): void {
-    this.update(sessionId, (s) => ({ ...s, compacting: { reason: "manual", requested: true } }));
+  /** A compaction (or hand-off) requested by this window, before the daemon has said anything about it. */
+  compactionRequested(sessionId: string, reason: CompactionReason = "manual"): void {
+    this.update(sessionId, (s) => ({ ...s, compacting: { reason, requested: true } }));
   }
 
   compactionStarted(event: CompactionStarted): void {

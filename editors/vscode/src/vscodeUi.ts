@@ -5,13 +5,12 @@ import { SECTION } from "./settings";
 
 export const vscodeUi: Ui = {
   async pick(items, options) {
-    const picks = items.map((item) => ({ ...item, alwaysShow: false }));
-    const quickPick = vscode.window.createQuickPick<(typeof picks)[number]>();
-    quickPick.items = picks;
+    const quickPick = vscode.window.createQuickPick<(typeof items)[number]>();
+    quickPick.items = items;
     quickPick.title = options.title;
     quickPick.placeholder = options.placeholder;
     quickPick.matchOnDescription = true;
-    const active = picks.find((p) => p.value === options.active);
+    const active = items.find((item) => item.value === options.active);
     if (active) quickPick.activeItems = [active];
     return new Promise((resolve) => {
       quickPick.onDidAccept(() => {

@@ -271,9 +271,30 @@ describe("Hand Off to New Session", () => {
     expect(ui.messages("info")[0]).toMatch(/^contextd: handed off hand me off to the new session /);
     const [document] = ui.messages("document");
     expect(document.length).toBeGreaterThan(0);
+    expect(ui.progresses.map((p) => [p.title, p.done])).toEqual([["contextd: writing the hand-off document for hand me off…", true]]);
+    expect(summarizer.requests.at(-1)?.prompt).toContain("Finish the migration");
     const { sessions } = await daemon.sessions.list();
     expect(sessions.find((s) => s.sessionId === to)?.parentSession?.id).toBe(from);
     expect(daemon.sessions.status.get(to)!.usage!.tokens).toBeLessThan(tokensOf(from));
+  });
+
+  it("is cancelled from its progress notification, and no session is made", async (context) => {
+    await requireMethod(context, Method.handoff);
+    const from = await sessionWithHistory("stay here");
+    const before = (await daemon.sessions.list()).sessions.length;
+    const asked = summarizer.requests.length;
+    summarizer.behaviour = { kind: "hold" };
+    ui.willType("");
+    const running = commands.handoff(ctx);
+    await eventually(() => summarizer.requests.length > asked);
+    const shown = await eventually(() => ui.progresses.find((p) => p.title.includes("stay here")));
+    shown.cancel();
+    await running;
+    summarizer.release();
+    expect(ui.messages("info")).toEqual(["contextd: hand-off cancelled."]);
+    expect(daemon.sessions.current).toBe(from);
+    expect((await daemon.sessions.list()).sessions.length).toBe(before);
+    expect(daemon.sessions.status.get(from)?.compacting).toBeUndefined();
   });
 });
 

@@ -63,6 +63,10 @@ describe("status bar text", () => {
     );
   });
 
+  it("says so while handing off", () => {
+    expect(statusText(status(171_000, { compacting: { reason: "handoff", requested: true } }))).toBe("$(sync~spin) handing off…");
+  });
+
   it("says contextd before the first figure", () => {
     expect(statusText({ sessionId: "s1" })).toBe("$(database) contextd");
   });
