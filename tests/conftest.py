@@ -11,7 +11,12 @@ from typing import Any
 import pytest_asyncio
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
-from pygls.protocol import JsonRPCNotification, JsonRPCResponseMessage, default_converter
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    default_converter,
+)
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
@@ -28,8 +33,8 @@ def plain_converter():
     """Keep results and notification params as the JSON the daemon sent (pygls' default
     turns them into namedtuples)."""
     converter = default_converter()
-    converter.register_structure_hook(JsonRPCResponseMessage, lambda obj, cls: cls(**obj))
-    converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**obj))
+    for message_type in (JsonRPCRequestMessage, JsonRPCResponseMessage, JsonRPCNotification):
+        converter.register_structure_hook(message_type, lambda obj, cls: cls(**obj))
     return converter
 
 

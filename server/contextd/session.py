@@ -697,6 +697,10 @@ class LiveSession:
     def _busy(self) -> bool:
         return self._running is not None or any(not task.done() for task in self._tasks)
 
+    def has_pending_work(self) -> bool:
+        """A job running or a timer armed: such a session stays in memory."""
+        return self._busy() or self._idle_handle is not None
+
     def spawn(self, work: Any) -> asyncio.Task[Any]:
         """Background work of this session; it dies with the session."""
         task = asyncio.get_running_loop().create_task(work)
@@ -986,7 +990,11 @@ class SessionManager:
     def _remember(self, session: LiveSession) -> None:
         session.hand_off = lambda: self.handoff(session, None)
         self._loaded[session.session_id] = session
-        idle = [sid for sid, live in self._loaded.items() if not live._busy()]
+        idle = [
+            sid
+            for sid, live in self._loaded.items()
+            if sid != session.session_id and not live.has_pending_work()
+        ]
         for evicted_id in idle[: max(0, len(self._loaded) - self.max_loaded)]:
             self._loaded.pop(evicted_id).close()
             log.info("session %s evicted from memory; it reloads on its next request", evicted_id)
