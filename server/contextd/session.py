@@ -252,6 +252,14 @@ class RunningCompaction:
     aborted: bool = False
 
 
+def _answers(entry: Entry, pending: dict[str, str]) -> bool:
+    return (
+        isinstance(entry, MessageEntry)
+        and isinstance(entry.message, ToolResultMessage)
+        and entry.message.toolCallId in pending
+    )
+
+
 def _text(summary: Summary | None) -> str | None:
     return summary.text if summary is not None else None
 
@@ -758,6 +766,8 @@ class LiveSession:
         if isinstance(target, MessageEntry) and isinstance(target.message, UserMessage):
             editor_text = message_text(target.message.content)
             new_leaf = target.parentId
+        else:
+            new_leaf = self.through_results(target.id)
         result: dict[str, Any] = {}
         summary = await self._branch_summary(new_leaf, instructions) if summarize else None
         self.append_annotation(LeafEntry, targetId=new_leaf)
@@ -776,6 +786,27 @@ class LiveSession:
         if editor_text is not None:
             result["editorText"] = editor_text
         return result
+
+    def through_results(self, entry_id: str) -> str:
+        """`entry_id`, or past it to the results that answer its tool calls: going back to
+        an answer that called tools means going back to after those tools ran."""
+        pending = open_tool_calls(build_context(self.tree.path_to(entry_id), self.entry_tokens))
+        while pending:
+            answer = next(
+                (
+                    child
+                    for child in reversed(self.tree.children.get(entry_id, []))
+                    if _answers(self.tree.entries[child], pending)
+                ),
+                None,
+            )
+            if answer is None:
+                break
+            result = self.tree.entries[answer]
+            assert isinstance(result, MessageEntry) and isinstance(result.message, ToolResultMessage)
+            pending.pop(result.message.toolCallId)
+            entry_id = answer
+        return entry_id
 
     async def _branch_summary(
         self, new_leaf: str | None, instructions: str | None
@@ -931,8 +962,9 @@ class SessionManager:
         return session
 
     def fork(self, source: LiveSession, entry_id: str) -> LiveSession:
-        """A new session whose history is the path from the root through `entry_id`."""
-        path = source.tree.path_to(source.node(entry_id).id)
+        """A new session whose history is the path from the root through `entry_id` (and the
+        results of its tool calls, when it called tools)."""
+        path = source.tree.path_to(source.through_results(source.node(entry_id).id))
         header = SessionHeader(
             id=new_session_id(),
             workspace=source.header.workspace,
