@@ -11,15 +11,31 @@ from contextd import __version__
 CLIENT_COMMANDS = ("demo", "replay", "import", "sessions", "tree", "compact", "handoff", "watch")
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="contextd", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"contextd {__version__}")
-    parser.add_argument("--data-dir", help="where sessions live (default $XDG_DATA_HOME/contextd)")
-    parser.add_argument(
-        "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
+def global_options(defaults: bool) -> argparse.ArgumentParser:
+    """Options that may stand before or after the command (`contextd --data-dir D serve` and
+    `contextd serve --data-dir D`); after it they only override what was given before."""
+    options = argparse.ArgumentParser(add_help=False)
+    default = {} if defaults else {"default": argparse.SUPPRESS}
+    options.add_argument(
+        "--data-dir", help="where sessions live (default $XDG_DATA_HOME/contextd)", **default
     )
+    options.add_argument(
+        "--log-level",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        **({"default": "INFO"} if defaults else default),
+    )
+    return options
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="contextd", description=__doc__, parents=[global_options(defaults=True)]
+    )
+    parser.add_argument("--version", action="version", version=f"contextd {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the daemon (stdio by default)")
+    serve = commands.add_parser(
+        "serve", help="run the daemon (stdio by default)", parents=[global_options(defaults=False)]
+    )
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
     return parser.parse_args(argv)
 
