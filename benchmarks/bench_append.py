@@ -1,0 +1,169 @@
+"""Append latency over real stdio against the real daemon, by session size.
+
+    python benchmarks/bench_append.py [--appends N] [--sizes 100,1000,10000]
+
+One `contextd serve` per session size, each session filled to exactly that many entries
+with large batched appends of generated coding turns, then N single-message appends sent
+one request at a time (the next only after the reply), each timed from send to reply by
+the client. The messages are the same for every size: user text, assistant text with a
+tool call, the tool's result (a source file, a test run, a search), in the order an agent
+produces them. The sizes are measured in alternating rounds so that load from other
+processes on the shared machine weighs on all of them alike.
+
+The model is given a window far beyond the sessions' size, so the threshold check runs on
+every append but no compaction starts: this measures appending, not compacting.
+
+The `in-process` column times `LiveSession.append_messages` alone on the same messages
+(already validated, no JSON-RPC, no notifications sent), to tell the session's own cost
+from the transport's.
+Target: the 10,000-entry p50 within 1.5x of the 100-entry p50.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import AsyncExitStack
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from coding_session import filler_turns, message_tokens
+from live_daemon import fill, model_settings, running_daemon
+from contextd.model import Message, Settings
+from contextd.session import SessionManager, SilentEvents
+from contextd.store import Store
+from contextd_client import ContextdClient
+
+SIZES = (100, 1_000, 10_000)
+TARGET_RATIO = 1.5
+HUGE_WINDOW = 1_000_000_000
+WARMUP_APPENDS = 30
+ROUND = 50
+PAD = "ok, continue"
+
+
+def prefill_messages(entries: int, seed: int) -> list[dict[str, Any]]:
+    """`entries` messages of whole turns, topped up with short user replies to be exact."""
+    messages: list[dict[str, Any]] = []
+    for turn in filler_turns(seed):
+        if len(messages) + len(turn) > entries:
+            break
+        messages += turn
+    return messages + [{"role": "user", "content": PAD}] * (entries - len(messages))
+
+
+def measured_messages(count: int, seed: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    turns: Iterator[list[dict[str, Any]]] = filler_turns(seed)
+    while len(messages) < count:
+        messages += next(turns)
+    return messages
+
+
+async def open_filled(client: ContextdClient, entries: int) -> str:
+    opened = await client.session_open(name=f"bench-{entries}")
+    session_id = opened["sessionId"]
+    # A new session already holds entries: the model_change and the name.
+    initial = (await client.state(session_id))["entries"]
+    await fill(client, session_id, prefill_messages(entries - initial, seed=entries))
+    state = await client.state(session_id)
+    assert state["entries"] == entries, state["entries"]
+    return session_id
+
+
+async def timed_append(client: ContextdClient, session_id: str, message: dict[str, Any]) -> float:
+    start = time.perf_counter()
+    await client.append(session_id, [message])
+    return (time.perf_counter() - start) * 1000
+
+
+def in_process_p50(entries: int, measured: list[dict[str, Any]]) -> float:
+    """p50 ms of `append_messages` on a session of `entries` entries, without the daemon."""
+    as_messages = TypeAdapter(list[Message]).validate_python
+    settings = Settings.model_validate(model_settings(HUGE_WINDOW))
+    with tempfile.TemporaryDirectory(prefix="contextd-bench-") as root:
+        sessions = SessionManager(Store(Path(root)), settings, SilentEvents())
+        session = sessions.create(root)
+        prefill = as_messages(prefill_messages(entries - session.state()["entries"], seed=entries))
+        for start in range(0, len(prefill), 1000):
+            session.append_messages(prefill[start : start + 1000])
+        times = []
+        for message in as_messages(measured):
+            started = time.perf_counter()
+            session.append_messages([message])
+            times.append((time.perf_counter() - started) * 1000)
+        sessions.close_all()
+    return percentile(times, 0.5)
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+async def run(sizes: list[int], appends: int) -> None:
+    settings = model_settings(HUGE_WINDOW)
+    messages = measured_messages(WARMUP_APPENDS + appends, seed=7)
+    measured = messages[WARMUP_APPENDS : WARMUP_APPENDS + appends]
+    async with AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(running_daemon(settings)) for _ in sizes]
+        started = time.perf_counter()
+        sessions = [await open_filled(client, size) for client, size in zip(clients, sizes)]
+        fill_seconds = time.perf_counter() - started
+        for client, session_id in zip(clients, sessions):
+            for message in messages[:WARMUP_APPENDS]:
+                await client.append(session_id, [message])
+        latencies: list[list[float]] = [[] for _ in sizes]
+        gc.collect()  # the client's own garbage from filling stays out of the timings
+        for start in range(0, len(measured), ROUND):
+            for column, (client, session_id) in enumerate(zip(clients, sessions)):
+                for message in measured[start : start + ROUND]:
+                    latencies[column].append(await timed_append(client, session_id, message))
+    in_process = [in_process_p50(size, messages) for size in sizes]
+    report(sizes, latencies, in_process, measured, fill_seconds)
+
+
+def report(
+    sizes: list[int],
+    latencies: list[list[float]],
+    in_process: list[float],
+    measured: list[dict[str, Any]],
+    fill_seconds: float,
+) -> None:
+    tokens = [message_tokens(message) for message in measured]
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"append latency over stdio, {len(measured)} single-message appends per size "
+          f"({sum(tokens) / len(tokens):.0f} tokens per message on average, max {max(tokens)}); "
+          f"{os.cpu_count()} cores, load average {load}; {date.today().isoformat()}")
+    print(f"filling the sessions took {fill_seconds:.1f} s\n")
+    base = percentile(latencies[0], 0.5)
+    print("| entries | p50 ms | p90 ms | p99 ms | max ms | p50 vs smallest | in-process p50 ms |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for size, values, own in zip(sizes, latencies, in_process):
+        p50 = percentile(values, 0.5)
+        print(f"| {size:,} | {p50:.2f} | {percentile(values, 0.9):.2f} | "
+              f"{percentile(values, 0.99):.2f} | {max(values):.2f} | {p50 / base:.2f}x | {own:.3f} |")
+    ratio = percentile(latencies[-1], 0.5) / base
+    verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
+    print(f"\ntarget: p50 at {sizes[-1]:,} entries within {TARGET_RATIO}x of p50 at "
+          f"{sizes[0]:,} entries -> {ratio:.2f}x, {verdict}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--appends", type=int, default=1000)
+    parser.add_argument("--sizes", default=",".join(str(size) for size in SIZES))
+    args = parser.parse_args()
+    asyncio.run(run([int(size) for size in args.sizes.split(",")], args.appends))
+
+
+if __name__ == "__main__":
+    main()
