@@ -66,13 +66,17 @@ class Daemon:
         settings: dict[str, Any] | None = None,
         capabilities: lsp.ClientCapabilities | None = None,
         env: dict[str, str] | None = None,
+        pulled_settings: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """`pulled_settings`: what this client answers to `workspace/configuration`."""
         config = ClientServerConfig(
             server_command=[sys.executable, "-m", "contextd", "--data-dir", str(self.data_dir), "serve"],
             client_factory=self._make_client,
             server_env=env,
         )
         self.client = await config.start()
+        if pulled_settings is not None:
+            self.client.set_configuration(pulled_settings, section="contextd")
         result = await self.client.initialize_session(
             lsp.InitializeParams(
                 capabilities=capabilities or lsp.ClientCapabilities(),

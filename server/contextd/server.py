@@ -235,6 +235,11 @@ class ContextdServer(LanguageServer):
     def notify(self, method: str, body: dict[str, Any]) -> None:
         self.protocol.notify(method, body)
 
+    def can_pull_configuration(self) -> bool:
+        capabilities = self.protocol.client_capabilities
+        workspace = capabilities.workspace if capabilities else None
+        return bool(workspace and workspace.configuration)
+
     def wants_before_compact(self) -> bool:
         capabilities = self.protocol.client_capabilities
         experimental = capabilities.experimental if capabilities else None
@@ -375,7 +380,35 @@ def initialize(ls: ContextdServer, params: lsp.InitializeParams) -> None:
 def did_change_configuration(ls: ContextdServer, params: lsp.DidChangeConfigurationParams) -> None:
     raw = params.settings
     if isinstance(raw, dict) and "contextd" in raw:
-        raw = raw["contextd"]
+        apply_notified_settings(ls, raw["contextd"])
+    elif ls.can_pull_configuration():
+        # Clients of the pull model send an empty notification: ask for the section.
+        asyncio.ensure_future(pull_configuration(ls))
+    else:
+        apply_notified_settings(ls, raw)
+
+
+async def initialized(ls: ContextdServer, params: lsp.InitializedParams) -> None:
+    if ls.can_pull_configuration():
+        await pull_configuration(ls)
+
+
+async def pull_configuration(ls: ContextdServer) -> None:
+    """`workspace/configuration` for section `contextd`; nothing (null or {}) keeps what we have."""
+    try:
+        answer = await ls.protocol.send_request_async(
+            lsp.WORKSPACE_CONFIGURATION,
+            lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section="contextd")]),
+        )
+    except JsonRpcException as error:
+        log.warning("workspace/configuration failed: %s", error)
+        return
+    section = answer[0] if isinstance(answer, (list, tuple)) and answer else None
+    if isinstance(section, dict) and section:
+        apply_notified_settings(ls, section)
+
+
+def apply_notified_settings(ls: ContextdServer, raw: Any) -> None:
     try:
         ls.apply_settings(raw)
     except JsonRpcException as error:
@@ -543,6 +576,7 @@ REQUESTS: list[tuple[str, type[Params], Callable[..., Any]]] = [
 def create_server(data_dir: str | None = None) -> ContextdServer:
     server = ContextdServer(data_dir)
     server.feature(lsp.INITIALIZE)(initialize)
+    server.feature(lsp.INITIALIZED)(initialized)
     server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
     server.feature(lsp.SHUTDOWN)(shutdown)
     for method, params_model, function in REQUESTS:

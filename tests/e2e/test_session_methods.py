@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -265,3 +266,22 @@ async def test_settings_change_at_run_time(daemon):
     )
     usage = await daemon.wait_for("contextd/tokenUsage", sessionId=session, thresholdTokens=1234)
     assert usage["thresholdTokens"] == 1234
+
+
+async def test_settings_are_pulled_from_clients_that_offer_them(make_daemon):
+    capabilities = lsp.ClientCapabilities(
+        workspace=lsp.WorkspaceClientCapabilities(configuration=True)
+    )
+    daemon = await make_daemon(
+        capabilities=capabilities, pulled_settings={"compaction": {"thresholdTokens": 4321}}
+    )
+    for _ in range(50):
+        opened = await daemon.open_session()
+        if opened["usage"]["thresholdTokens"] == 4321:
+            break
+        await asyncio.sleep(0.05)
+    assert opened["usage"]["thresholdTokens"] == 4321
+    # A pull-model client's empty change notification makes the daemon ask again.
+    daemon.client.set_configuration({"compaction": {"thresholdTokens": 999}}, section="contextd")
+    daemon.notify("workspace/didChangeConfiguration", lsp.DidChangeConfigurationParams(settings=None))
+    await daemon.wait_for("contextd/tokenUsage", sessionId=opened["sessionId"], thresholdTokens=999)
