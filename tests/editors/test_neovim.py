@@ -400,26 +400,6 @@ def test_an_unknown_idle_argument_is_an_error(editor: Editor) -> None:
     assert editor.wait_note("seconds or off")["level"] == ERROR
 
 
-# Commands whose method the daemon may not have yet, with that method.
-LATE_COMMANDS = [
-    ("ContextdIdle 60", "contextd/idle/configure"),
-    ("ContextdHandoff", "contextd/handoff"),
-    ("ContextdFork", "contextd/tree"),
-    ("ContextdLabel x", "contextd/label"),
-    ("ContextdAbort", "contextd/compact/abort"),
-]
-
-
-def test_commands_the_daemon_lacks_warn(editor: Editor) -> None:
-    editor.setup()
-    editor.append(CONVERSATION)
-    missing = [command for command, method in LATE_COMMANDS if not editor.supports(method)]
-    if not missing:
-        pytest.skip("the daemon implements every method")
-    editor.command(missing[0])
-    assert editor.wait_note("does not support it yet")["level"] == WARN
-
-
 def long_turns(count: int) -> list[dict[str, Any]]:
     """Turns long enough that a small keepRecentTokens leaves something to summarize."""
     messages = []
@@ -630,16 +610,33 @@ def test_sessions_command_switches_sessions(editor: Editor) -> None:
     assert editor.statusline() == "ctx 84k/200k 42%"
 
 
-def test_idle_command_configures_idle_compaction(editor: Editor) -> None:
-    editor.setup()
+def test_idle_command_compacts_a_session_left_idle(editor: Editor) -> None:
+    session_id = editor.setup(settings={**COMPACTABLE, "idle": {"thresholdTokens": 1000}})
     editor.require_method("contextd/idle/configure")
-    editor.command("ContextdIdle 120")
-    editor.wait_note("idle compaction after 120 s")
-    editor.append(CONVERSATION)
-    editor.wait("require('contextd').state().idle ~= nil")
-    assert editor.state()["idle"]["state"] == "armed"
+    editor.command("ContextdIdle 1")
+    editor.wait_note("idle compaction after 1 s")
+    editor.append(long_turns(4))
+    assert editor.wait_note("compacted (idle)")["level"] == INFO
+    [compaction] = session_entries(editor, session_id, "compaction")
+    assert compaction["reason"] == "idle"
+    assert editor.state()["idle"]["state"] in ("armed", "fired", "cancelled")
     editor.command("ContextdIdle off")
     editor.wait_note("idle compaction off")
+
+
+def test_an_automatic_handoff_moves_to_the_new_session(editor: Editor) -> None:
+    settings = {
+        "compaction": {"strategy": "handoff", "thresholdTokens": 3000, "keepRecentTokens": 300},
+        "pruning": {"enabled": False},
+    }
+    old_id = editor.setup(settings=settings)
+    editor.require_method("contextd/handoff")
+    editor.append(long_turns(4))
+    editor.wait_note("handed off to the new session")
+    new_id = editor.state()["session_id"]
+    assert new_id != old_id
+    [handoff] = session_entries(editor, new_id, "handoff")
+    assert handoff["fromSession"] == old_id
 
 
 # --- health and help ---------------------------------------------------------------------

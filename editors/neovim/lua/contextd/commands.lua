@@ -77,12 +77,19 @@ function M.compact_preview()
 end
 
 function M.handoff(goal)
-  call("contextd/handoff", with_session({ goal = non_empty(goal) }), function(result)
-    session.switch_to(result.sessionId, function(err)
+  state.handoff_requested = true
+  session.when_ready(function(ready_err)
+    if ready_err then
+      state.handoff_requested = nil
+      return client.notify_error("handoff", ready_err)
+    end
+    local params = { sessionId = state.session_id, goal = non_empty(goal) }
+    client.request("contextd/handoff", params, function(err, result)
+      state.handoff_requested = nil
       if err then
-        return client.notify_error("open the handoff session", err)
+        return client.notify_error("handoff", err)
       end
-      info("handed off to the new session " .. result.sessionId)
+      session.follow_handoff(result.sessionId)
     end)
   end)
 end

@@ -54,8 +54,13 @@ local function on_compaction_finished(_, finished)
   end
   state.compacting = nil
   state.changed()
-  -- A manual compaction answers its own request; only automatic ones are announced here.
-  if finished.reason ~= "manual" then
+  -- A handoff (asked for or at the threshold with strategy "handoff") continues in the new session.
+  if finished.outcome == "compacted" and format.present(finished.handoffSessionId) then
+    return require("contextd.session").follow_handoff(finished.handoffSessionId)
+  end
+  -- Requests the user made answer for themselves; the rest is news.
+  local asked_for = finished.reason == "manual" or (finished.reason == "handoff" and state.handoff_requested)
+  if not asked_for then
     vim.notify(finished_message(finished))
   end
 end

@@ -192,4 +192,20 @@ function M.switch_to(session_id, callback)
   end)
 end
 
+local followed = {} -- handoff sessions already followed: the request and the event both report one
+
+--- Continues in the session a handoff created.
+function M.follow_handoff(new_session_id)
+  if followed[new_session_id] then
+    return
+  end
+  followed[new_session_id] = true
+  M.switch_to(new_session_id, function(err)
+    if err then
+      return client.notify_error("open the handoff session", err)
+    end
+    vim.notify("contextd: handed off to the new session " .. new_session_id, levels.INFO)
+  end)
+end
+
 return M

@@ -10,6 +10,7 @@ local M = {
   usage = nil, -- the latest contextd/tokenUsage body of the current session
   compacting = nil, -- the contextd/compactionStarted body while one runs
   idle = nil, -- the latest contextd/idleTimer body of the current session
+  handoff_requested = nil, -- true while :ContextdHandoff waits for its answer
 }
 
 local usage_listeners = {}
