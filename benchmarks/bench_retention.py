@@ -1,6 +1,6 @@
 """What survives compaction: planted facts and tokens, through the real daemon.
 
-    python benchmarks/bench_retention.py [--sizes 60000,120000,200000,300000]
+    python benchmarks/bench_retention.py [--sizes 60000,120000,200000,300000] [--seed 0]
         [--window 32768 --reserve 8192 --keep 8000]
 
 Generated coding sessions of 60k to 300k tokens (seeded, see coding_session.py) carry
@@ -253,7 +253,7 @@ async def run_all(args: argparse.Namespace) -> None:
     settings = model_settings(args.window, reserveTokens=args.reserve, keepRecentTokens=args.keep)
     sizes = [int(size) for size in args.sizes.split(",")]
     sessions = [
-        generate_session(seed=tokens, tokens=tokens,
+        generate_session(seed=tokens + args.seed, tokens=tokens,
                          facts_per_kind=min(15, max(3, tokens // TOKENS_PER_FACT_OF_A_KIND)))
         for tokens in sizes
     ]
@@ -268,6 +268,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(str(size) for size in SIZES),
                         help="session lengths in tokens (facts: one of each kind per 25k, 3 to 15)")
+    parser.add_argument("--seed", type=int, default=0, help="added to each session's seed (its length)")
     parser.add_argument("--window", type=int, default=32_768, help="the model's context window")
     parser.add_argument("--reserve", type=int, default=8_192, help="compaction.reserveTokens")
     parser.add_argument("--keep", type=int, default=8_000, help="compaction.keepRecentTokens")

@@ -77,7 +77,7 @@ PLANTED_PATHS = [
     "tests/importers/test_ofx_parser.py",
     "src/ledger/core/postings.py",
     "src/ledger/util/money.py",
-    "scripts/backfill_rates.py",
+    "scripts/backfill_fx_history.py",
     "docs/adr/0004-sqlite-cache.md",
     "src/ledger/sync/bank_feed.py",
     "config/logging.toml",
@@ -219,6 +219,9 @@ class Writer:
             path=path or self.random.choice(MODULES),
         )
 
+    def price(self) -> str:
+        return f"{self.random.randint(1, 999)}.{self.random.randint(0, 99):02d}"
+
     def code(self, lines: int) -> str:
         out = ["from __future__ import annotations", "", "import logging", "from decimal import Decimal", ""]
         while len(out) < lines:
@@ -232,7 +235,7 @@ class Writer:
                     f"    if {other} is None and strict:",
                     f"        raise ValueError(f\"missing {other} for {{{arg}.id}}\")",
                     f"    for item in {arg}.{other}s:",
-                    f"        total += item.{self.random.choice(NOUNS)} * Decimal(\"{self.random.randint(1, 999)}.{self.random.randint(0, 99):02d}\")",
+                    f"        total += item.{self.random.choice(NOUNS)} * Decimal(\"{self.price()}\")",
                     f"    log.debug(\"{self.random.choice(VERBS)} %s\", {other})",
                     "    try:",
                     f"        return {self.func()}({other})",
@@ -250,7 +253,8 @@ class Writer:
     def assistant(self, text: str, call: tuple[str, dict[str, Any]] | None = None) -> str | None:
         content: list[dict[str, Any]] = []
         if self.random.random() < 0.3:
-            content.append({"type": "thinking", "thinking": " ".join(self.fill(l) for l in self.random.sample(STEP_LINES, 3))})
+            thinking = " ".join(self.fill(line) for line in self.random.sample(STEP_LINES, 3))
+            content.append({"type": "thinking", "thinking": thinking})
         if text:
             content.append({"type": "text", "text": text})
         call_id = None
@@ -275,11 +279,16 @@ class Writer:
 
     def grep(self) -> None:
         func = self.func()
-        hits = "\n".join(
-            f"{self.random.choice(MODULES)}:{self.random.randint(5, 400)}:    {self.random.choice(NOUNS)} = {func}({self.random.choice(NOUNS)})"
-            for _ in range(self.random.randint(2, 25))
-        )
+        hits = "\n".join(self.search_hit(func) for _ in range(self.random.randint(2, 25)))
         self.tool("bash", {"command": f'rg -n "{func}" src tests'}, hits)
+
+    def search_hit(self, func: str) -> str:
+        where = f"{self.random.choice(MODULES)}:{self.random.randint(5, 400)}"
+        return f"{where}:    {self.random.choice(NOUNS)} = {func}({self.random.choice(NOUNS)})"
+
+    def log_line(self, index: int) -> str:
+        day = f"2024-05-0{self.random.randint(1, 9)} 10:{index:02d}:00"
+        return f"{day} INFO {self.random.choice(VERBS)} {self.random.choice(NOUNS)} batch {index}"
 
     def edit(self, path: str | None = None, text: str = "") -> None:
         path = path or self.random.choice(MODULES + TESTS)
@@ -326,14 +335,14 @@ class Writer:
         """Runs a script (succeeding unless `failure` is given); returns the command."""
         script = script or self.random.choice(SCRIPTS)
         command = f"python {script} --since 2024-01-01"
-        log_lines = [f"2024-05-0{self.random.randint(1, 9)} 10:{i:02d}:00 INFO {self.random.choice(VERBS)} {self.random.choice(NOUNS)} batch {i}"
-                     for i in range(self.random.randint(3, 30))]
+        log_lines = [self.log_line(index) for index in range(self.random.randint(3, 30))]
         if failure is None:
             self.tool("bash", {"command": command}, "\n".join([*log_lines, "done."]))
             return command
         frames = [f'  File "/home/dev/ledger/{script}", line {self.random.randint(20, 200)}, in <module>', "    main()"]
         for _ in range(self.random.randint(1, 4)):
-            frames += [f'  File "/home/dev/ledger/{self.random.choice(MODULES)}", line {self.random.randint(5, 400)}, in {self.func()}',
+            module, line = self.random.choice(MODULES), self.random.randint(5, 400)
+            frames += [f'  File "/home/dev/ledger/{module}", line {line}, in {self.func()}',
                        f"    return {self.func()}({self.random.choice(NOUNS)})"]
         output = "\n".join([*log_lines, "Traceback (most recent call last):", *frames, failure])
         self.tool("bash", {"command": command}, output, error=True)
@@ -356,7 +365,8 @@ class Writer:
             self.edit()
         elif roll < 0.92:
             failing = self.random.random() < 0.1
-            self.test_run(f"AssertionError: assert {self.random.randint(1, 99)} == {self.random.randint(100, 199)}" if failing else None)
+            failure = f"assert {self.random.randint(1, 99)} == {self.random.randint(100, 199)}" if failing else None
+            self.test_run(f"AssertionError: {failure}" if failure else None)
         else:
             self.script_run()
 
