@@ -148,7 +148,9 @@ def test_fit_drops_lower_ranks_then_older_items() -> None:
     assert "Never push to main." in fitted
 
 
-def test_turn_prefix_layout_groups_sections_under_three_headings() -> None:
+def test_turn_prefix_layout_keeps_constraints_decisions_and_blockers_apart() -> None:
+    # Each kind under its own heading, so that merging it into the next checkpoint keeps
+    # its rank instead of demoting it to background context.
     checkpoint = Checkpoint()
     checkpoint.add(GOAL, "Port the CLI", 6)
     checkpoint.add(DECISIONS, "Going with click", 5)
@@ -157,6 +159,9 @@ def test_turn_prefix_layout_groups_sections_under_three_headings() -> None:
 
     assert render(checkpoint, TURN_PREFIX_LAYOUT) == (
         "## Original Request\n- Port the CLI\n\n"
-        "## Early Progress\n- Going with click\n- [x] Parsed args\n\n"
-        "## Context for the Rest of the Turn\n- ImportError: click\n"
+        "## Constraints & Preferences\n(none)\n\n"
+        "## Key Decisions\n- Going with click\n\n"
+        "## Early Progress\n- [x] Parsed args\n\n"
+        "### Blocked\n- ImportError: click\n\n"
+        "## Context for the Rest of the Turn\n(none)\n"
     )

@@ -259,12 +259,14 @@ def test_turn_prefix_shape() -> None:
     summary = summarize_offline(request(messages, kind="turn_prefix"))
 
     assert headings(summary) == [
-        "## Original Request", "## Early Progress", "## Context for the Rest of the Turn"
+        "## Original Request", "## Constraints & Preferences", "## Key Decisions",
+        "## Early Progress", "### Blocked", "## Context for the Rest of the Turn",
     ]
     body = sections(summary)
     assert "deploy/config/limits.yaml" in body["## Original Request"]
+    assert "don't add new dependencies" in body["## Constraints & Preferences"]
     assert "- [ ] Waiting on `edit services/api/ratelimit.py`" in body["## Early Progress"]
-    assert RESOLVED_ERROR in body["## Context for the Rest of the Turn"]
+    assert RESOLVED_ERROR in body["### Blocked"]  # not fixed yet within this prefix
 
 
 def test_branch_summary_has_the_checkpoint_shape() -> None:

@@ -171,7 +171,7 @@ def assemble_compaction_summary(
         main = preparation.previous_summary or NO_EARLIER_HISTORY
     parts = [without_file_lists(main).strip()]
     if preparation.turn_prefix_request is not None:
-        turn = _required(turn_prefix_summary, "turn_prefix_summary").strip()
+        turn = without_file_lists(_required(turn_prefix_summary, "turn_prefix_summary")).strip()
         parts.append(f"{TURN_CONTEXT_HEADING}\n\n{turn}")
     return "\n\n".join(parts) + format_file_lists(preparation.files)
 

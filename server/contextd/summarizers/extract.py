@@ -45,11 +45,16 @@ MAX_MENTIONED_FILES = 25
 # --- what sentences say ----------------------------------------------------------------
 
 CONSTRAINT = re.compile(
-    r"\b(?:must|mustn't|never|always|don'?t|do not|doesn't|does not|prefer(?:ably|red)?|"
+    r"\b(?:must|mustn't|never|always|don'?t|do not|prefer(?:ably|red)?|"
     r"should|shouldn't|only|avoid|make sure|ensure|required?|requirement|no need to|"
-    r"without|not allowed|forbidden|stick to|stay|keep)\b",
+    r"not allowed|forbidden|stick to|stay|keep)\b",
     re.IGNORECASE,
 )
+NARRATION = re.compile(
+    r"^(?:now\s+)?(?:i'll|i will|let me)\s+(?:use\s+\S+\s+to\b|read|look|check|run|search|open)",
+    re.IGNORECASE,
+)
+"""The assistant saying which tool it runs next: not a decision about the work."""
 DECISION = re.compile(
     r"\b(?:we'll|we will|i'll (?:use|go with|switch|keep|stick)|i will (?:use|go with|switch)|"
     r"let's (?:use|go with|switch|keep|stick|do)|decided|decision|going with|go with|"
@@ -208,7 +213,7 @@ def _read_user(message: UserMessage, facts: Facts) -> None:
     facts.errors.extend(ErrorSeen("user", [line], -1) for line in _error_lines(text))
     for sentence in sentences(text):
         facts.sentences.append(sentence)
-        if CONSTRAINT.search(sentence):
+        if CONSTRAINT.search(sentence) and not sentence.endswith("?"):
             facts.constraints.append(sentence)
         elif DECISION.search(sentence):
             facts.decisions.append(sentence)
@@ -226,7 +231,7 @@ def _assistant_text(message: AssistantMessage) -> str:
 def _read_assistant_text(text: str, facts: Facts) -> None:
     for sentence in sentences(text):
         facts.sentences.append(sentence)
-        if DECISION.search(sentence):
+        if DECISION.search(sentence) and not NARRATION.match(sentence):
             facts.decisions.append(sentence)
         elif DONE_CLAIM.search(sentence) and not sentence.endswith("?"):
             facts.done.append(sentence)

@@ -69,8 +69,11 @@ CHECKPOINT_LAYOUT: Layout = (
 )
 TURN_PREFIX_LAYOUT: Layout = (
     Part("## Original Request", (GOAL,)),
-    Part("## Early Progress", (DECISIONS, DONE, IN_PROGRESS)),
-    Part("## Context for the Rest of the Turn", (CONSTRAINTS, BLOCKED, CRITICAL, NEXT)),
+    Part("## Constraints & Preferences", (CONSTRAINTS,)),
+    Part("## Key Decisions", (DECISIONS,)),
+    Part("## Early Progress", (DONE, IN_PROGRESS)),
+    Part("### Blocked", (BLOCKED,)),
+    Part("## Context for the Rest of the Turn", (CRITICAL, NEXT)),
     *_FILE_TAGS,
 )
 HANDOFF_LAYOUT: Layout = (
