@@ -8,6 +8,7 @@ the pickers. Methods the daemon does not have yet (-32601) skip their tests at r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -37,7 +38,7 @@ def discover_neovims() -> list[tuple[str, str]]:
         if not candidate or not os.access(candidate, os.X_OK):
             continue
         banner = subprocess.run(
-            [candidate, "--version"], capture_output=True, text=True, timeout=20
+            [candidate, "--version"], check=False, capture_output=True, text=True, timeout=20
         ).stdout.splitlines()
         if banner:
             found.setdefault(banner[0].replace("NVIM ", ""), candidate)
@@ -173,10 +174,12 @@ class Editor:
         return self.lua("return _G.notes")
 
     def wait_note(self, text: str, timeout_ms: int = 15000) -> dict[str, Any]:
-        self.wait(
-            f"vim.tbl_count(vim.tbl_filter(function(n) return n.msg:find({json.dumps(text)}, 1, true) end, _G.notes)) > 0",
-            timeout_ms,
+        """Waits for the first vim.notify message containing `text`, and returns it."""
+        self.lua("_G.wanted = ...", text)
+        shown = (
+            "#vim.tbl_filter(function(n) return n.msg:find(_G.wanted, 1, true) end, _G.notes) > 0"
         )
+        self.wait(shown, timeout_ms)
         return next(note for note in self.notes() if text in note["msg"])
 
     def answer_selects(self, *answers: str) -> None:
@@ -187,7 +190,10 @@ class Editor:
 
     def supports(self, method: str) -> bool:
         """Asks the daemon with empty params: -32601 if it lacks the method, else -32602."""
-        code = "local _, err = require('contextd.client').request_sync(..., vim.empty_dict()); return err and err.code"
+        code = (
+            "local _, err = require('contextd.client').request_sync(..., vim.empty_dict());"
+            " return err and err.code"
+        )
         return self.lua(code, method) != METHOD_NOT_FOUND
 
     def require_method(self, method: str) -> None:
@@ -204,17 +210,17 @@ class Editor:
 @pytest.fixture(params=[path for _, path in NEOVIMS], ids=[version for version, _ in NEOVIMS])
 def editor(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Editor]:
     home = tmp_path / "home"
-    env = [f"XDG_{name}_HOME={home / name.lower()}" for name in ("CONFIG", "DATA", "STATE", "CACHE")]
+    env = [
+        f"XDG_{name}_HOME={home / name.lower()}" for name in ("CONFIG", "DATA", "STATE", "CACHE")
+    ]
     argv = ["env", *env, request.param, "--embed", "--headless", "--clean", "-n"]
     nvim = pynvim.attach("child", argv=argv)
     editor = Editor(nvim, tmp_path)
     editor.lua(HARNESS, str(PLUGIN_DIR))
     yield editor
-    try:
-        editor.lua("require('contextd').stop()")
-        nvim.quit("qa!")
-    except Exception:  # Neovim closing the channel while answering is the normal end
-        pass
+    editor.lua("require('contextd').stop()")
+    with contextlib.suppress(EOFError):  # pynvim reports Neovim's exit as the channel's end
+        nvim.quit()
     nvim.close()
 
 
@@ -288,11 +294,22 @@ TOOL_TURN = [
         "role": "assistant",
         "content": [
             {"type": "text", "text": "Reading."},
-            {"type": "toolCall", "id": "call_1", "name": "read", "arguments": {"path": "src/app.py"}},
+            {
+                "type": "toolCall",
+                "id": "call_1",
+                "name": "read",
+                "arguments": {"path": "src/app.py"},
+            },
         ],
         "stopReason": "toolUse",
     },
-    {"role": "toolResult", "toolCallId": "call_1", "toolName": "read", "content": "def main(): ...", "isError": False},
+    {
+        "role": "toolResult",
+        "toolCallId": "call_1",
+        "toolName": "read",
+        "content": "def main(): ...",
+        "isError": False,
+    },
 ]
 
 
@@ -311,7 +328,11 @@ def test_get_context_in_each_format(editor: Editor) -> None:
             "function": {"name": "read", "arguments": '{"path": "src/app.py"}'},
         }
     ]
-    assert openai["messages"][2] == {"role": "tool", "tool_call_id": "call_1", "content": "def main(): ..."}
+    assert openai["messages"][2] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "def main(): ...",
+    }
     anthropic, _ = editor.call_api("get_context", "anthropic")
     assert anthropic["messages"][2]["content"][0]["type"] == "tool_result"
 
@@ -322,7 +343,11 @@ def test_async_api_calls_back(editor: Editor) -> None:
         "require('contextd').setup(...);"
         "require('contextd').append_messages({ { role = 'user', content = 'queued early' } },"
         " function(err, result) _G.appended = { err = err, result = result } end)",
-        {"python": sys.executable, "data_dir": str(editor.data_dir), "workspace": str(editor.workspace)},
+        {
+            "python": sys.executable,
+            "data_dir": str(editor.data_dir),
+            "workspace": str(editor.workspace),
+        },
     )
     editor.wait("_G.appended ~= nil")
     appended = editor.lua("return _G.appended")
@@ -333,7 +358,9 @@ def test_async_api_calls_back(editor: Editor) -> None:
 
 def test_an_invalid_message_is_refused_with_the_field_named(editor: Editor) -> None:
     session_id = editor.setup()
-    result, err = editor.call_api("append_messages", [user("fine"), {"role": "user", "contnt": "typo"}])
+    result, err = editor.call_api(
+        "append_messages", [user("fine"), {"role": "user", "contnt": "typo"}]
+    )
     assert result is None
     assert err["code"] == -32602
     assert any("1" in e["field"] for e in err["data"]["errors"])
@@ -406,7 +433,9 @@ def long_turns(count: int) -> list[dict[str, Any]]:
     for i in range(count):
         body = f"Turn {i}: please look at module_{i}.py and explain function_{i}. " * 20
         messages.append(user(body))
-        messages.append(assistant(f"Answer {i}: function_{i} parses the input. " * 20, 2000 + 1000 * i))
+        messages.append(
+            assistant(f"Answer {i}: function_{i} parses the input. " * 20, 2000 + 1000 * i)
+        )
     return messages
 
 
@@ -451,7 +480,10 @@ def test_nothing_to_compact_is_information_not_an_error(editor: Editor) -> None:
 
 
 def test_an_automatic_compaction_is_announced(editor: Editor) -> None:
-    settings = {"compaction": {"keepRecentTokens": 300, "thresholdTokens": 3000}, "pruning": {"enabled": False}}
+    settings = {
+        "compaction": {"keepRecentTokens": 300, "thresholdTokens": 3000},
+        "pruning": {"enabled": False},
+    }
     session_id = editor.setup(settings=settings)
     editor.require_method("contextd/compact")
     editor.append(long_turns(4))
@@ -513,6 +545,8 @@ def test_abort_command_stops_a_running_compaction(
     editor.command("ContextdCompact")
     editor.wait("require('contextd').statusline():find('compacting…', 1, true) ~= nil")
     assert stalling_summarizer.received.wait(15)
+    editor.command("ContextdCompact")
+    assert editor.wait_note("contextd: compact:")["level"] == WARN  # one is already running
     editor.command("ContextdAbort")
     editor.wait_note("compaction aborted")
     editor.wait("require('contextd').state().compacting == nil")
@@ -652,13 +686,21 @@ def test_health_check_passes_with_the_daemon_running(editor: Editor) -> None:
     report = health_report(editor)
     assert "ERROR" not in report, report
     assert "Python found" in report
-    assert f"daemon running: contextd {editor.state()['server_version']}, session {session_id}" in report
+    assert (
+        f"daemon running: contextd {editor.state()['server_version']}, session {session_id}"
+        in report
+    )
 
 
 def test_health_check_starts_a_daemon_before_setup(editor: Editor) -> None:
     editor.lua(
         "require('contextd.config').set(...)",
-        {"python": sys.executable, "data_dir": str(editor.data_dir), "workspace": str(editor.workspace), "settings": {"summarizer": {"apiKeyEnv": "CONTEXTD_TEST_NO_SUCH_KEY"}, "colour": 1}},
+        {
+            "python": sys.executable,
+            "data_dir": str(editor.data_dir),
+            "workspace": str(editor.workspace),
+            "settings": {"summarizer": {"apiKeyEnv": "CONTEXTD_TEST_NO_SUCH_KEY"}, "colour": 1},
+        },
     )
     report = health_report(editor)
     assert "ERROR" not in report, report
