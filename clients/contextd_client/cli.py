@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         return sub
 
     demo = command("demo", "replay the shipped coding session in a small window and watch it compact")
-    demo.add_argument("--delay", type=float, default=0.02, help="seconds between steps (default 0.02)")
+    demo.add_argument("--delay", type=float, default=0.05, help="seconds between steps (default 0.05)")
     demo.add_argument("--window", type=int, default=40_000, help="the demo model's context window")
 
     replay_cmd = command("replay", "replay a JSONL file of messages into a new session")
@@ -101,7 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("session", nargs="?", help="a session id, or a unique prefix of one")
     watch.add_argument("--replay", type=Path, metavar="FILE", help="replay FILE's messages while watching")
     watch.add_argument("--window", type=int, help="override the model's context window (tokens)")
-    watch.add_argument("--idle", type=float, metavar="SECONDS", help="arm idle compaction after SECONDS")
+    watch.add_argument("--idle", type=float, metavar="SECONDS", help="compact the session after SECONDS idle")
+    watch.add_argument(
+        "--idle-threshold", type=int, metavar="TOKENS",
+        help="with --idle: only when the context holds at least TOKENS (default: the daemon's idle setting)",
+    )
     watch.add_argument("--follow", action="store_true", help="keep watching after the replay")
     return parser
 
@@ -329,7 +333,9 @@ async def run_watch(args: argparse.Namespace) -> int:
         else:
             session_id = (await client.session_open(name=args.replay.name if args.replay else "watch"))["sessionId"]
         if args.idle is not None:
-            await client.idle_configure(session_id=session_id, enabled=True, timeout_seconds=args.idle)
+            await client.idle_configure(
+                session_id=session_id, enabled=True, timeout_seconds=args.idle, threshold_tokens=args.idle_threshold
+            )
         if args.replay is not None:
             messages = read_file(args.replay)
             replaying = asyncio.ensure_future(replay(client, session_id, messages, display=None))

@@ -21,6 +21,7 @@ from contextd_client.replay import UsageDisplay, read_messages, replay, steps
 DEMO_MODEL = "contextd-demo"
 DEMO_FILE = "session.jsonl"
 OUTPUT_RESERVE_TOKENS = 4096
+SUMMARY_LINES_SHOWN = 40
 
 
 def demo_messages() -> list[dict[str, Any]]:
@@ -111,8 +112,11 @@ def print_ending(
     print(f"\nThe context now: {len(context['messages'])} messages, {render.tokens(context['tokens'])} tokens")
     print(render.usage_bar(state["usage"]))
     if summary:
+        lines = summary.strip().splitlines()
         print("\nThe summary the model now sees in place of the early history:\n")
-        print("\n".join("    " + line for line in summary.strip().splitlines()))
+        print("\n".join("    " + line for line in lines[:SUMMARY_LINES_SHOWN]))
+        if len(lines) > SUMMARY_LINES_SHOWN:
+            print(f"    … {len(lines) - SUMMARY_LINES_SHOWN} more lines (`contextd tree` and the session file have all of it)")
     print(f"\nSession file: {state.get('path', '(not reported)')}")
     if data_dir:
         print(f"Explore it:   contextd --data-dir {data_dir} tree {session_id}")

@@ -8,6 +8,7 @@ import json
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -203,6 +204,36 @@ def test_watch_a_session_until_interrupted(data_dir: Path, replayed: dict[str, A
     watcher.send_signal(signal.SIGINT)
     assert watcher.wait(timeout=20) == 0
     assert replayed["sessionId"] in first and "sessionChanged" in first and "(open)" in first
+
+
+def test_watch_shows_an_idle_compaction(data_dir: Path, replayed: dict[str, Any]) -> None:
+    assert CONTEXTD is not None
+    watcher = subprocess.Popen(
+        [CONTEXTD, "--data-dir", str(data_dir), "watch", replayed["sessionId"], "--json",
+         "--window", "8000", "--idle", "0.5", "--idle-threshold", "100"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert watcher.stdout is not None
+    seen: list[tuple[str, dict[str, Any]]] = []
+    watchdog = threading.Timer(60, watcher.send_signal, [signal.SIGINT])
+    watchdog.start()
+    try:
+        for line in watcher.stdout:
+            event = json.loads(line)
+            seen.append((event["method"], event["params"]))
+            if event["method"] == "contextd/compactionFinished":
+                break
+    finally:
+        watchdog.cancel()
+        watcher.send_signal(signal.SIGINT)
+        code = watcher.wait(timeout=20)
+    if watcher.returncode == 1 and "-32601" in (watcher.stderr.read() if watcher.stderr else ""):
+        pytest.skip("waiting for the server to implement contextd/idle/configure")
+    assert code == 0
+    idle_states = [params["state"] for method, params in seen if method == "contextd/idleTimer"]
+    assert idle_states[0] == "armed" and "fired" in idle_states
+    finished = seen[-1][1]
+    assert finished["reason"] == "idle" and finished["outcome"] in ("compacted", "failed")
 
 
 def test_demo_from_the_installed_command(tmp_path: Path) -> None:
