@@ -105,8 +105,10 @@ class ContextdClient:
         settings: dict[str, Any] | None = None,
         daemon: DaemonProcess | None = None,
         before_compact: BeforeCompactHandler | None = None,
+        work_done_progress: bool = False,
     ) -> None:
         self.settings: dict[str, Any] = dict(settings or {})
+        self._work_done_progress = work_done_progress
         self.daemon = daemon
         self.server_info: dict[str, Any] = {}
         self.server_capabilities: dict[str, Any] = {}
@@ -132,8 +134,14 @@ class ContextdClient:
         env: dict[str, str] | None = None,
         command: list[str] | None = None,
         before_compact: BeforeCompactHandler | None = None,
+        work_done_progress: bool = False,
     ) -> ContextdClient:
-        """Start `contextd serve` as a child of this process and complete the handshake."""
+        """Start `contextd serve` as a child of this process and complete the handshake.
+
+        `before_compact(params)` answers the daemon's contextd/beforeCompact requests (None
+        lets the compaction proceed); `work_done_progress` asks for `$/progress` during
+        compactions, delivered like any notification.
+        """
         daemon = await DaemonProcess.start(
             command or daemon_command(data_dir, log_level),
             cwd=workspace,
@@ -146,6 +154,7 @@ class ContextdClient:
             settings=settings,
             daemon=daemon,
             before_compact=before_compact,
+            work_done_progress=work_done_progress,
         )
         try:
             await client._initialize(workspace)
@@ -163,10 +172,17 @@ class ContextdClient:
         settings: dict[str, Any] | None = None,
         workspace: str | Path | None = None,
         before_compact: BeforeCompactHandler | None = None,
+        work_done_progress: bool = False,
     ) -> ContextdClient:
         """Connect to a daemon started with `contextd serve --tcp HOST:PORT`."""
         reader, writer = await asyncio.open_connection(host, port, limit=2**24)
-        client = cls(reader, writer, settings=settings, before_compact=before_compact)
+        client = cls(
+            reader,
+            writer,
+            settings=settings,
+            before_compact=before_compact,
+            work_done_progress=work_done_progress,
+        )
         try:
             await client._initialize(workspace)
         except BaseException:
@@ -190,7 +206,7 @@ class ContextdClient:
                 "rootUri": folders[0]["uri"] if folders else None,
                 "workspaceFolders": folders,
                 "capabilities": {
-                    "window": {"workDoneProgress": False},
+                    "window": {"workDoneProgress": self._work_done_progress},
                     "workspace": {"configuration": True},
                     "experimental": {
                         "contextd": {"beforeCompact": self._before_compact is not None}

@@ -8,10 +8,7 @@ from pathlib import Path
 import pytest_asyncio
 
 from contextd_client import ContextdClient
-
-
-SETTINGS = {"compaction": {"keepRecentTokens": 2000}}
-"""Default settings but for a short kept tail, so a test conversation has something to compact."""
+from tests.client.helpers import SETTINGS
 
 
 @pytest_asyncio.fixture

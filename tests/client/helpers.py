@@ -10,6 +10,9 @@ from contextd_client import ContextdClient, ContextdError
 
 METHOD_NOT_FOUND = -32601
 
+SETTINGS = {"compaction": {"keepRecentTokens": 2000}}
+"""Default settings but for a short kept tail, so a test conversation has something to compact."""
+
 
 async def skip_unless_served(client: ContextdClient, method: str, params: dict[str, Any] | None = None) -> None:
     """Skip the test while the daemon answers `method` with -32601 (not implemented yet)."""

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from contextd_client import ContextdClient, ContextdError
 from contextd_client import types as t
-from tests.client.helpers import long_conversation, skip_unless_served, tool_turn, user
+from tests.client.helpers import SETTINGS, long_conversation, skip_unless_served, tool_turn, user
 
 SMALL_WINDOW_SETTINGS = {
     "defaultModel": "tiny-model",
@@ -252,3 +253,39 @@ async def test_idle_configure_arms_the_idle_timer(client: ContextdClient, tmp_pa
         armed = await stream.get(timeout=10)
     assert armed.params["sessionId"] == session_id
     assert armed.params["state"] == "armed"
+
+
+async def test_before_compact_hook_supplies_the_summary_or_cancels(tmp_path: Path) -> None:
+    asked: list[dict[str, Any]] = []
+    answers = [{"summary": "The client's own summary."}, {"cancel": True}]
+
+    async def before_compact(params: dict[str, Any]) -> dict[str, Any] | None:
+        asked.append(params)
+        return answers[len(asked) - 1]
+
+    async with await ContextdClient.spawn(
+        data_dir=tmp_path, settings=SETTINGS, before_compact=before_compact
+    ) as client:
+        await skip_unless_served(client, "contextd/compact")
+        session_id = await filled_session(client, tmp_path)
+        result = await client.compact(session_id)
+        assert result["summary"].startswith("The client's own summary.")
+        assert asked[0]["sessionId"] == session_id and asked[0]["summarizeEntryIds"]
+        await client.append(session_id, long_conversation(6))
+        with client.notifications(t.COMPACTION_FINISHED) as stream:
+            with pytest.raises(ContextdError):
+                await client.compact(session_id)
+            finished = await stream.get(timeout=10)
+        assert finished.params["outcome"] == "cancelled"
+
+
+async def test_work_done_progress_during_a_compaction(tmp_path: Path) -> None:
+    async with await ContextdClient.spawn(data_dir=tmp_path, settings=SETTINGS, work_done_progress=True) as client:
+        await skip_unless_served(client, "contextd/compact")
+        session_id = await filled_session(client, tmp_path)
+        with client.notifications("$/progress") as stream:
+            await client.compact(session_id)
+            kinds = []
+            while "end" not in kinds:
+                kinds.append((await stream.get(timeout=10)).params["value"]["kind"])
+    assert kinds[0] == "begin" and kinds[-1] == "end"
