@@ -13,13 +13,12 @@ import asyncio
 import json
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from contextd_client import render
-from contextd_client import types as t
 from contextd_client.client import ContextdClient
 from contextd_client.replay import ReplayFileError, UsageDisplay, read_file, replay
 from contextd_client.rpc import ConnectionLost, ContextdError
@@ -356,7 +355,7 @@ async def run_demo(args: argparse.Namespace) -> int:
     return await demo(args, load_settings(args), connect)
 
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
+COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = {
     "demo": run_demo,
     "replay": run_replay,
     "import": run_import,

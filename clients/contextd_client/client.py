@@ -7,7 +7,7 @@ import os
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal, cast, overload
+from typing import IO, Any, Literal, Self, cast, overload
 
 from contextd_client import types as t
 from contextd_client.daemon import DaemonProcess, daemon_command
@@ -77,7 +77,7 @@ class NotificationStream:
     async def __anext__(self) -> Notification:
         return await self.get()
 
-    def __enter__(self) -> NotificationStream:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -228,7 +228,7 @@ class ContextdClient:
             try:
                 await asyncio.wait_for(self._rpc.request("shutdown"), SHUTDOWN_TIMEOUT_SECONDS)
                 await self._rpc.notify("exit")
-            except (ContextdError, ConnectionError, asyncio.TimeoutError):
+            except (TimeoutError, ContextdError, ConnectionError):
                 pass
         await self._abandon()
 
@@ -248,7 +248,7 @@ class ContextdClient:
         """Wait until the daemon closes the connection (e.g. it crashed or was stopped)."""
         await self._rpc.wait_closed()
 
-    async def __aenter__(self) -> ContextdClient:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -106,7 +106,7 @@ class DaemonProcess:
         """The exit code, or None if it is still running after `timeout` seconds."""
         try:
             code = await asyncio.wait_for(self.process.wait(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return None
         _live_pids.discard(self.pid)
         return code

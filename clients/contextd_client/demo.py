@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from contextd_client import render
+from contextd_client import types as t
 from contextd_client.client import ContextdClient
 from contextd_client.replay import UsageDisplay, read_messages, replay, steps
 
@@ -92,8 +93,8 @@ async def run_demo(
 def print_ending(
     appended: int,
     compactions: list[dict[str, Any]],
-    state: dict[str, Any],
-    context: dict[str, Any],
+    state: t.StateResult,
+    context: t.ContextResult,
     summary: str | None,
     data_dir: str | None,
     session_id: str,

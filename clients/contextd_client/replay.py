@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -159,11 +159,11 @@ class _CompactionTracker:
 
         try:
             await asyncio.wait_for(until(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         return True
 
-    async def settle(self, usage: dict[str, Any], started_before: int) -> None:
+    async def settle(self, usage: Mapping[str, Any], started_before: int) -> None:
         """Wait for the compaction this append set off, if it set one off."""
         over = usage["tokens"] >= usage["thresholdTokens"]
         if not over:

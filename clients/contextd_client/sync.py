@@ -15,7 +15,7 @@ import queue
 import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from contextd_client import types as t
 from contextd_client.client import ContextdClient, Notification
@@ -88,7 +88,7 @@ class SyncContextdClient:
         finally:
             self._loop.stop()
 
-    def __enter__(self) -> SyncContextdClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest_asyncio
-
 from contextd_client import ContextdClient
+
 from tests.client.helpers import SETTINGS
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from contextd_client import ContextdClient, ContextdError
 
 METHOD_NOT_FOUND = -32601

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from contextd_client import ConnectionLost, ContextdClient, SyncContextdClient
 from contextd_client import types as t
 from contextd_client.rpc import encode_message, read_message

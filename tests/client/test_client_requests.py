@@ -11,10 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from contextd_client import ContextdClient, ContextdError
 from contextd_client import types as t
-from tests.client.helpers import SETTINGS, long_conversation, skip_unless_served, tool_turn, user
+
+from tests.client.helpers import (
+    SETTINGS,
+    long_conversation,
+    skip_unless_served,
+    tool_turn,
+    user,
+)
 
 SMALL_WINDOW_SETTINGS = {
     "defaultModel": "tiny-model",

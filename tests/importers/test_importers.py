@@ -6,9 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from contextd.compaction.context import COMPACTION_PREAMBLE, HANDOFF_PREAMBLE
 from contextd.importers import IMPORTERS, ImportedSession, save
 from contextd.model import (
@@ -25,6 +22,8 @@ from contextd.model import (
     UserMessage,
 )
 from contextd_client import ContextdClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = {

@@ -23,7 +23,12 @@ from contextd.importers.common import (
     message_or_problem,
     text_of,
 )
-from contextd.model import CompactionEntry, ModelChangeEntry, SummarizerInfo
+from contextd.model import (
+    CompactionEntry,
+    CompactionReason,
+    ModelChangeEntry,
+    SummarizerInfo,
+)
 
 SOURCE = "claude-code"
 PLACEHOLDER_ID = "pending"
@@ -44,7 +49,7 @@ STOP_REASONS = {
     "refusal": "stop",
     "pause_turn": "stop",
 }
-COMPACTION_REASONS = {"manual": "manual", "auto": "threshold"}
+COMPACTION_REASONS: dict[str, CompactionReason] = {"manual": "manual", "auto": "threshold"}
 
 
 @dataclass
@@ -214,7 +219,7 @@ class _Converter:
         data: dict[str, Any] = {
             "role": "assistant",
             "content": answer.blocks,
-            "stopReason": STOP_REASONS.get(message.get("stop_reason"), "toolUse" if has_calls else "stop"),
+            "stopReason": STOP_REASONS.get(str(message.get("stop_reason")), "toolUse" if has_calls else "stop"),
         }
         if answer.error:
             data["stopReason"] = "error"
@@ -295,7 +300,7 @@ class _Converter:
             firstKeptEntryId=None,
             tokensBefore=int(metadata.get("preTokens") or 0),
             tokensAfter=0,
-            reason=COMPACTION_REASONS.get(metadata.get("trigger"), "threshold"),
+            reason=COMPACTION_REASONS.get(str(metadata.get("trigger")), "threshold"),
             summarizer=SummarizerInfo(provider=SOURCE),
             **({"timestamp": raw["timestamp"]} if isinstance(raw.get("timestamp"), str) else {}),
         )

@@ -23,7 +23,13 @@ from contextd.importers.common import (
     message_or_problem,
     text_of,
 )
-from contextd.model import CompactionEntry, ModelChangeEntry, SummarizerInfo, Usage
+from contextd.model import (
+    CompactionEntry,
+    ModelChangeEntry,
+    SummarizerInfo,
+    Usage,
+    utc_now,
+)
 
 SOURCE = "codex"
 PLACEHOLDER_ID = "pending"
@@ -85,7 +91,8 @@ class _Converter:
         self.tool_names: dict[str, str] = {}
         self.last_context_tokens = 0
 
-    def line(self, line: int, kind: str, payload: dict[str, Any], timestamp: str | None) -> None:
+    def line(self, line: int, kind: str, payload: dict[str, Any], timestamp: Any) -> None:
+        timestamp = timestamp if isinstance(timestamp, str) else None
         if kind == "session_meta":
             self.meta = payload.get("meta", payload) if isinstance(payload.get("meta"), dict) else payload
         elif kind == "turn_context":
@@ -106,7 +113,7 @@ class _Converter:
         if isinstance(model, str) and model and model != self.model:
             self.flush_answer()
             self.model = model
-            entry = ModelChangeEntry(id=PLACEHOLDER_ID, parentId=None, model=model, **_stamp(timestamp))
+            entry = ModelChangeEntry(id=PLACEHOLDER_ID, parentId=None, model=model, timestamp=timestamp or utc_now())
             self.builder.add_node(line, f"L{line}", self.builder.leaf_id, entry, enters_context=False)
 
     # --- response items -----------------------------------------------------------------
@@ -150,6 +157,8 @@ class _Converter:
 
     def call(self, line: int, kind: str, item: dict[str, Any], timestamp: str | None) -> None:
         call_id = item.get("call_id") or item.get("id")
+        name: Any
+        arguments: dict[str, Any]
         if kind == "local_shell_call":
             name, arguments = "local_shell", item.get("action") or {}
         elif kind == "custom_tool_call":
@@ -233,13 +242,9 @@ class _Converter:
             tokensAfter=0,
             reason="threshold",
             summarizer=SummarizerInfo(provider=SOURCE),
-            **_stamp(timestamp),
+            timestamp=timestamp or utc_now(),
         )
         self.builder.add_node(line, f"L{line}", self.builder.leaf_id, entry, enters_context=True)
-
-
-def _stamp(timestamp: str | None) -> dict[str, str]:
-    return {"timestamp": timestamp} if isinstance(timestamp, str) else {}
 
 
 def _usage(usage: dict[str, Any]) -> Usage:

@@ -71,7 +71,7 @@ def json_lines(lines: Iterable[str], problems: list[Problem]) -> Iterator[tuple[
             continue
         try:
             value = json.loads(text)
-        except ValueError as error:
+        except json.JSONDecodeError as error:
             problems.append(Problem(number, "corrupt", f"not valid JSON ({error.msg})"))
             continue
         if not isinstance(value, dict):

@@ -31,6 +31,7 @@ from contextd.model import (
     ModelChangeEntry,
     SessionInfoEntry,
     SummarizerInfo,
+    utc_now,
 )
 
 SOURCE = "pi"
@@ -146,28 +147,28 @@ def _convert(
         elif kind == "compaction":
             builder.add_node(line, entry_id, parent, _compaction(raw, builder), enters_context=True)
         elif kind == "branch_summary":
-            entry = BranchSummaryEntry(
+            summary_entry = BranchSummaryEntry(
                 id=PLACEHOLDER_ID,
                 parentId=None,
                 fromId=builder.resolve(raw.get("fromId")) or str(raw.get("fromId")),
                 summary=raw["summary"],
                 details=_details(raw.get("details")),
-                **_stamp(timestamp),
+                timestamp=timestamp or utc_now(),
             )
-            builder.add_node(line, entry_id, parent, entry, enters_context=True)
+            builder.add_node(line, entry_id, parent, summary_entry, enters_context=True)
         elif kind == "model_change":
-            entry = ModelChangeEntry(id=PLACEHOLDER_ID, parentId=None, model=raw["modelId"], **_stamp(timestamp))
-            builder.add_node(line, entry_id, parent, entry, enters_context=False)
+            model_entry = ModelChangeEntry(id=PLACEHOLDER_ID, parentId=None, model=raw["modelId"], timestamp=timestamp or utc_now())
+            builder.add_node(line, entry_id, parent, model_entry, enters_context=False)
         elif kind == "session_info":
             if not raw.get("name"):
                 builder.skip(entry_id, parent)
                 return None
-            entry = SessionInfoEntry(id=PLACEHOLDER_ID, parentId=None, name=raw["name"], **_stamp(timestamp))
-            builder.add_node(line, entry_id, parent, entry, enters_context=False)
+            info = SessionInfoEntry(id=PLACEHOLDER_ID, parentId=None, name=raw["name"], timestamp=timestamp or utc_now())
+            builder.add_node(line, entry_id, parent, info, enters_context=False)
             return str(raw["name"])
         elif kind == "label":
             label = LabelEntry(
-                id=PLACEHOLDER_ID, parentId=None, targetId=raw["targetId"], label=raw.get("label"), **_stamp(timestamp)
+                id=PLACEHOLDER_ID, parentId=None, targetId=raw["targetId"], label=raw.get("label"), timestamp=timestamp or utc_now()
             )
             builder.add_label(entry_id, parent, label)
         elif kind in ("thinking_level_change", "custom"):
@@ -185,10 +186,6 @@ def _convert(
     return None
 
 
-def _stamp(timestamp: str | None) -> dict[str, str]:
-    return {"timestamp": timestamp} if timestamp else {}
-
-
 def _compaction(raw: dict[str, Any], builder: EntryBuilder) -> CompactionEntry:
     first_kept = raw.get("firstKeptEntryId")
     return CompactionEntry(
@@ -201,7 +198,7 @@ def _compaction(raw: dict[str, Any], builder: EntryBuilder) -> CompactionEntry:
         reason="threshold",
         summarizer=SummarizerInfo(provider=SOURCE, model=None),
         details=_details(raw.get("details")),
-        **_stamp(raw.get("timestamp") if isinstance(raw.get("timestamp"), str) else None),
+        timestamp=raw["timestamp"] if isinstance(raw.get("timestamp"), str) else utc_now(),
     )
 
 
