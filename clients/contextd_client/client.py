@@ -386,8 +386,9 @@ class ContextdClient:
         params = _params(sessionId=session_id, instructions=instructions, dryRun=dry_run or None)
         return await self.request("contextd/compact", params)  # type: ignore[no-any-return]
 
-    async def compact_abort(self, session_id: str) -> dict[str, Any]:
-        return await self.request("contextd/compact/abort", {"sessionId": session_id})  # type: ignore[no-any-return]
+    async def compact_abort(self, session_id: str) -> t.AbortResult:
+        """Stop the session's running compaction or handoff; `aborted` is false if none ran."""
+        return cast(t.AbortResult, await self.request("contextd/compact/abort", {"sessionId": session_id}))
 
     async def handoff(self, session_id: str, *, goal: str | None = None) -> t.HandoffResult:
         params = _params(sessionId=session_id, goal=goal)
@@ -416,10 +417,10 @@ class ContextdClient:
         params = {"sessionId": session_id, "entryId": entry_id}
         return cast(t.ForkResult, await self.request("contextd/fork", params))
 
-    async def label(self, session_id: str, entry_id: str, label: str | None) -> dict[str, Any]:
+    async def label(self, session_id: str, entry_id: str, label: str | None) -> t.LabelResult:
         """Set (or with None clear) the label of an entry."""
         params = {"sessionId": session_id, "entryId": entry_id, "label": label}
-        return await self.request("contextd/label", params)  # type: ignore[no-any-return]
+        return cast(t.LabelResult, await self.request("contextd/label", params))
 
     async def idle_configure(
         self,
@@ -429,7 +430,8 @@ class ContextdClient:
         timeout_seconds: float | None = None,
         threshold_tokens: int | None = None,
         threshold_percent: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> t.IdleConfigureResult:
+        """Idle compaction for one session, or daemon-wide without `session_id`."""
         params = _params(
             sessionId=session_id,
             enabled=enabled,
@@ -437,4 +439,4 @@ class ContextdClient:
             thresholdTokens=threshold_tokens,
             thresholdPercent=threshold_percent,
         )
-        return await self.request("contextd/idle/configure", params)  # type: ignore[no-any-return]
+        return cast(t.IdleConfigureResult, await self.request("contextd/idle/configure", params))

@@ -160,7 +160,7 @@ class SyncContextdClient:
             self.client.compact(session_id, instructions=instructions, dry_run=dry_run)  # type: ignore[call-overload]
         )
 
-    def compact_abort(self, session_id: str) -> dict[str, Any]:
+    def compact_abort(self, session_id: str) -> t.AbortResult:
         return self._run(self.client.compact_abort(session_id))
 
     def handoff(self, session_id: str, *, goal: str | None = None) -> t.HandoffResult:
@@ -186,7 +186,7 @@ class SyncContextdClient:
     def fork(self, session_id: str, entry_id: str) -> t.ForkResult:
         return self._run(self.client.fork(session_id, entry_id))
 
-    def label(self, session_id: str, entry_id: str, label: str | None) -> dict[str, Any]:
+    def label(self, session_id: str, entry_id: str, label: str | None) -> t.LabelResult:
         return self._run(self.client.label(session_id, entry_id, label))
 
     def idle_configure(
@@ -197,7 +197,7 @@ class SyncContextdClient:
         timeout_seconds: float | None = None,
         threshold_tokens: int | None = None,
         threshold_percent: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> t.IdleConfigureResult:
         return self._run(
             self.client.idle_configure(
                 enabled=enabled,

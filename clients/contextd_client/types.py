@@ -12,7 +12,7 @@ Message = dict[str, Any]
 """A neutral message (`role` user | assistant | toolResult), see protocol.md."""
 
 ContextFormat = Literal["neutral", "anthropic", "openai"]
-CompactionReason = Literal["manual", "threshold", "overflow", "incomplete", "idle"]
+CompactionReason = Literal["manual", "threshold", "overflow", "incomplete", "idle", "handoff"]
 
 
 class TokenUsage(TypedDict):
@@ -92,6 +92,7 @@ class CompactResult(TypedDict):
     firstKeptEntryId: str | None
     tokensBefore: int
     tokensAfter: int
+    summarizer: NotRequired[dict[str, Any]]
 
 
 class CompactPlan(TypedDict):
@@ -102,7 +103,14 @@ class CompactPlan(TypedDict):
     keptEntryIds: list[str]
     pruneEntryIds: list[str]
     tokensBefore: int
+    tokensKept: NotRequired[int]
     tokensAfter: int
+    """An upper bound: the kept tokens plus the summary's budget."""
+    splitTurn: NotRequired[bool]
+
+
+class AbortResult(TypedDict):
+    aborted: bool
 
 
 class HandoffResult(TypedDict):
@@ -119,12 +127,27 @@ class TreeNode(TypedDict):
     preview: str
     label: NotRequired[str | None]
     tokens: int
+    timestamp: NotRequired[str]
     children: list[str]
 
 
 class TreeResult(TypedDict):
     nodes: list[TreeNode]
     leafId: str | None
+
+
+class LabelResult(TypedDict):
+    entryId: str
+    label: str | None
+
+
+class IdleConfigureResult(TypedDict):
+    sessionId: NotRequired[str]
+    enabled: bool
+    timeoutSeconds: float
+    thresholdTokens: int | None
+    thresholdPercent: float
+    effectiveThresholdTokens: NotRequired[int]
 
 
 class NavigateResult(TypedDict):
@@ -155,6 +178,7 @@ class CompactionFinished(TypedDict):
     entryId: NotRequired[str]
     error: NotRequired[str]
     willRetry: bool
+    handoffSessionId: NotRequired[str]
 
 
 class SessionChanged(TypedDict):

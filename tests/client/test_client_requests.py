@@ -206,8 +206,7 @@ async def test_threshold_compaction_happens_while_appending(tmp_path: Path) -> N
 async def test_compact_abort_answers(client: ContextdClient, tmp_path: Path) -> None:
     session_id = (await client.session_open(workspace=tmp_path))["sessionId"]
     await skip_unless_served(client, "contextd/compact/abort", {"sessionId": session_id})
-    result = await client.compact_abort(session_id)
-    assert isinstance(result, dict)
+    assert await client.compact_abort(session_id) == {"aborted": False}
 
 
 async def test_handoff_starts_a_new_session(client: ContextdClient, tmp_path: Path) -> None:
@@ -235,7 +234,7 @@ async def test_tree_label_navigate_and_fork(client: ContextdClient, tmp_path: Pa
     assert ids[second["leafId"]]["parentId"] in ids
 
     await skip_unless_served(client, "contextd/label", {"sessionId": session_id})
-    await client.label(session_id, first["leafId"], "start")
+    assert await client.label(session_id, first["leafId"], "start") == {"entryId": first["leafId"], "label": "start"}
     tree = await client.tree(session_id)
     assert {node["id"]: node for node in tree["nodes"]}[first["leafId"]].get("label") == "start"
 
@@ -254,7 +253,10 @@ async def test_idle_configure_arms_the_idle_timer(client: ContextdClient, tmp_pa
     session_id = (await client.session_open(workspace=tmp_path))["sessionId"]
     await skip_unless_served(client, "contextd/idle/configure", {"sessionId": session_id, "enabled": False})
     with client.notifications(t.IDLE_TIMER) as stream:
-        await client.idle_configure(session_id=session_id, enabled=True, timeout_seconds=30, threshold_tokens=1)
+        configured = await client.idle_configure(
+            session_id=session_id, enabled=True, timeout_seconds=30, threshold_tokens=1
+        )
+        assert configured["effectiveThresholdTokens"] == 1 and configured["timeoutSeconds"] == 30
         await client.append(session_id, [user("something to compact later")])
         armed = await stream.get(timeout=10)
     assert armed.params["sessionId"] == session_id
@@ -295,3 +297,53 @@ async def test_work_done_progress_during_a_compaction(tmp_path: Path) -> None:
             while "end" not in kinds:
                 kinds.append((await stream.get(timeout=10)).params["value"]["kind"])
     assert kinds[0] == "begin" and kinds[-1] == "end"
+
+
+class StallingSummarizer:
+    """A `remote` summarizer endpoint on 127.0.0.1 that takes requests and never answers."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.server: asyncio.Server | None = None
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.requests += 1
+        await reader.read(65536)
+        await asyncio.sleep(3600)
+
+    async def __aenter__(self) -> dict[str, Any]:
+        self.server = await asyncio.start_server(self.handle, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        return {
+            **SETTINGS,
+            "summarizer": {"provider": "remote", "remoteEndpoint": f"http://127.0.0.1:{port}/summarize",
+                           "maxRetries": 0, "timeoutSeconds": 60},
+        }
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+
+
+@pytest.mark.parametrize("stop", ["cancel the awaiting task", "compact_abort"])
+async def test_a_running_compaction_stops_and_leaves_the_session_as_it_was(tmp_path: Path, stop: str) -> None:
+    async with StallingSummarizer() as settings:
+        async with await ContextdClient.spawn(data_dir=tmp_path, settings=settings) as client:
+            await skip_unless_served(client, "contextd/compact")
+            session_id = await filled_session(client, tmp_path)
+            before = await client.state(session_id)
+            with client.notifications(t.COMPACTION_STARTED, t.COMPACTION_FINISHED) as stream:
+                compacting = asyncio.create_task(client.compact(session_id))
+                assert (await stream.get(timeout=10)).method == t.COMPACTION_STARTED
+                if stop == "compact_abort":
+                    assert await client.compact_abort(session_id) == {"aborted": True}
+                    with pytest.raises(ContextdError) as error:
+                        await compacting
+                    assert error.value.code == -32800
+                else:
+                    compacting.cancel()
+                finished = await stream.get(timeout=10)
+            assert finished.params["outcome"] == ("aborted" if stop == "compact_abort" else "cancelled")
+            after = await client.state(session_id)
+            assert after["leafId"] == before["leafId"]
+            assert after["usage"]["tokens"] == before["usage"]["tokens"]
