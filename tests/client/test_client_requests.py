@@ -327,23 +327,22 @@ class StallingSummarizer:
 
 @pytest.mark.parametrize("stop", ["cancel the awaiting task", "compact_abort"])
 async def test_a_running_compaction_stops_and_leaves_the_session_as_it_was(tmp_path: Path, stop: str) -> None:
-    async with StallingSummarizer() as settings:
-        async with await ContextdClient.spawn(data_dir=tmp_path, settings=settings) as client:
-            await skip_unless_served(client, "contextd/compact")
-            session_id = await filled_session(client, tmp_path)
-            before = await client.state(session_id)
-            with client.notifications(t.COMPACTION_STARTED, t.COMPACTION_FINISHED) as stream:
-                compacting = asyncio.create_task(client.compact(session_id))
-                assert (await stream.get(timeout=10)).method == t.COMPACTION_STARTED
-                if stop == "compact_abort":
-                    assert await client.compact_abort(session_id) == {"aborted": True}
-                    with pytest.raises(ContextdError) as error:
-                        await compacting
-                    assert error.value.code == -32800
-                else:
-                    compacting.cancel()
-                finished = await stream.get(timeout=10)
-            assert finished.params["outcome"] == ("aborted" if stop == "compact_abort" else "cancelled")
-            after = await client.state(session_id)
-            assert after["leafId"] == before["leafId"]
-            assert after["usage"]["tokens"] == before["usage"]["tokens"]
+    async with StallingSummarizer() as settings, await ContextdClient.spawn(data_dir=tmp_path, settings=settings) as client:
+        await skip_unless_served(client, "contextd/compact")
+        session_id = await filled_session(client, tmp_path)
+        before = await client.state(session_id)
+        with client.notifications(t.COMPACTION_STARTED, t.COMPACTION_FINISHED) as stream:
+            compacting = asyncio.create_task(client.compact(session_id))
+            assert (await stream.get(timeout=10)).method == t.COMPACTION_STARTED
+            if stop == "compact_abort":
+                assert await client.compact_abort(session_id) == {"aborted": True}
+                with pytest.raises(ContextdError) as error:
+                    await compacting
+                assert error.value.code == -32800
+            else:
+                compacting.cancel()
+            finished = await stream.get(timeout=10)
+        assert finished.params["outcome"] == ("aborted" if stop == "compact_abort" else "cancelled")
+        after = await client.state(session_id)
+        assert after["leafId"] == before["leafId"]
+        assert after["usage"]["tokens"] == before["usage"]["tokens"]
