@@ -95,13 +95,13 @@ def sessions_table(sessions: Sequence[t.SessionSummary]) -> str:
     return table(["SESSION", "NAME", "ENTRIES", "TOKENS", "UPDATED", "WORKSPACE"], rows)
 
 
-def node_title(node: t.TreeNode) -> str:
+def node_title(node: t.TreeNode, id_width: int = 0) -> str:
     kind = node.get("role") or node["type"]
     label = f" [{node['label']}]" if node.get("label") else ""
     preview = " ".join(node.get("preview", "").split())
     if len(preview) > 60:
         preview = preview[:59] + "…"
-    return f"{node['id']}  {kind:<14} {tokens(node['tokens']):>7}  {preview}{label}"
+    return f"{node['id']:<{id_width}}  {kind:<14} {tokens(node['tokens']):>7}  {preview}{label}"
 
 
 def tree_lines(result: t.TreeResult) -> list[str]:
@@ -110,6 +110,7 @@ def tree_lines(result: t.TreeResult) -> list[str]:
     roots = [node["id"] for node in result["nodes"] if node["parentId"] not in nodes]
     leaf = result.get("leafId")
     on_leaf_path = _path_ids(nodes, leaf)
+    id_width = max((len(node_id) for node_id in nodes), default=0)
     lines: list[str] = []
 
     def walk(node_id: str, indent: str, glyph: str) -> None:
@@ -118,7 +119,7 @@ def tree_lines(result: t.TreeResult) -> list[str]:
         while True:
             marker = "  ← leaf" if node_id == leaf else ""
             dot = "●" if node_id in on_leaf_path else "○"
-            lines.append(f"{indent}{lead}{dot} {node_title(nodes[node_id])}{marker}")
+            lines.append(f"{indent}{lead}{dot} {node_title(nodes[node_id], id_width)}{marker}")
             lead = continuation
             children = [child for child in nodes[node_id].get("children", []) if child in nodes]
             if len(children) != 1:

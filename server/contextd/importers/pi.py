@@ -63,7 +63,7 @@ def parse(lines: Iterable[str]) -> ImportedSession:
         body = _with_v1_ids(parsed)
     builder = EntryBuilder(problems)
     name: str | None = None
-    root_id = _add_model_root(builder, header_line, header.get("modelId") or _first_assistant_model(body))
+    root_id = _add_model_root(builder, header_line, header.get("modelId") or _model_before_any_change(body))
     previous: str | None = root_id
     for line, raw in body:
         entry_id = raw.get("id")
@@ -113,10 +113,11 @@ def _with_v1_ids(parsed: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, di
     return body
 
 
-def _first_assistant_model(body: list[tuple[int, dict[str, Any]]]) -> str | None:
+def _model_before_any_change(body: list[tuple[int, dict[str, Any]]]) -> str | None:
+    """The model of the first answer, unless a model_change names the model before it."""
     for _, raw in body:
         if raw.get("type") == "model_change":
-            return raw.get("modelId")
+            return None
         message = raw.get("message")
         if raw.get("type") == "message" and isinstance(message, dict) and message.get("role") == "assistant":
             return message.get("model")
