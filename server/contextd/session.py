@@ -160,7 +160,9 @@ def context_threshold(window: int, settings: Settings) -> int:
         return min(compaction.thresholdTokens, window)
     if compaction.thresholdPercent is not None:
         return int(window * compaction.thresholdPercent)
-    return window - max(compaction.reserveTokens, int(window * 0.15))
+    # A reserve meant for big windows must not swallow a small one: it takes at most half.
+    reserve = min(max(compaction.reserveTokens, int(window * 0.15)), window // 2)
+    return window - reserve
 
 
 def usage_anchor(visible: Sequence[Entry]) -> int | None:

@@ -132,3 +132,11 @@ def test_navigating_away_and_back_restores_the_context(tmp_path_factory, script,
 
     asyncio.run(scenario())
     sessions.close_all()
+
+
+def test_the_default_threshold_fits_any_window():
+    from contextd.session import context_threshold
+
+    assert context_threshold(200_000, Settings()) == 200_000 - 30_000
+    assert context_threshold(100_000, Settings()) == 100_000 - 16_384
+    assert context_threshold(8_000, Settings()) == 4_000  # the 16,384 reserve would go negative
