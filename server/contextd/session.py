@@ -691,7 +691,8 @@ class LiveSession:
         try:
             await self.compact(reason, will_retry=will_retry)
         except NothingToCompactError as error:
-            if will_retry:
+            if will_retry or reason == "idle":
+                # The client was told a compaction is coming (a retry, a fired timer).
                 self._report_failure(reason, str(error))
             else:
                 log.info("session %s: %s compaction skipped: %s", self.session_id, reason, error)

@@ -215,7 +215,14 @@ def test_watch_shows_an_idle_compaction(data_dir: Path, replayed: dict[str, Any]
     )
     assert watcher.stdout is not None
     seen: list[tuple[str, dict[str, Any]]] = []
-    watchdog = threading.Timer(60, watcher.send_signal, [signal.SIGINT])
+    def interrupt_then_kill() -> None:
+        watcher.send_signal(signal.SIGINT)
+        try:
+            watcher.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            watcher.kill()  # never hang the suite on a watcher that ignored Ctrl-C
+
+    watchdog = threading.Timer(60, interrupt_then_kill)
     watchdog.start()
     try:
         for line in watcher.stdout:
