@@ -157,3 +157,26 @@ async def test_a_silent_or_confused_hook_does_not_stall(make_daemon, answer, del
     compacted = await daemon.request("contextd/compact", {"sessionId": session})
     assert compacted["summarizer"]["provider"] == "offline"
     assert asked
+
+
+async def test_navigate_with_a_summary_is_cancellable(make_daemon):
+    from tests.summarizers.fake_provider import FakeProvider, Reply
+
+    provider = FakeProvider(default=Reply.hang(30)).start()
+    try:
+        daemon = await make_daemon(settings={"summarizer": {"provider": "remote", "remoteEndpoint": provider.remote_url, "maxRetries": 0}})
+        opened = await daemon.open_session()
+        session = opened["sessionId"]
+        first = await daemon.request("contextd/session/append", {"sessionId": session, "messages": coding_turn(0)})
+        await daemon.request("contextd/session/append", {"sessionId": session, "messages": coding_turn(1)})
+        size = Path(opened["path"]).stat().st_size
+        moving = asyncio.ensure_future(daemon.client.protocol.send_request_async(
+            "contextd/navigate", {"sessionId": session, "targetId": first["leafId"], "summarize": True}, msg_id="nav"))
+        await provider.wait_for_requests(1)
+        daemon.notify("$/cancelRequest", lsp.CancelParams(id="nav"))
+        with pytest.raises(Exception) as raised:
+            await asyncio.wait_for(moving, 10)
+        assert getattr(raised.value, "code", None) == -32800
+        assert Path(opened["path"]).stat().st_size == size  # nothing written: the leaf stayed
+    finally:
+        provider.stop()
