@@ -975,11 +975,9 @@ class SessionManager:
             parentSession=ParentSession(id=source.session_id, entryId=entry_id),
         )
         file = self.store.create(header)
-        tree = EntryTree()
         for entry in path:
             file.append(entry)
-            tree.add(entry)
-        session = LiveSession(file, tree, self.settings, self.events)
+        session = LiveSession(file, tree_of(path), self.settings, self.events)
         self._remember(session)
         return session
 
@@ -1015,10 +1013,7 @@ class SessionManager:
 
     def _load(self, listing: SessionListing) -> LiveSession:
         file, loaded = self.store.open(listing)
-        tree = EntryTree()
-        for entry in loaded.entries:
-            tree.add(entry)
-        session = LiveSession(file, tree, self.settings, self.events)
+        session = LiveSession(file, tree_of(loaded.entries), self.settings, self.events)
         self._remember(session)
         return session
 
@@ -1068,17 +1063,14 @@ class SessionManager:
         return rows
 
     def _listing_row(self, listing: SessionListing, live: LiveSession | None) -> dict[str, Any]:
-        if live is None:
-            live_view = self._read_only_view(listing)
-        else:
-            live_view = live
-        header = live_view.header
+        session = live or self._read_only_view(listing)
+        header = session.header
         row: dict[str, Any] = {
             "sessionId": listing.session_id,
-            "name": live_view.name,
+            "name": session.name,
             "workspace": header.workspace,
-            "entries": sum(1 for _ in live_view.tree.nodes()),
-            "tokens": live_view.tokens,
+            "entries": sum(1 for _ in session.tree.nodes()),
+            "tokens": session.tokens,
             "updatedAt": _updated_at(listing.path),
         }
         if header.parentSession is not None:
@@ -1087,31 +1079,20 @@ class SessionManager:
 
     def _read_only_view(self, listing: SessionListing) -> LiveSession:
         """A session read from disk without taking its lock, for listing only."""
-        from contextd.store import parse_session_bytes
+        file, loaded = self.store.peek(listing)
+        return LiveSession(file, tree_of(loaded.entries), self.settings, SilentEvents())
 
-        loaded = parse_session_bytes(listing.path.read_bytes())
-        tree = EntryTree()
-        for entry in loaded.entries:
-            tree.add(entry)
-        header = loaded.header or SessionHeader(id=listing.session_id, workspace=listing.workspace)
-        return LiveSession(_ReadOnlyFile(listing.path, header), tree, self.settings, SilentEvents())  # type: ignore[arg-type]
+
+def tree_of(entries: Iterable[Entry]) -> EntryTree:
+    tree = EntryTree()
+    for entry in entries:
+        tree.add(entry)
+    return tree
 
 
 def _updated_at(path: Path) -> str:
-    from datetime import datetime, timezone
-
     stamp = datetime.fromtimestamp(os.stat(path).st_mtime, timezone.utc)
     return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-class _ReadOnlyFile:
-    def __init__(self, path: Path, header: SessionHeader) -> None:
-        self.path = path
-        self.header = header
-        self.session_id = header.id
-
-    def close(self) -> None:
-        pass
 
 
 class SilentEvents:

@@ -222,9 +222,16 @@ class SessionFile:
     def session_id(self) -> str:
         return self.header.id
 
+    @classmethod
+    def read_only(cls, path: Path, header: SessionHeader) -> SessionFile:
+        """A view of a session that may be open elsewhere: it reads, it never appends."""
+        return cls(path, header, fd=-1, lock_fd=-1)
+
     def append(self, entry: Entry) -> None:
         """Written with one write(2) call on an O_APPEND descriptor: the line lands whole or torn
         at the end, never interleaved, and it is in the OS before the request is answered."""
+        if self._fd < 0:
+            raise StoreError(f"session {self.session_id!r} was opened read-only")
         data = encode_line(entry)
         written = os.write(self._fd, data)
         if written != len(data):
@@ -232,10 +239,9 @@ class SessionFile:
 
     def close(self) -> None:
         for fd in (self._fd, self._lock_fd):
-            try:
+            if fd >= 0:
                 os.close(fd)
-            except OSError:
-                pass
+        self._fd = self._lock_fd = -1
 
 
 def acquire_lock(lock_path: Path, session_id: str) -> int:
@@ -337,6 +343,12 @@ class Store:
         except BaseException:
             os.close(lock_fd)
             raise
+
+    def peek(self, listing: SessionListing) -> tuple[SessionFile, LoadedFile]:
+        """Read a session without locking or repairing it (for listings)."""
+        loaded = parse_session_bytes(listing.path.read_bytes())
+        header = loaded.header or SessionHeader(id=listing.session_id, workspace=listing.workspace)
+        return SessionFile.read_only(listing.path, header), loaded
 
     def _set_aside_torn_tail(self, listing: SessionListing, loaded: LoadedFile) -> None:
         aside = listing.path.with_name(listing.path.name + ".torn")
