@@ -156,12 +156,7 @@ class ContextdClient:
             before_compact=before_compact,
             work_done_progress=work_done_progress,
         )
-        try:
-            await client._initialize(workspace)
-        except BaseException:
-            await client._abandon()
-            raise
-        return client
+        return await client._handshake(workspace)
 
     @classmethod
     async def connect(
@@ -183,12 +178,16 @@ class ContextdClient:
             before_compact=before_compact,
             work_done_progress=work_done_progress,
         )
+        return await client._handshake(workspace)
+
+    async def _handshake(self, workspace: str | Path | None) -> ContextdClient:
+        """initialize/initialized; a client whose handshake fails lets go of its daemon."""
         try:
-            await client._initialize(workspace)
+            await self._initialize(workspace)
         except BaseException:
-            await client._abandon()
+            await self._abandon()
             raise
-        return client
+        return self
 
     async def _initialize(self, workspace: str | Path | None) -> None:
         self._rpc.start()
