@@ -165,3 +165,11 @@ def test_turn_prefix_layout_keeps_constraints_decisions_and_blockers_apart() -> 
         "### Blocked\n- ImportError: click\n\n"
         "## Context for the Rest of the Turn\n(none)\n"
     )
+
+
+def test_an_open_box_under_early_progress_is_read_back_as_in_progress() -> None:
+    parsed = parse_summary(
+        "## Early Progress\n- [x] Parsed the arguments\n- [ ] Another failure from my change\n"
+    )
+    assert parsed[DONE] == ["Parsed the arguments"]
+    assert parsed[IN_PROGRESS] == ["Another failure from my change"]

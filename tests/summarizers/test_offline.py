@@ -352,3 +352,49 @@ def test_a_failure_is_resolved_by_a_later_green_run_of_the_same_check() -> None:
     ), "mypy never passed"
     assert "IndexError: list index out of range" in body["## Critical Context"]
     assert "- [x] `pytest -q` passed: 40 passed in 1.2s" in body["### Done"]
+
+
+def test_done_keeps_only_the_latest_word_on_a_check_or_the_test_count() -> None:
+    previous = (
+        "## Goal\n- Keep the ledger tests green.\n\n## Progress\n\n### Done\n"
+        "- [x] `python -m pytest -q` passed: 150 passed in 3.1s\n"
+        "- [x] All 150 tests pass.\n"
+        "- [x] Added banker's rounding to ledger/money.py.\n"
+    )
+    messages = _messages.validate_python([
+        {"role": "user", "content": "Now make the closing date inclusive, and run the tests."},
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "Running the suite."},
+            {"type": "toolCall", "id": "t1", "name": "bash", "arguments": {"command": "python -m pytest -q"}},
+        ], "stopReason": "toolUse"},
+        {"role": "toolResult", "toolCallId": "t1", "toolName": "bash", "content": "151 passed in 3.4s"},
+        {"role": "assistant", "content": [{"type": "text", "text": "All 151 tests pass."}]},
+    ])
+
+    done = sections(summarize_offline(request(messages, previous_summary=previous)))["### Done"]
+
+    assert "`python -m pytest -q` passed: 151 passed in 3.4s" in done
+    assert "150 passed in 3.1s" not in done
+    assert "All 151 tests pass." in done and "All 150 tests pass." not in done
+    assert "Added banker's rounding to ledger/money.py." in done  # work, not a re-run: kept
+
+
+def test_finished_work_moves_to_done_without_narration_or_problem_reports() -> None:
+    previous = (
+        "## Goal\n- Make the closing date inclusive.\n\n## Progress\n\n### In Progress\n"
+        "- [ ] Make the closing date inclusive in ledger/closing.py\n"
+        "- [ ] Another failure from my change in ledger/closing.py.\n"
+    )
+    messages = _messages.validate_python([
+        {"role": "assistant", "content": [
+            {"type": "toolCall", "id": "e1", "name": "edit", "arguments": {"path": "ledger/closing.py"}},
+        ], "stopReason": "toolUse"},
+        {"role": "toolResult", "toolCallId": "e1", "toolName": "edit", "content": "ok"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Let me find where `migrate` lives. I'll read it next."}]},
+    ])
+
+    body = sections(summarize_offline(request(messages, previous_summary=previous)))
+
+    assert "Make the closing date inclusive in ledger/closing.py" in body["### Done"]
+    assert "Another failure" not in body["### Done"]
+    assert "Let me find" not in body["### In Progress"]

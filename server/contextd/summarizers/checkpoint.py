@@ -216,7 +216,7 @@ _HEADING_KEYS = {
 _FILE_TAGS = {"read-files": READ_FILES, "modified-files": MODIFIED_FILES}
 
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*:?\s*$")
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.*)$")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[([ xX])\]\s+)?(.*)$")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _TAG = re.compile(r"^\s*<(/?)([a-z-]+)>\s*$")
 
@@ -230,19 +230,24 @@ def parse_summary(markdown: str) -> dict[str, list[str]]:
     sections: dict[str, list[str]] = {}
     key: str | None = None
     items: list[str] = []
+    open_boxes: set[int] = set()
+    """Indexes into `items` of bullets with an unticked box: `- [ ] ...`."""
     fence: str | None = None
     block: list[str] = []
 
     def close_section() -> None:
-        for item in items:
+        for index, item in enumerate(items):
             if key is None or normalized(item) in ("", normalized(NONE)):
                 continue
             item_key = key
+            if key == DONE and index in open_boxes:
+                item_key = IN_PROGRESS  # an open box under a mixed heading ("Early Progress")
             if key in _FILE_KEYS:  # a bulleted file list: the suffix says which list
                 item_key = next((k for k, s in _SUFFIXES.items() if item.endswith(s)), key)
                 item = item.removesuffix(_SUFFIXES[item_key])
             sections.setdefault(item_key, []).append(item)
         items.clear()
+        open_boxes.clear()
 
     for line in markdown.splitlines():
         if fence is not None:
@@ -267,7 +272,9 @@ def parse_summary(markdown: str) -> dict[str, list[str]]:
         if key is None or not line.strip():
             continue
         if bullet := _BULLET.match(line):
-            items.append(bullet.group(1).strip())
+            if bullet.group(1) == " ":
+                open_boxes.add(len(items))
+            items.append(bullet.group(2).strip())
         elif line[:1].isspace() and items:
             items[-1] = f"{items[-1]} {line.strip()}"  # a wrapped bullet
         else:

@@ -55,6 +55,11 @@ NARRATION = re.compile(
     re.IGNORECASE,
 )
 """The assistant saying which tool it runs next: not a decision about the work."""
+STEP_NARRATION = re.compile(
+    r"^(?:now,?\s+|ok(?:ay)?,?\s+)?(?:let me|let's|i'll|i will|i'm going to|checking|looking|reading)\b",
+    re.IGNORECASE,
+)
+"""A sentence about the assistant's very next step: what it is doing, not the work's state."""
 DECISION = re.compile(
     r"\b(?:we'll|we will|i'll (?:use|go with|switch|keep|stick)|i will (?:use|go with|switch)|"
     r"let's (?:use|go with|switch|keep|stick|do)|decided|decision|going with|go with|"
@@ -327,7 +332,10 @@ def _read_open_work(last_text: str, pending: list[ToolCall], facts: Facts) -> No
     facts.in_progress += [f"Waiting on `{_describe_call(call)}`" for call in pending]
     claims_done = bool(last_text) and bool(DONE_CLAIM.search(_first_sentences(last_text, 1)))
     if last_text and not claims_done and not facts.unanswered:
-        facts.in_progress.append(_first_sentences(last_text, 2))
+        # What the work is in the middle of, without the narration of the next tool call.
+        state = [s for s in list(sentences(last_text))[:2] if not STEP_NARRATION.match(s)]
+        if state:
+            facts.in_progress.append(" ".join(state))
     steps = [line for line in _list_items(last_text) if not DONE_CLAIM.search(line)]
     steps += [s for s in sentences(last_text) if NEXT_STEP.search(s) and s not in steps]
     facts.next_steps = _dedupe(steps)[:MAX_NEXT_STEPS]

@@ -154,9 +154,14 @@ def _add_progress(checkpoint: Checkpoint, facts: Facts, earlier: dict[str, list[
     checkpoint.add_all(BLOCKED, [*still_blocked, *facts.blocked], ESSENTIAL)
     checkpoint.add_all(CRITICAL, now_resolved, IMPORTANT)
     still_open, now_done = _split(earlier.get(IN_PROGRESS, []), finished_work)
-    checkpoint.add_all(DONE, [*earlier.get(DONE, []), *now_done], BACKGROUND)
-    checkpoint.add_all(DONE, facts.checks_passed, USEFUL)
-    checkpoint.add_all(DONE, facts.done, BACKGROUND)
+    # A finished "the test fails" is not an accomplishment: it goes, the fix stays in Done.
+    now_done = [item for item in now_done if not PROBLEM_REPORT.search(item)]
+    earlier_done, checks, claims = _latest_per_subject(
+        [*earlier.get(DONE, []), *now_done], facts.checks_passed, facts.done
+    )
+    checkpoint.add_all(DONE, earlier_done, BACKGROUND)
+    checkpoint.add_all(DONE, checks, USEFUL)
+    checkpoint.add_all(DONE, claims, BACKGROUND)
     checkpoint.add_all(IN_PROGRESS, still_open, BACKGROUND)
     checkpoint.add_all(IN_PROGRESS, facts.in_progress, USEFUL)
 
@@ -242,6 +247,38 @@ def _split(items: list[str], finished_work: list[str]) -> tuple[list[str], list[
         )
         (finished if done else still).append(item)
     return still, finished
+
+
+PROBLEM_REPORT = re.compile(r"\b(?:fail(?:s|ed|ure|ing)?|errors?|broken|breaks)\b", re.IGNORECASE)
+CHECK_RESULT = re.compile(r"^(?:\[x\] )?`([^`]+)` (?:passed|failed)")
+TEST_COUNT_CLAIM = re.compile(r"^(?:\[x\] )?(?:all )?\d+ tests? pass(?:es|ed)?\.?$", re.IGNORECASE)
+
+
+def _subject(item: str) -> str | None:
+    """What a Done item is the latest word on: a check's command, or the test count."""
+    if match := CHECK_RESULT.match(item):
+        return match.group(1)
+    if TEST_COUNT_CLAIM.match(item.strip()):
+        return "the test count"
+    return None
+
+
+def _latest_per_subject(*groups: list[str]) -> list[list[str]]:
+    """The groups (oldest first) without items a later item supersedes: a command run again,
+    the test count said again. Ten "All N tests pass" lines tell the next session nothing."""
+    last_seen: dict[str, tuple[int, int]] = {}
+    for group_index, group in enumerate(groups):
+        for item_index, item in enumerate(group):
+            if (subject := _subject(item)) is not None:
+                last_seen[subject] = (group_index, item_index)
+    return [
+        [
+            item
+            for item_index, item in enumerate(group)
+            if (subject := _subject(item)) is None or last_seen[subject] == (group_index, item_index)
+        ]
+        for group_index, group in enumerate(groups)
+    ]
 
 
 # --- helpers ---------------------------------------------------------------------------
