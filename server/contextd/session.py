@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from contextd.compaction.prepare import (
     CompactionPreparation,
@@ -30,9 +30,8 @@ from contextd.compaction.prune import plan_prune
 from contextd.compaction.context import (
     ContextItem,
     build_context,
-    pruned_entry_ids,
+    open_tool_calls,
     pruned_placeholder,
-    visible_entries,
 )
 from contextd.model import (
     AssistantMessage,
@@ -70,12 +69,11 @@ from contextd.store import (
 from contextd.summarizers.base import SummarizerError
 from contextd.summarizers.chain import Summary, build_summarizer
 from contextd.tokens import count_entry, count_text, resolve_model
-from contextd.tokens.registry import ModelInfo
+from contextd.tokens.context_size import TokenFigure, context_size, context_threshold
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-TokenSource = Literal["usage", "counted"]
 
 
 class EntryNotFound(StoreError):
@@ -145,56 +143,6 @@ class HookAnswer:
     cancel: bool = False
     summary: str | None = None
     instructions: str | None = None
-
-
-@dataclass(frozen=True)
-class TokenFigure:
-    tokens: int
-    source: TokenSource
-
-
-def context_threshold(window: int, settings: Settings) -> int:
-    """The token count past which automatic compaction starts (DESIGN.md, Settings)."""
-    compaction = settings.compaction
-    if compaction.thresholdTokens is not None:
-        return min(compaction.thresholdTokens, window)
-    if compaction.thresholdPercent is not None:
-        return int(window * compaction.thresholdPercent)
-    # A reserve meant for big windows must not swallow a small one: it takes at most half.
-    reserve = min(max(compaction.reserveTokens, int(window * 0.15)), window // 2)
-    return window - reserve
-
-
-def usage_anchor(visible: Sequence[Entry]) -> int | None:
-    """Index of the last assistant answer whose reported usage still describes this context.
-
-    A compaction or prune after it rewrote what the model sees, so usage from before one
-    no longer applies; failed answers never carry a trustworthy figure.
-    """
-    for index in range(len(visible) - 1, -1, -1):
-        entry = visible[index]
-        if isinstance(entry, (CompactionEntry, PruneEntry)):
-            return None
-        if (
-            isinstance(entry, MessageEntry)
-            and isinstance(entry.message, AssistantMessage)
-            and entry.message.usage is not None
-            and not entry.message.failed
-        ):
-            return index
-    return None
-
-
-def open_tool_calls(items: Iterable[ContextItem]) -> dict[str, str]:
-    """Tool calls of the context that have no result yet: id -> tool name."""
-    pending: dict[str, str] = {}
-    for item in items:
-        if isinstance(item.message, AssistantMessage):
-            for call in item.message.tool_calls:
-                pending[call.id] = call.name
-        elif isinstance(item.message, ToolResultMessage):
-            pending.pop(item.message.toolCallId, None)
-    return pending
 
 
 def check_tool_results(messages: Sequence[Message], pending: dict[str, str]) -> None:
@@ -331,25 +279,11 @@ class LiveSession:
         for entry in entries:
             self.entry_tokens[entry.id] = count_entry(entry, encoding)
 
-    def _item_tokens(self, entry: Entry, pruned: set[str]) -> int:
-        if entry.id in pruned:
-            text = pruned_placeholder(self.entry_tokens.get(entry.id, 0))
-            return count_text(text, self.model_info.encoding)
-        return self.entry_tokens.get(entry.id, 0)
+    def _pruned_tokens(self, tokens: int) -> int:
+        return count_text(pruned_placeholder(tokens), self.model_info.encoding)
 
     def figure_of(self, path: Sequence[Entry]) -> TokenFigure:
-        """The context's size at the end of `path`: provider usage where it still holds,
-        counted tokens for everything after it."""
-        visible = visible_entries(path)
-        pruned = pruned_entry_ids(path)
-        anchor = usage_anchor(visible)
-        if anchor is None:
-            return TokenFigure(sum(self._item_tokens(e, pruned) for e in visible), "counted")
-        anchored = visible[anchor]
-        assert isinstance(anchored, MessageEntry) and isinstance(anchored.message, AssistantMessage)
-        assert anchored.message.usage is not None
-        after = sum(self._item_tokens(e, pruned) for e in visible[anchor + 1 :])
-        return TokenFigure(anchored.message.usage.context_tokens + after, "usage")
+        return context_size(path, self.entry_tokens, self._pruned_tokens)
 
     @property
     def tokens(self) -> int:

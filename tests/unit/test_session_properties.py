@@ -135,7 +135,7 @@ def test_navigating_away_and_back_restores_the_context(tmp_path_factory, script,
 
 
 def test_the_default_threshold_fits_any_window():
-    from contextd.session import context_threshold
+    from contextd.tokens.context_size import context_threshold
 
     assert context_threshold(200_000, Settings()) == 200_000 - 30_000
     assert context_threshold(100_000, Settings()) == 100_000 - 16_384

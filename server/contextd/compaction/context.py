@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from contextd.model import (
+    AssistantMessage,
     BranchSummaryEntry,
     CompactionEntry,
     Entry,
@@ -107,3 +108,15 @@ def build_context(path: Sequence[Entry], entry_tokens: Mapping[str, int]) -> lis
             )
         items.append(ContextItem(entry.id, message))
     return items
+
+
+def open_tool_calls(items: Iterable[ContextItem]) -> dict[str, str]:
+    """Tool calls of the context that have no result yet: id -> tool name."""
+    pending: dict[str, str] = {}
+    for item in items:
+        if isinstance(item.message, AssistantMessage):
+            for call in item.message.tool_calls:
+                pending[call.id] = call.name
+        elif isinstance(item.message, ToolResultMessage):
+            pending.pop(item.message.toolCallId, None)
+    return pending
