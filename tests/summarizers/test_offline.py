@@ -225,7 +225,7 @@ def test_a_short_failed_tool_output_is_kept_whole() -> None:
 
     body = sections(summarize_offline(request(messages)))
 
-    assert body["### Blocked"] == f"```\n{output}\n```"
+    assert body["### Blocked"] == f"```\n`python run.py` failed: {output}\n```"
     assert body["## Next Steps"] == "1. Resolve the blocking error quoted above."
 
 
@@ -348,7 +348,7 @@ def test_a_failure_is_resolved_by_a_later_green_run_of_the_same_check() -> None:
     body = sections(summarize_offline(request(messages)))
 
     assert body["### Blocked"] == (
-        '- src/parser.py:3: error: Name "Token" is not defined  [name-defined]'
+        '- `mypy src` failed: src/parser.py:3: error: Name "Token" is not defined  [name-defined]'
     ), "mypy never passed"
     assert "IndexError: list index out of range" in body["## Critical Context"]
     assert "- [x] `pytest -q` passed: 40 passed in 1.2s" in body["### Done"]
@@ -398,3 +398,22 @@ def test_finished_work_moves_to_done_without_narration_or_problem_reports() -> N
     assert "Make the closing date inclusive in ledger/closing.py" in body["### Done"]
     assert "Another failure" not in body["### Done"]
     assert "Let me find" not in body["### In Progress"]
+
+
+def test_a_blocker_from_an_earlier_summary_is_cleared_by_a_clean_run_of_its_command() -> None:
+    previous = (
+        "## Goal\n- Make the importer script work.\n\n## Progress\n\n### Blocked\n"
+        "- `python scripts/import.py data.csv` failed: KeyError: 'currency_code'\n"
+        "- `mypy src` failed: src/parser.py:3: error: Name \"Token\" is not defined\n"
+    )
+    messages = _messages.validate_python([
+        {"role": "assistant", "stopReason": "toolUse", "content": [
+            {"type": "toolCall", "id": "r", "name": "bash", "arguments": {"command": "python scripts/import.py other.csv"}}]},
+        {"role": "toolResult", "toolCallId": "r", "toolName": "bash", "content": "imported 12 rows"},
+    ])
+
+    body = sections(summarize_offline(request(messages, previous_summary=previous)))
+
+    assert "KeyError: 'currency_code'" not in body["### Blocked"]
+    assert "KeyError: 'currency_code'" in body["## Critical Context"]  # still on record
+    assert "`mypy src` failed" in body["### Blocked"]  # mypy has not run clean since

@@ -130,6 +130,15 @@ class ErrorSeen:
     texts: list[str]
     index: int
     resolved: bool = False
+    command: str = ""
+    """The shell command whose output showed the error, when there was one."""
+
+    def as_items(self) -> list[str]:
+        """A command's failure is one item that names the command, so that a later summary
+        can tell when a clean run of it fixed the error; other errors are line by line."""
+        if self.command:
+            return [f"`{self.command}` failed: " + " | ".join(self.texts)]
+        return list(self.texts)
 
 
 @dataclass
@@ -157,13 +166,16 @@ class Facts:
     unanswered: bool = False
     """The conversation ends on a user request nobody has answered yet."""
 
+    succeeded_commands: list[str] = field(default_factory=list)
+    """Shell commands whose latest run came back clean, oldest first."""
+
     @property
     def blocked(self) -> list[str]:
-        return [text for error in self.errors if not error.resolved for text in error.texts]
+        return [item for error in self.errors if not error.resolved for item in error.as_items()]
 
     @property
     def resolved_errors(self) -> list[str]:
-        return [text for error in self.errors if error.resolved for text in error.texts]
+        return [item for error in self.errors if error.resolved for item in error.as_items()]
 
 
 def extract_facts(messages: Sequence[Message]) -> Facts:
@@ -269,7 +281,12 @@ def _read_result(
     command = _command(call.arguments) if call else ""
     texts = _error_texts(text, result.isError, _may_report_errors(command))
     if texts:
-        facts.errors.append(ErrorSeen(subject, texts, index))
+        facts.errors.append(ErrorSeen(subject, texts, index, command=command))
+    if command:
+        if command in facts.succeeded_commands:
+            facts.succeeded_commands.remove(command)
+        if not texts:
+            facts.succeeded_commands.append(command)
     if command and CHECK_COMMAND.search(command):
         checks.pop(command, None)  # the latest run of a check is the one that counts
         if not texts:
@@ -374,6 +391,18 @@ def _command(arguments: dict[str, Any]) -> str:
     return ""
 
 
+def command_subject(command: str) -> str:
+    """The program a command runs (with its subcommand for runners like `npm test`), so that
+    `python -m pytest x` and `pytest` count as the same check."""
+    if check := CHECK_COMMAND.search(command):
+        return check.group(0)
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    return " ".join(words[:2] if words and words[0] in RUNNERS else words[:1])
+
+
 def _subject(call: ToolCall | None, tool_name: str) -> str:
     """What a tool call worked on, so a later success on the same thing resolves an error:
     the file, or the command's program (with its subcommand for runners like `npm test`)."""
@@ -383,15 +412,8 @@ def _subject(call: ToolCall | None, tool_name: str) -> str:
     if paths:
         return f"{call.name}:{paths[0]}"
     command = _command(call.arguments)
-    if check := CHECK_COMMAND.search(command):
-        return f"{call.name}:{check.group(0)}"  # `python -m pytest x` and `pytest` alike
     if command:
-        try:
-            words = shlex.split(command)
-        except ValueError:
-            words = command.split()
-        head = words[:2] if words and words[0] in RUNNERS else words[:1]
-        return f"{call.name}:{' '.join(head)}"
+        return f"{call.name}:{command_subject(command)}"
     return call.name
 
 

@@ -31,7 +31,13 @@ from contextd.summarizers.checkpoint import (
     fit,
     parse_summary,
 )
-from contextd.summarizers.extract import ERROR_LINE, FILE_PATH, Facts, extract_facts
+from contextd.summarizers.extract import (
+    ERROR_LINE,
+    FILE_PATH,
+    Facts,
+    command_subject,
+    extract_facts,
+)
 
 MAX_GOAL_CHARS = 400
 MAX_FOCUS_SENTENCES = 6
@@ -150,7 +156,9 @@ def _add_progress(checkpoint: Checkpoint, facts: Facts, earlier: dict[str, list[
     evidence = [*facts.done, *facts.checks_passed]
     finished_work = [*evidence, *facts.modified_files]
     # Blocked first: an error string is kept in the first section that takes it.
-    still_blocked, now_resolved = _split(earlier.get(BLOCKED, []), evidence)
+    still_blocked, fixed_by_runs = _fixed_by_clean_runs(earlier.get(BLOCKED, []), facts.succeeded_commands)
+    still_blocked, now_resolved = _split(still_blocked, evidence)
+    now_resolved = [*fixed_by_runs, *now_resolved]
     checkpoint.add_all(BLOCKED, [*still_blocked, *facts.blocked], ESSENTIAL)
     checkpoint.add_all(CRITICAL, now_resolved, IMPORTANT)
     still_open, now_done = _split(earlier.get(IN_PROGRESS, []), finished_work)
@@ -250,6 +258,21 @@ def _split(items: list[str], finished_work: list[str]) -> tuple[list[str], list[
 
 
 PROBLEM_REPORT = re.compile(r"\b(?:fail(?:s|ed|ure|ing)?|errors?|broken|breaks)\b", re.IGNORECASE)
+FAILED_COMMAND = re.compile(r"^`([^`]+)` failed: ")
+
+
+def _fixed_by_clean_runs(items: list[str], clean_commands: list[str]) -> tuple[list[str], list[str]]:
+    """Earlier blockers into (still blocked, fixed): a command's failure is fixed once the
+    same program has since run clean."""
+    clean = {command_subject(command) for command in clean_commands}
+    still: list[str] = []
+    fixed: list[str] = []
+    for item in items:
+        failed = FAILED_COMMAND.match(item)
+        (fixed if failed and command_subject(failed.group(1)) in clean else still).append(item)
+    return still, fixed
+
+
 CHECK_RESULT = re.compile(r"^(?:\[x\] )?`([^`]+)` (?:passed|failed)")
 TEST_COUNT_CLAIM = re.compile(r"^(?:\[x\] )?(?:all )?\d+ tests? pass(?:es|ed)?\.?$", re.IGNORECASE)
 
