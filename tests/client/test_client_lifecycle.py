@@ -54,6 +54,7 @@ SCRIPT = textwrap.dedent(
     print(client.client.daemon.pid, flush=True)
     if sys.argv[2] == "hang":
         time.sleep(600)
+    sys.stdin.readline()  # exit only once the test has seen the daemon running
     """
 )
 
@@ -62,17 +63,21 @@ SCRIPT = textwrap.dedent(
 def test_no_daemon_outlives_its_script(tmp_path: Path, ending: str) -> None:
     script = subprocess.Popen(
         [sys.executable, "-c", SCRIPT, str(tmp_path), "hang" if ending == "killed" else "exit"],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert script.stdout is not None and script.stderr is not None
+    assert script.stdin is not None and script.stdout is not None and script.stderr is not None
     first_line = script.stdout.readline()
     assert first_line.strip().isdigit(), (first_line, script.stderr.read())
     daemon_pid = int(first_line)
     assert process_alive(daemon_pid)
     if ending == "killed":
         script.kill()  # no atexit, no finally: only the parent-death signal can help
+    else:
+        script.stdin.write("\n")
+        script.stdin.flush()
     script.wait(timeout=30)
     # Generous: on a loaded 2-core machine the kernel and the script's exit can be slow.
     assert wait_gone(daemon_pid, seconds=30), (
