@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import Any
 
 from contextd import __version__
 
@@ -15,7 +16,7 @@ def global_options(defaults: bool) -> argparse.ArgumentParser:
     """Options that may stand before or after the command (`contextd --data-dir D serve` and
     `contextd serve --data-dir D`); after it they only override what was given before."""
     options = argparse.ArgumentParser(add_help=False)
-    default = {} if defaults else {"default": argparse.SUPPRESS}
+    default: dict[str, Any] = {} if defaults else {"default": argparse.SUPPRESS}
     options.add_argument(
         "--data-dir", help="where sessions live (default $XDG_DATA_HOME/contextd)", **default
     )

@@ -532,7 +532,7 @@ class LiveSession:
             turn_prefix_summary=_text(summaries.get("turn_prefix")),
         )
         author = next(iter(summaries.values())).summarizer
-        fields = dict(
+        fields: dict[str, Any] = dict(
             summary=text,
             firstKeptEntryId=prepared.first_kept_entry_id,
             tokensBefore=prepared.tokens_before,

@@ -15,7 +15,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,7 +79,7 @@ def new_session_id() -> str:
     return f"{int(time.time() * 1000):012x}-{secrets.token_hex(4)}"
 
 
-def new_entry_id(taken: set[str] | dict[str, object]) -> str:
+def new_entry_id(taken: Container[str]) -> str:
     while True:
         candidate = secrets.token_hex(4)
         if candidate not in taken:

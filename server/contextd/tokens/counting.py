@@ -63,8 +63,8 @@ def count_message(message: Message, encoding: str) -> int:
     elif isinstance(message.content, str):
         tokens += count(message.content)
     else:
-        for block in message.content:
-            tokens += IMAGE_TOKENS if isinstance(block, ImageContent) else count(block.text)
+        for part in message.content:
+            tokens += IMAGE_TOKENS if isinstance(part, ImageContent) else count(part.text)
     return tokens
 
 
