@@ -200,6 +200,8 @@ class RunningCompaction:
     reason: str
     task: asyncio.Task[Any] | None
     aborted: bool = False
+    will_retry: bool = False
+    """Whether the client should resend its request once this job is done."""
 
 
 def _answers(entry: Entry, pending: dict[str, str]) -> bool:
@@ -471,7 +473,9 @@ class LiveSession:
         session keeps everything it had."""
         if self._running is not None:
             raise CompactionRunning(self.session_id)
-        running = RunningCompaction(secrets.token_hex(6), reason, asyncio.current_task())
+        running = RunningCompaction(
+            secrets.token_hex(6), reason, asyncio.current_task(), will_retry=will_retry
+        )
         self._running = running
         self.cancel_idle_timer()
         body = {"compactionId": running.compaction_id, "reason": reason, "tokensBefore": tokens_before}
@@ -494,7 +498,7 @@ class LiveSession:
             raise
         finally:
             self._running = None
-        self._finish(body, outcome="compacted", willRetry=will_retry, **fields)
+        self._finish(body, outcome="compacted", willRetry=running.will_retry, **fields)
         self.touch()
         return value
 
@@ -609,7 +613,7 @@ class LiveSession:
 
     def _recover(self, reason: CompactionReason) -> None:
         """The failed answer leaves the context, then a compaction makes room for a retry."""
-        if not self.auto_compaction or self._busy():
+        if not self.auto_compaction:
             return
         if self._recovering:
             # The retry after our compaction failed the same way: compacting again would loop.
@@ -619,7 +623,11 @@ class LiveSession:
         self.append_annotation(LeafEntry, targetId=failed.parentId)
         self.announce(reason)
         self._recovering = True
-        self.spawn(self._auto_compact(reason, will_retry=True))
+        running = self._running
+        if running is not None and running.reason != "handoff":
+            running.will_retry = True  # the compaction already under way makes the room
+        elif not self._busy():
+            self.spawn(self._auto_compact(reason, will_retry=True))
 
     async def _auto_compact(self, reason: CompactionReason, *, will_retry: bool = False) -> None:
         try:

@@ -292,3 +292,22 @@ async def test_progress_is_reported_to_clients_that_ask(make_daemon):
         await asyncio.sleep(0.05)
     kinds = [type(r).__name__ for r in reports]
     assert kinds[0] == "WorkDoneProgressBegin" and kinds[-1] == "WorkDoneProgressEnd"
+
+
+async def test_an_overflow_during_a_compaction_rides_on_it(make_daemon, provider):
+    provider.default = Reply.with_summary("## Goal\nShip it.", delay=1.5)
+    daemon = await make_daemon(settings=remote(provider))
+    session = (await daemon.open_session())["sessionId"]
+    await append_turns(daemon, session, range(8))
+    running = asyncio.ensure_future(daemon.request("contextd/compact", {"sessionId": session}))
+    await daemon.wait_for("contextd/compactionStarted", sessionId=session)
+    await daemon.request("contextd/session/append", {"sessionId": session, "messages": [
+        user("and one more thing"),
+        assistant("", stop="error", errorKind="context_overflow", errorMessage="prompt is too long"),
+    ]})
+    await running
+    finished = await daemon.wait_for("contextd/compactionFinished", sessionId=session)
+    assert finished["outcome"] == "compacted" and finished["willRetry"] is True
+    assert len(daemon.received("contextd/compactionStarted")) == 1  # no second compaction
+    context = await daemon.request("contextd/session/context", {"sessionId": session})
+    assert context["messages"][-1]["content"] == "and one more thing"
