@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contextd.importers.common import (
+    PLACEHOLDER_ID,
     EntryBuilder,
     ImportedSession,
     Problem,
-    fill_tokens_after,
     json_lines,
     message_or_problem,
     text_of,
@@ -26,12 +26,10 @@ from contextd.importers.common import (
 from contextd.model import (
     CompactionEntry,
     CompactionReason,
-    ModelChangeEntry,
     SummarizerInfo,
 )
 
 SOURCE = "claude-code"
-PLACEHOLDER_ID = "pending"
 SYNTHETIC_MODEL = "<synthetic>"
 
 NOT_CONVERSATION = {
@@ -83,8 +81,7 @@ def parse(lines: Iterable[str]) -> ImportedSession:
         ),
         None,
     )
-    if model:
-        builder.add_node(path[0][0], "model", None, ModelChangeEntry(id=PLACEHOLDER_ID, parentId=None, model=model), enters_context=False)
+    builder.add_model_root(path[0][0], model)
     _Converter(builder, problems).run(path)
     entries, leaf_id = builder.finish(path[-1][0] if path else 1)
     return ImportedSession(
@@ -93,7 +90,7 @@ def parse(lines: Iterable[str]) -> ImportedSession:
         workspace=first.get("cwd"),
         created_at=first.get("timestamp"),
         name=None,
-        entries=fill_tokens_after(entries),
+        entries=entries,
         leaf_id=leaf_id,
         problems=problems,
     )

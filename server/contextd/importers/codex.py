@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from contextd.importers.common import (
+    PLACEHOLDER_ID,
     EntryBuilder,
     ImportedSession,
     Problem,
-    fill_tokens_after,
     json_lines,
     message_or_problem,
     text_of,
@@ -32,7 +32,6 @@ from contextd.model import (
 )
 
 SOURCE = "codex"
-PLACEHOLDER_ID = "pending"
 
 CALL_TYPES = ("function_call", "custom_tool_call", "local_shell_call")
 OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
@@ -60,7 +59,7 @@ def parse(lines: Iterable[str]) -> ImportedSession:
         workspace=converter.meta.get("cwd"),
         created_at=converter.meta.get("timestamp"),
         name=None,
-        entries=fill_tokens_after(entries),
+        entries=entries,
         leaf_id=leaf_id,
         problems=problems,
     )

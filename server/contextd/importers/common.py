@@ -17,6 +17,7 @@ from contextd.model import (
     LabelEntry,
     Message,
     MessageEntry,
+    ModelChangeEntry,
     ToolResultMessage,
     utc_now,
 )
@@ -24,6 +25,9 @@ from contextd.model import (
 MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
 
 ProblemKind = Literal["corrupt", "unknown", "skipped", "repaired"]
+
+PLACEHOLDER_ID = "pending"
+"""The id of an entry built before the builder gives it its real one."""
 
 MISSING_RESULT_TEXT = "[No result was recorded for this tool call in the imported session]"
 
@@ -239,14 +243,23 @@ class EntryBuilder:
         return self._last_assistant
 
     def finish(self, line: int, leaf: str | None = None) -> tuple[list[Entry], str | None]:
-        """Settle the tool calls left open at the ends of branches; returns entries and leaf."""
+        """Settle the tool calls left open at the ends of branches and give compactions their
+        tokensAfter; returns the entries and the leaf."""
         leaf_id = self.resolve(leaf) if leaf is not None else self.leaf_id
         for entry in list(self.entries):
             if entry.id not in self._has_children and self._open_calls.get(entry.id):
                 end = self.close_open_calls(entry.id, line, entry.timestamp)
                 if entry.id == leaf_id:
                     leaf_id = end
-        return self.entries, leaf_id
+        return fill_tokens_after(self.entries), leaf_id
+
+    def add_model_root(self, line: int, model: str | None) -> str | None:
+        """The session's first model as its root entry: contextd learns a model from
+        model_change entries."""
+        if not model:
+            return None
+        entry = ModelChangeEntry(id=PLACEHOLDER_ID, parentId=None, model=model)
+        return self.add_node(line, "model", None, entry, enters_context=False).id
 
 
 def message_or_problem(

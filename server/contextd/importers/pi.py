@@ -14,10 +14,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from contextd.importers.common import (
+    PLACEHOLDER_ID,
     EntryBuilder,
     ImportedSession,
     Problem,
-    fill_tokens_after,
     json_lines,
     message_or_problem,
     validation_summary,
@@ -35,7 +35,6 @@ from contextd.model import (
 )
 
 SOURCE = "pi"
-PLACEHOLDER_ID = "pending"
 
 ENTRY_MAPPING = {
     "message": "message (bashExecution and custom roles become user messages)",
@@ -63,7 +62,7 @@ def parse(lines: Iterable[str]) -> ImportedSession:
         body = _with_v1_ids(parsed)
     builder = EntryBuilder(problems)
     name: str | None = None
-    root_id = _add_model_root(builder, header_line, header.get("modelId") or _model_before_any_change(body))
+    root_id = builder.add_model_root(header_line, header.get("modelId") or _model_before_any_change(body))
     previous: str | None = root_id
     for line, raw in body:
         entry_id = raw.get("id")
@@ -86,18 +85,10 @@ def parse(lines: Iterable[str]) -> ImportedSession:
         workspace=header.get("cwd"),
         created_at=header.get("timestamp"),
         name=name,
-        entries=fill_tokens_after(entries),
+        entries=entries,
         leaf_id=leaf_id,
         problems=problems,
     )
-
-
-def _add_model_root(builder: EntryBuilder, line: int, model: str | None) -> str | None:
-    """The session's first model as its root entry: contextd learns a model from model_change."""
-    if not model:
-        return None
-    entry = ModelChangeEntry(id=PLACEHOLDER_ID, parentId=None, model=model)
-    return builder.add_node(line, "model", None, entry, enters_context=False).id
 
 
 def _with_v1_ids(parsed: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, dict[str, Any]]]:
