@@ -97,10 +97,6 @@ class SetModelParams(SessionParams):
     model: str = Field(min_length=1, max_length=256)
 
 
-class TreeParams(SessionParams):
-    pass
-
-
 class LabelParams(SessionParams):
     entryId: str = Field(min_length=1, max_length=64)
     label: str | None = Field(max_length=200)
@@ -503,7 +499,7 @@ def compact_abort(server: ContextdServer, params: SessionParams) -> dict[str, An
     return {"aborted": server.sessions.get(params.sessionId).abort_compaction()}
 
 
-def tree(server: ContextdServer, params: TreeParams) -> dict[str, Any]:
+def tree(server: ContextdServer, params: SessionParams) -> dict[str, Any]:
     session = server.sessions.get(params.sessionId)
     return {"nodes": session.tree_nodes(), "leafId": session.leaf_id}
 
@@ -564,7 +560,7 @@ REQUESTS: list[tuple[str, type[Params], Callable[..., Any]]] = [
     ("contextd/session/close", SessionParams, session_close),
     ("contextd/compact", CompactParams, compact),
     ("contextd/compact/abort", SessionParams, compact_abort),
-    ("contextd/tree", TreeParams, tree),
+    ("contextd/tree", SessionParams, tree),
     ("contextd/label", LabelParams, label),
     ("contextd/navigate", NavigateParams, navigate),
     ("contextd/fork", ForkParams, fork),
