@@ -1,0 +1,58 @@
+"""What a live session tells the outside world, and the silent listener for sessions nobody watches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class SessionEvents(Protocol):
+    """What a live session tells the outside world; the server turns these into notifications."""
+
+    def token_usage(self, body: dict[str, Any]) -> None: ...
+
+    def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None: ...
+
+    def compaction_started(self, body: dict[str, Any]) -> None: ...
+
+    def compaction_finished(self, body: dict[str, Any]) -> None: ...
+
+    def compaction_progress(self, compaction_id: str, stage: str, message: str) -> None: ...
+
+    async def before_compact(self, body: dict[str, Any]) -> HookAnswer: ...
+
+    def idle_timer(self, body: dict[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True)
+class HookAnswer:
+    """What a client's beforeCompact hook decided; the default lets the compaction proceed."""
+
+    cancel: bool = False
+    summary: str | None = None
+    instructions: str | None = None
+
+
+class SilentEvents:
+    """For sessions nobody watches: read-only views and tests."""
+
+    def token_usage(self, body: dict[str, Any]) -> None:
+        pass
+
+    def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None:
+        pass
+
+    def compaction_started(self, body: dict[str, Any]) -> None:
+        pass
+
+    def compaction_finished(self, body: dict[str, Any]) -> None:
+        pass
+
+    def compaction_progress(self, compaction_id: str, stage: str, message: str) -> None:
+        pass
+
+    async def before_compact(self, body: dict[str, Any]) -> HookAnswer:
+        return HookAnswer()
+
+    def idle_timer(self, body: dict[str, Any]) -> None:
+        pass

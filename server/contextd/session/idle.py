@@ -1,0 +1,68 @@
+"""The idle timer: compact a big context after the session has sat unused for a while."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from contextd.model import IdleSettings
+from contextd.session.triggers import CompactionTriggers
+
+
+class IdleTimer(CompactionTriggers):
+    """Timers are loop callbacks, not threads: many sessions cost nothing."""
+
+    @property
+    def idle_settings(self) -> IdleSettings:
+        return self.idle_override or self.settings.idle
+
+    def idle_threshold(self) -> int:
+        idle = self.idle_settings
+        if idle.thresholdTokens is not None:
+            return idle.thresholdTokens
+        return int(self.model_info.context_window * idle.thresholdPercent)
+
+    def touch(self) -> None:
+        """Activity on the session: (re)arm the idle timer if the context is big enough,
+        else cancel it. Timers are loop callbacks, not threads: many sessions cost nothing."""
+        idle = self.idle_settings
+        if idle.enabled and self._running is None and self.tokens >= self.idle_threshold():
+            self._arm_idle_timer(idle.timeoutSeconds)
+        else:
+            self.cancel_idle_timer()
+
+    def _arm_idle_timer(self, seconds: float) -> None:
+        self._cancel_timer_handle()
+        loop = asyncio.get_running_loop()
+        self._idle_handle = loop.call_later(seconds, self._idle_fired)
+        due = datetime.now(UTC) + timedelta(seconds=seconds)
+        self._idle_event("armed", dueAt=due.isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+
+    def cancel_idle_timer(self) -> None:
+        if self._cancel_timer_handle():
+            self._idle_event("cancelled")
+
+    def _cancel_timer_handle(self) -> bool:
+        handle, self._idle_handle = self._idle_handle, None
+        if handle is None:
+            return False
+        handle.cancel()
+        return True
+
+    def _idle_fired(self) -> None:
+        self._idle_handle = None
+        self._idle_event("fired")
+        if self._running is None:
+            self.spawn(self._auto_compact("idle"))
+
+    def _idle_event(self, state: str, **fields: Any) -> None:
+        self.events.idle_timer({"sessionId": self.session_id, "state": state, **fields})
+
+    def configure_idle(self, idle: IdleSettings) -> None:
+        self.idle_override = idle
+        self.touch()
+
+    def has_pending_work(self) -> bool:
+        """A job running or a timer armed: such a session stays in memory."""
+        return self._busy() or self._idle_handle is not None

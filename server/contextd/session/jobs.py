@@ -1,0 +1,278 @@
+"""The running job of a session: a compaction or a handoff, one at a time, and its abort.
+
+Each job reports compactionStarted/compactionFinished; whatever stops it (a failure, an
+abort, a cancelled request), the session keeps everything it had.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+from contextd.compaction.handoff import prepare_handoff
+from contextd.compaction.prepare import (
+    CompactionPreparation,
+    NothingToCompact,
+    assemble_compaction_summary,
+    prepare_compaction,
+)
+from contextd.compaction.prune import plan_prune
+from contextd.model import (
+    CompactionEntry,
+    CompactionReason,
+    HandoffEntry,
+    ParentSession,
+    SummarizerInfo,
+)
+from contextd.session.errors import (
+    CompactionFailed,
+    CompactionRunning,
+    CompactionVetoed,
+    NothingToCompactError,
+)
+from contextd.session.state import LiveState
+from contextd.summarizers.base import SummarizerError
+from contextd.summarizers.chain import Summary, build_summarizer
+from contextd.tokens import count_entry
+
+T = TypeVar("T")
+NewSession = TypeVar("NewSession", bound=LiveState)
+
+
+@dataclass
+class RunningCompaction:
+    compaction_id: str
+    reason: str
+    task: asyncio.Task[Any] | None
+    aborted: bool = False
+    will_retry: bool = False
+    """Whether the client should resend its request once this job is done."""
+
+
+def _text(summary: Summary | None) -> str | None:
+    return summary.text if summary is not None else None
+
+
+def _without_turn_prefix(prepared: CompactionPreparation) -> CompactionPreparation:
+    """A summary supplied by the client covers everything summarized, split turn included."""
+    return replace(prepared, turn_prefix_request=None, history_request=prepared.history_request
+                   or prepared.turn_prefix_request)
+
+
+class CompactionJobs(LiveState):
+    """Compaction and handoff of the live state, run as one job at a time."""
+
+    def preview_compaction(self, instructions: str | None = None) -> dict[str, Any]:
+        """What `compact` would do, without calling a summarizer."""
+        prepared = self._prepare("manual", instructions)
+        prune = plan_prune(self._path, self.entry_tokens, self.settings.pruning)
+        return {
+            "firstKeptEntryId": prepared.first_kept_entry_id,
+            "summarizeEntryIds": list(prepared.summarize_entry_ids),
+            "keptEntryIds": list(prepared.kept_entry_ids),
+            "pruneEntryIds": list(prune.entry_ids) if prune else [],
+            "tokensBefore": prepared.tokens_before,
+            "tokensKept": prepared.tokens_kept,
+            "tokensAfter": prepared.tokens_after,
+            "splitTurn": prepared.is_split_turn,
+        }
+
+    def _prepare(self, reason: CompactionReason, instructions: str | None) -> CompactionPreparation:
+        prepared = prepare_compaction(
+            self._path,
+            self.entry_tokens,
+            self.settings,
+            instructions=instructions,
+            reason=reason,
+            tokens_before=self.tokens,
+        )
+        if isinstance(prepared, NothingToCompact):
+            raise NothingToCompactError(self.session_id, prepared.message)
+        return prepared
+
+    async def compact(
+        self,
+        reason: CompactionReason,
+        instructions: str | None = None,
+        *,
+        will_retry: bool = False,
+    ) -> CompactionEntry:
+        """Summarize the old part of the context into a `compaction` entry.
+
+        Runs in the calling task, so cancelling that task (a `$/cancelRequest`, or `abort`)
+        stops it; whatever stops it, the session is left exactly as it was.
+        """
+        prepared = self._prepare(reason, instructions)
+
+        async def work(running: RunningCompaction) -> tuple[dict[str, Any], CompactionEntry]:
+            hook = await self.events.before_compact(self._hook_body(running, prepared))
+            if hook.cancel:
+                raise CompactionVetoed()
+            current = prepared
+            if hook.instructions:
+                joined = "\n\n".join(filter(None, [instructions, hook.instructions]))
+                current = self._prepare(reason, joined)
+            if hook.summary:
+                summaries = {"history": Summary(hook.summary, SummarizerInfo(provider="client"))}
+                current = _without_turn_prefix(current)
+            else:
+                summaries = await self._summarize(current)
+            self.events.compaction_progress(running.compaction_id, "report", "Writing the summary")
+            entry = self._write_compaction(current, summaries)
+            return {"tokensAfter": entry.tokensAfter, "entryId": entry.id}, entry
+
+        entry = await self.run_job(reason, prepared.tokens_before, work, will_retry=will_retry)
+        self.announce("compaction")
+        return entry
+
+    def _hook_body(self, running: RunningCompaction, prepared: CompactionPreparation) -> dict[str, Any]:
+        return {
+            "sessionId": self.session_id,
+            "compactionId": running.compaction_id,
+            "reason": prepared.reason,
+            "tokensBefore": prepared.tokens_before,
+            "firstKeptEntryId": prepared.first_kept_entry_id,
+            "summarizeEntryIds": list(prepared.summarize_entry_ids),
+            "keptEntryIds": list(prepared.kept_entry_ids),
+            "previousSummary": prepared.previous_summary,
+        }
+
+    async def run_job(
+        self,
+        reason: str,
+        tokens_before: int,
+        work: Callable[[RunningCompaction], Awaitable[tuple[dict[str, Any], T]]],
+        *,
+        will_retry: bool = False,
+    ) -> T:
+        """Run one summarizing job (a compaction or a handoff) with its started/finished events.
+
+        One job at a time per session. Whatever stops the job, it is reported and the
+        session keeps everything it had."""
+        if self._running is not None:
+            raise CompactionRunning(self.session_id)
+        running = RunningCompaction(
+            secrets.token_hex(6), reason, asyncio.current_task(), will_retry=will_retry
+        )
+        self._running = running
+        self.cancel_idle_timer()
+        body = {"compactionId": running.compaction_id, "reason": reason, "tokensBefore": tokens_before}
+        self.events.compaction_started({"sessionId": self.session_id, **body})
+        self.events.compaction_progress(running.compaction_id, "begin", "Summarizing history")
+        try:
+            fields, value = await work(running)
+        except asyncio.CancelledError:
+            outcome = "aborted" if running.aborted else "cancelled"
+            self._finish(body, outcome=outcome, error=f"{reason} compaction {outcome}")
+            raise
+        except CompactionVetoed:
+            self._finish(body, outcome="cancelled", error="cancelled by the client's beforeCompact")
+            raise
+        except SummarizerError as error:
+            self._finish(body, outcome="failed", error=str(error))
+            raise CompactionFailed(self.session_id, self.settings.summarizer.provider, str(error)) from None
+        except NothingToCompactError as error:
+            self._finish(body, outcome="failed", error=str(error))
+            raise
+        finally:
+            self._running = None
+        self._finish(body, outcome="compacted", willRetry=running.will_retry, **fields)
+        self.touch()
+        return value
+
+    async def _summarize(self, prepared: CompactionPreparation) -> dict[str, Summary]:
+        summarizer = build_summarizer(self.settings.summarizer)
+        requests = {
+            name: request
+            for name, request in (
+                ("history", prepared.history_request),
+                ("turn_prefix", prepared.turn_prefix_request),
+            )
+            if request is not None
+        }
+        tasks = [
+            asyncio.ensure_future(summarizer.summarize_with_info(request))
+            for request in requests.values()
+        ]
+        try:
+            answers = await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:  # one failed: the others' answers are of no use now
+                task.cancel()
+        return dict(zip(requests, answers))
+
+    def _write_compaction(
+        self, prepared: CompactionPreparation, summaries: dict[str, Summary]
+    ) -> CompactionEntry:
+        if all(entry.id != prepared.first_kept_entry_id for entry in self._path):
+            raise NothingToCompactError(
+                self.session_id, "the session moved to another branch while compacting"
+            )
+        text = assemble_compaction_summary(
+            prepared,
+            history_summary=_text(summaries.get("history")),
+            turn_prefix_summary=_text(summaries.get("turn_prefix")),
+        )
+        author = next(iter(summaries.values())).summarizer
+        fields: dict[str, Any] = {
+            "summary": text,
+            "firstKeptEntryId": prepared.first_kept_entry_id,
+            "tokensBefore": prepared.tokens_before,
+            "reason": prepared.reason,
+            "summarizer": author,
+            "details": prepared.files,
+            "instructions": prepared.instructions,
+        }
+        draft = CompactionEntry(id="draft", parentId=self.leaf_id, tokensAfter=0, **fields)
+        self.entry_tokens[draft.id] = count_entry(draft, self.model_info.encoding)
+        tokens_after = self.figure_of([*self._path, draft]).tokens
+        del self.entry_tokens[draft.id]
+        entry = self.append_node(CompactionEntry, tokensAfter=tokens_after, **fields)
+        assert isinstance(entry, CompactionEntry)
+        return entry
+
+    def _finish(self, body: dict[str, Any], **fields: Any) -> None:
+        outcome = fields["outcome"]
+        fields.setdefault("willRetry", False)
+        self.events.compaction_progress(body["compactionId"], "end", outcome)
+        self.events.compaction_finished({"sessionId": self.session_id, **body, **fields})
+
+    def abort_compaction(self) -> bool:
+        running = self._running
+        if running is None or running.task is None:
+            return False
+        running.aborted = True
+        running.task.cancel()
+        return True
+
+    async def handoff(
+        self, goal: str | None, start_session: Callable[[ParentSession], NewSession]
+    ) -> tuple[NewSession, HandoffEntry]:
+        """Write a handoff document with the summarizer and start a new session with it."""
+        request = prepare_handoff(self.path, self.entry_tokens, self.settings, goal)
+        summarizer = build_summarizer(self.settings.summarizer)
+
+        async def work(running: RunningCompaction) -> tuple[dict[str, Any], tuple[NewSession, HandoffEntry]]:
+            answer = await summarizer.summarize_with_info(request)
+            fresh = start_session(ParentSession(id=self.session_id, entryId=self.leaf_id))
+            entry = fresh.append_node(HandoffEntry, document=answer.text, fromSession=self.session_id)
+            assert isinstance(entry, HandoffEntry)
+            fields = {"tokensAfter": fresh.tokens, "entryId": entry.id, "handoffSessionId": fresh.session_id}
+            return fields, (fresh, entry)
+
+        fresh, entry = await self.run_job("handoff", self.tokens, work)
+        fresh.announce("handoff")
+        return fresh, entry
+
+    def _busy(self) -> bool:
+        return self._running is not None or any(not task.done() for task in self._tasks)
+
+    def spawn(self, work: Any) -> asyncio.Task[Any]:
+        """Background work of this session; it dies with the session."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task

@@ -1,0 +1,278 @@
+"""The live state of one session: its tree, its context path, its model and its token figure.
+
+`LiveState` appends entries and keeps the context's size current; the jobs, triggers, idle
+timer and navigation that act on this state live in their own modules of this package.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from contextd.compaction.context import (
+    ContextItem,
+    build_context,
+    open_tool_calls,
+    pruned_placeholder,
+)
+from contextd.model import (
+    AssistantMessage,
+    Entry,
+    IdleSettings,
+    LeafEntry,
+    Message,
+    MessageEntry,
+    ModelChangeEntry,
+    SessionHeader,
+    SessionInfoEntry,
+    Settings,
+    ToolResultMessage,
+)
+from contextd.session.errors import InvalidAppend
+from contextd.session.events import SessionEvents
+from contextd.store import EntryTree, SessionFile, new_entry_id
+from contextd.tokens import count_entry, count_text, resolve_model
+from contextd.tokens.context_size import TokenFigure, context_size, context_threshold
+
+if TYPE_CHECKING:
+    from contextd.session.jobs import RunningCompaction
+
+
+def check_tool_results(messages: Sequence[Message], pending: dict[str, str]) -> None:
+    """Every toolResult must answer a toolCall that is still waiting for one."""
+    pending = dict(pending)
+    for index, message in enumerate(messages):
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                if call.id in pending:
+                    raise InvalidAppend(
+                        f"messages.{index}.content",
+                        f"tool call id {call.id!r} is already waiting for its result",
+                    )
+                pending[call.id] = call.name
+        elif (
+            isinstance(message, ToolResultMessage)
+            and pending.pop(message.toolCallId, None) is None
+        ):
+            raise InvalidAppend(
+                f"messages.{index}.toolCallId",
+                f"no tool call {message.toolCallId!r} is waiting for a result in this context",
+            )
+
+
+class LiveState(ABC):
+    """One open session: its file, its tree, the model it talks to and the context's size."""
+
+    def __init__(
+        self, file: SessionFile, tree: EntryTree, settings: Settings, events: SessionEvents
+    ) -> None:
+        self.file = file
+        self.tree = tree
+        self.settings = settings
+        self.events = events
+        self.entry_tokens: dict[str, int] = {}
+        self.model_id = settings.defaultModel
+        self.model_info = resolve_model(self.model_id, settings.models)
+        self._path: list[Entry] = []
+        self._pending_calls: dict[str, str] = {}
+        self._figure = TokenFigure(0, "counted")
+        self._running: RunningCompaction | None = None
+        self._recovering = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._idle_handle: asyncio.TimerHandle | None = None
+        self.idle_override: IdleSettings | None = None
+        self.hand_off: Callable[[], Awaitable[Any]] | None = None
+        """Set by the manager: starts a handoff of this session (strategy `handoff`)."""
+        self._refresh_model_from(tree.nodes())
+        self._count_all(tree.entries.values())
+        self.rebuild()
+
+    # --- identity ---------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        return self.file.session_id
+
+    @property
+    def header(self) -> SessionHeader:
+        return self.file.header
+
+    @property
+    def leaf_id(self) -> str | None:
+        return self.tree.leaf_id
+
+    @property
+    def name(self) -> str | None:
+        for entry in reversed(self._path):
+            if isinstance(entry, SessionInfoEntry):
+                return entry.name
+        return self.header.name
+
+    @property
+    def path(self) -> list[Entry]:
+        return self._path
+
+    # --- tokens -----------------------------------------------------------------------
+
+    def _count_all(self, entries: Iterable[Entry]) -> None:
+        encoding = self.model_info.encoding
+        for entry in entries:
+            self.entry_tokens[entry.id] = count_entry(entry, encoding)
+
+    def _pruned_tokens(self, tokens: int) -> int:
+        return count_text(pruned_placeholder(tokens), self.model_info.encoding)
+
+    def figure_of(self, path: Sequence[Entry]) -> TokenFigure:
+        return context_size(path, self.entry_tokens, self._pruned_tokens)
+
+    @property
+    def tokens(self) -> int:
+        return self._figure.tokens
+
+    @property
+    def threshold_tokens(self) -> int:
+        return context_threshold(self.model_info.context_window, self.settings)
+
+    def usage_body(self) -> dict[str, Any]:
+        window = self.model_info.context_window
+        return {
+            "sessionId": self.session_id,
+            "tokens": self._figure.tokens,
+            "contextWindow": window,
+            "percent": round(100 * self._figure.tokens / window, 1),
+            "thresholdTokens": self.threshold_tokens,
+            "source": self._figure.source,
+            "model": self.model_id,
+        }
+
+    # --- the context ------------------------------------------------------------------
+
+    def rebuild(self) -> None:
+        """Recompute the path, pending tool calls and token figure from the tree (after any
+        change that is not a plain append: load, compaction, prune, navigation, model)."""
+        self._path = self.tree.path_to(self.tree.leaf_id)
+        self._pending_calls = open_tool_calls(self.context_items())
+        self._figure = self.figure_of(self._path)
+
+    def context_items(self) -> list[ContextItem]:
+        return build_context(self._path, self.entry_tokens)
+
+    def context_messages(self) -> list[Message]:
+        return [item.message for item in self.context_items()]
+
+    # --- appending --------------------------------------------------------------------
+
+    def _write(self, entry_class: type[Any], **fields: Any) -> Entry:
+        entry = entry_class(id=new_entry_id(self.tree.entries), parentId=self.tree.leaf_id, **fields)
+        tokens = count_entry(entry, self.model_info.encoding)
+        self.file.append(entry)
+        self.tree.add(entry)
+        self.entry_tokens[entry.id] = tokens
+        return entry
+
+    def _extend_path(self, entry: Entry) -> None:
+        """The cheap path for a new leaf: update the figure without recounting the context."""
+        self._path.append(entry)
+        if isinstance(entry, MessageEntry):
+            message = entry.message
+            if isinstance(message, AssistantMessage):
+                for call in message.tool_calls:
+                    self._pending_calls[call.id] = call.name
+                if message.usage is not None and not message.failed:
+                    self._figure = TokenFigure(message.usage.context_tokens, "usage")
+                    return
+            elif isinstance(message, ToolResultMessage):
+                self._pending_calls.pop(message.toolCallId, None)
+        self._figure = TokenFigure(
+            self._figure.tokens + self.entry_tokens[entry.id], self._figure.source
+        )
+
+    def append_messages(self, messages: Sequence[Message]) -> list[str]:
+        """Validate the whole batch first, so a bad message stores nothing."""
+        check_tool_results(messages, self._pending_calls)
+        entry_ids = []
+        for message in messages:
+            entry = self._write(MessageEntry, message=message)
+            self._extend_path(entry)
+            entry_ids.append(entry.id)
+        self.announce("append")
+        self.after_append(messages)
+        return entry_ids
+
+    def append_node(self, entry_class: type[Any], **fields: Any) -> Entry:
+        """Append a non-message node (compaction, prune, summaries, model, name) and recount."""
+        entry = self._write(entry_class, **fields)
+        self.rebuild()
+        return entry
+
+    def append_annotation(self, entry_class: type[Any], **fields: Any) -> Entry:
+        """A `label` or `leaf` line: it annotates the tree without growing it."""
+        entry = self._write(entry_class, **fields)
+        if isinstance(entry, LeafEntry):
+            self.rebuild()
+        return entry
+
+    def announce(self, cause: str) -> None:
+        self.events.session_changed(self.session_id, self.leaf_id, cause)
+        self.events.token_usage(self.usage_body())
+
+    @property
+    def compacting(self) -> bool:
+        return self._running is not None
+
+    # --- what the other jobs of a session provide -----------------------------------------
+
+    @abstractmethod
+    def after_append(self, messages: Sequence[Message]) -> None:
+        """The automatic triggers, run after every batch of messages (see triggers.py)."""
+
+    @abstractmethod
+    def touch(self) -> None:
+        """Activity on the session: (re)arm or cancel the idle timer (see idle.py)."""
+
+    @abstractmethod
+    def cancel_idle_timer(self) -> None:
+        """Stop the idle timer, if armed (see idle.py)."""
+
+    # --- model ------------------------------------------------------------------------
+
+    def _refresh_model_from(self, entries: Iterable[Entry]) -> None:
+        for entry in entries:
+            if isinstance(entry, ModelChangeEntry):
+                self._use_model(entry.model)
+
+    def _use_model(self, model_id: str) -> None:
+        self.model_id = model_id
+        self.model_info = resolve_model(model_id, self.settings.models)
+
+    def set_model(self, model_id: str) -> None:
+        old_encoding = self.model_info.encoding
+        self._use_model(model_id)
+        if self.model_info.encoding != old_encoding:
+            self._count_all(self.tree.entries.values())
+        self.append_node(ModelChangeEntry, model=model_id)
+        self.announce("model")
+
+    def apply_settings(self, settings: Settings) -> None:
+        old_encoding = self.model_info.encoding
+        self.settings = settings
+        self._use_model(self.model_id)
+        if self.model_info.encoding != old_encoding:
+            self._count_all(self.tree.entries.values())
+        self.rebuild()
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "sessionId": self.session_id,
+            "name": self.name,
+            "workspace": self.header.workspace,
+            "leafId": self.leaf_id,
+            "model": self.model_id,
+            "contextWindow": self.model_info.context_window,
+            "entries": sum(1 for _ in self.tree.nodes()),
+            "usage": self.usage_body(),
+            "compacting": self.compacting,
+            "path": str(self.file.path),
+        }

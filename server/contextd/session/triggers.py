@@ -1,0 +1,108 @@
+"""The automatic triggers: the threshold, a context overflow and a truncated answer."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from contextd.compaction.prune import plan_prune
+from contextd.model import (
+    AssistantMessage,
+    CompactionReason,
+    LeafEntry,
+    Message,
+    PruneEntry,
+)
+from contextd.session.errors import (
+    CompactionFailed,
+    CompactionRunning,
+    CompactionVetoed,
+    NothingToCompactError,
+)
+from contextd.session.jobs import CompactionJobs
+
+log = logging.getLogger(__name__)
+
+
+class CompactionTriggers(CompactionJobs):
+    """Starts compactions (or handoffs) on its own when the context calls for one."""
+
+    @property
+    def auto_compaction(self) -> bool:
+        compaction = self.settings.compaction
+        return compaction.enabled and compaction.strategy != "off"
+
+    def after_append(self, messages: Sequence[Message]) -> None:
+        """The automatic triggers: an overflow or a truncated answer, else the threshold."""
+        last = messages[-1]
+        if isinstance(last, AssistantMessage):
+            if last.stopReason == "error" and last.errorKind == "context_overflow":
+                self._recover("overflow")
+                return
+            if last.stopReason == "length":
+                self._recover("incomplete")
+                return
+            if not last.failed:
+                self._recovering = False
+        self._check_threshold()
+
+    def _check_threshold(self) -> None:
+        if not self.auto_compaction or self._busy() or self.tokens < self.threshold_tokens:
+            return
+        self._prune_if_worth_it()
+        if self.tokens < self.threshold_tokens:
+            return
+        if self.settings.compaction.strategy == "handoff" and self.hand_off is not None:
+            self.spawn(self._auto_handoff(self.hand_off))
+        else:
+            self.spawn(self._auto_compact("threshold"))
+
+    async def _auto_handoff(self, hand_off: Callable[[], Awaitable[Any]]) -> None:
+        try:
+            await hand_off()
+        except (CompactionFailed, CompactionRunning) as error:
+            log.warning("session %s: threshold handoff: %s", self.session_id, error)
+
+    def _prune_if_worth_it(self) -> None:
+        plan = plan_prune(self._path, self.entry_tokens, self.settings.pruning)
+        if plan is not None:
+            self.append_node(PruneEntry, entryIds=list(plan.entry_ids), tokensSaved=plan.tokens_saved)
+            self.announce("prune")
+
+    def _recover(self, reason: CompactionReason) -> None:
+        """The failed answer leaves the context, then a compaction makes room for a retry."""
+        if not self.auto_compaction:
+            return
+        if self._recovering:
+            # The retry after our compaction failed the same way: compacting again would loop.
+            self._report_failure(reason, "the context is still too large right after a compaction")
+            return
+        failed = self._path[-1]
+        self.append_annotation(LeafEntry, targetId=failed.parentId)
+        self.announce(reason)
+        self._recovering = True
+        running = self._running
+        if running is not None and running.reason != "handoff":
+            running.will_retry = True  # the compaction already under way makes the room
+        elif not self._busy():
+            self.spawn(self._auto_compact(reason, will_retry=True))
+
+    async def _auto_compact(self, reason: CompactionReason, *, will_retry: bool = False) -> None:
+        try:
+            await self.compact(reason, will_retry=will_retry)
+        except NothingToCompactError as error:
+            if will_retry or reason == "idle":
+                # The client was told a compaction is coming (a retry, a fired timer).
+                self._report_failure(reason, str(error))
+            else:
+                log.info("session %s: %s compaction skipped: %s", self.session_id, reason, error)
+        except (CompactionFailed, CompactionRunning, CompactionVetoed) as error:
+            log.warning("session %s: %s compaction: %s", self.session_id, reason, error)
+
+    def _report_failure(self, reason: CompactionReason, error: str) -> None:
+        """A compaction that cannot start is still reported, so clients can stop waiting."""
+        body = {"compactionId": secrets.token_hex(6), "reason": reason, "tokensBefore": self.tokens}
+        self.events.compaction_started({"sessionId": self.session_id, **body})
+        self._finish(body, outcome="failed", error=error)
