@@ -360,6 +360,10 @@ class ContextdClient:
         params = {"sessionId": session_id}
         return cast(t.StateResult, await self.request("contextd/session/state", params))
 
+    async def stats(self, session_id: str) -> t.StatsResult:
+        params = {"sessionId": session_id}
+        return cast(t.StatsResult, await self.request("contextd/session/stats", params))
+
     async def set_model(self, session_id: str, model: str) -> t.SetModelResult:
         params = {"sessionId": session_id, "model": model}
         return cast(t.SetModelResult, await self.request("contextd/session/setModel", params))

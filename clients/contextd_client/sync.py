@@ -147,6 +147,9 @@ class SyncContextdClient:
     def state(self, session_id: str) -> t.StateResult:
         return self._run(self.client.state(session_id))
 
+    def stats(self, session_id: str) -> t.StatsResult:
+        return self._run(self.client.stats(session_id))
+
     def set_model(self, session_id: str, model: str) -> t.SetModelResult:
         return self._run(self.client.set_model(session_id, model))
 

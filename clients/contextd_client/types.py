@@ -76,6 +76,32 @@ class StateResult(TypedDict):
     compacting: bool
 
 
+class EntriesAndTokens(TypedDict):
+    entries: int
+    tokens: int
+
+
+class CompactionSavings(TypedDict):
+    count: int
+    tokensSaved: int
+    summaryTokens: int
+
+
+class PruneSavings(TypedDict):
+    count: int
+    tokensSaved: int
+
+
+class StatsResult(TypedDict):
+    sessionId: str
+    treeNodes: int
+    history: EntriesAndTokens
+    context: EntriesAndTokens
+    compactions: CompactionSavings
+    prunes: PruneSavings
+    ratio: float
+
+
 class SetModelResult(TypedDict):
     model: str
     contextWindow: int

@@ -31,10 +31,10 @@ from contextd.formats import to_format
 from contextd.model import IdleSettings, Message, Settings, unknown_setting_keys
 from contextd.session import (
     CompactionFailed,
-    CompactionVetoed,
-    HookAnswer,
     CompactionRunning,
+    CompactionVetoed,
     EntryNotFound,
+    HookAnswer,
     InvalidAppend,
     NothingToCompactError,
     SessionManager,
@@ -294,7 +294,7 @@ class ServerEvents:
                 self.server.protocol.send_request_async("contextd/beforeCompact", body), timeout
             )
             answer = BeforeCompactAnswer.model_validate(raw or {})
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.warning("beforeCompact: no answer within %gs; compacting as configured", timeout)
             return HookAnswer()
         except JsonRpcException as error:
@@ -465,6 +465,10 @@ def session_state(server: ContextdServer, params: SessionParams) -> dict[str, An
     return server.sessions.get(params.sessionId).state()
 
 
+def session_stats(server: ContextdServer, params: SessionParams) -> dict[str, Any]:
+    return server.sessions.get(params.sessionId).stats()
+
+
 def session_set_model(server: ContextdServer, params: SetModelParams) -> dict[str, Any]:
     session = server.sessions.get(params.sessionId)
     session.set_model(params.model)
@@ -556,6 +560,7 @@ REQUESTS: list[tuple[str, type[Params], Callable[..., Any]]] = [
     ("contextd/session/append", AppendParams, session_append),
     ("contextd/session/context", ContextParams, session_context),
     ("contextd/session/state", SessionParams, session_state),
+    ("contextd/session/stats", SessionParams, session_stats),
     ("contextd/session/setModel", SetModelParams, session_set_model),
     ("contextd/session/close", SessionParams, session_close),
     ("contextd/compact", CompactParams, compact),

@@ -53,6 +53,10 @@ async def test_open_append_context_state_round_trip(client: ContextdClient, tmp_
     assert state["name"] == "round trip"
     assert state["usage"]["tokens"] == second["usage"]["tokens"]
 
+    stats = await client.stats(session_id)
+    assert stats["context"] == stats["history"] == {"entries": 3, "tokens": stats["history"]["tokens"]}
+    assert stats["context"]["tokens"] == second["usage"]["tokens"]
+
     neutral = await client.context(session_id)
     assert [message["role"] for message in neutral["messages"]] == ["user", "assistant", "toolResult"]
     assert neutral["tokens"] == second["usage"]["tokens"]

@@ -17,6 +17,7 @@ from contextd.compaction.context import (
     open_tool_calls,
     pruned_placeholder,
 )
+from contextd.compaction.stats import compression_stats
 from contextd.model import (
     AssistantMessage,
     Entry,
@@ -276,3 +277,8 @@ class LiveState(ABC):
             "compacting": self.compacting,
             "path": str(self.file.path),
         }
+
+    def stats(self) -> dict[str, Any]:
+        """How much compaction and pruning took out of the current branch."""
+        figures = compression_stats(self._path, self.entry_tokens, self.tokens).as_dict()
+        return {"sessionId": self.session_id, "treeNodes": sum(1 for _ in self.tree.nodes()), **figures}
