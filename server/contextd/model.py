@@ -186,6 +186,8 @@ class CompactionEntry(EntryBase):
     summarizer: SummarizerInfo
     details: FileDetails = Field(default_factory=FileDetails)
     instructions: str | None = None
+    shortSummary: str | None = None
+    """One line for tree previews and tooltips (absent on entries written before it existed)."""
 
 
 class PruneEntry(EntryBase):
@@ -199,6 +201,7 @@ class BranchSummaryEntry(EntryBase):
     fromId: str
     summary: str
     details: FileDetails = Field(default_factory=FileDetails)
+    shortSummary: str | None = None
 
 
 class HandoffEntry(EntryBase):

@@ -495,6 +495,7 @@ async def compact(server: ContextdServer, params: CompactParams) -> dict[str, An
         "firstKeptEntryId": entry.firstKeptEntryId,
         "tokensBefore": entry.tokensBefore,
         "tokensAfter": entry.tokensAfter,
+        "shortSummary": entry.shortSummary,
         "summarizer": entry.summarizer.model_dump(exclude_none=True),
     }
 

@@ -20,6 +20,7 @@ from contextd.compaction.prepare import (
     prepare_compaction,
 )
 from contextd.compaction.prune import plan_prune
+from contextd.compaction.short_summary import short_summary
 from contextd.model import (
     CompactionEntry,
     CompactionReason,
@@ -122,7 +123,8 @@ class CompactionJobs(LiveState):
                 summaries = await self._summarize(current)
             self.events.compaction_progress(running.compaction_id, "report", "Writing the summary")
             entry = self._write_compaction(current, summaries)
-            return {"tokensAfter": entry.tokensAfter, "entryId": entry.id}, entry
+            fields = {"tokensAfter": entry.tokensAfter, "entryId": entry.id, "shortSummary": entry.shortSummary}
+            return fields, entry
 
         entry = await self.run_job(reason, prepared.tokens_before, work, will_retry=will_retry)
         self.announce("compaction")
@@ -225,6 +227,7 @@ class CompactionJobs(LiveState):
             "summarizer": author,
             "details": prepared.files,
             "instructions": prepared.instructions,
+            "shortSummary": short_summary(text),
         }
         draft = CompactionEntry(id="draft", parentId=self.leaf_id, tokensAfter=0, **fields)
         self.entry_tokens[draft.id] = count_entry(draft, self.model_info.encoding)

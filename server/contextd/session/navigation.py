@@ -8,6 +8,7 @@ from typing import Any
 from contextd.compaction.branch import BranchSummaryPreparation, prepare_branch_summary
 from contextd.compaction.context import build_context, open_tool_calls
 from contextd.compaction.files import format_file_lists
+from contextd.compaction.short_summary import short_summary, summary_line
 from contextd.model import (
     AssistantMessage,
     BranchSummaryEntry,
@@ -44,7 +45,7 @@ def entry_preview(entry: Entry) -> str:
         if isinstance(message, ToolResultMessage):
             text = f"{message.toolName}: {text}"
     elif isinstance(entry, (CompactionEntry, BranchSummaryEntry)):
-        text = f"{entry.type}: {entry.summary}"
+        text = f"{entry.type}: {summary_line(entry)}"
     elif isinstance(entry, HandoffEntry):
         text = f"handoff from {entry.fromSession}: {entry.document}"
     elif isinstance(entry, ModelChangeEntry):
@@ -91,6 +92,8 @@ class Navigation(LiveState):
             }
             if isinstance(entry, MessageEntry):
                 node["role"] = entry.message.role
+            if isinstance(entry, (CompactionEntry, BranchSummaryEntry)):
+                node["shortSummary"] = summary_line(entry)
             if entry.id in self.tree.labels:
                 node["label"] = self.tree.labels[entry.id]
             nodes.append(node)
@@ -130,6 +133,7 @@ class Navigation(LiveState):
                 fromId=preparation.from_id,
                 summary=text + format_file_lists(preparation.files),
                 details=preparation.files,
+                shortSummary=short_summary(text),
             )
             result["branchSummaryId"] = entry.id
         self._recovering = False
