@@ -327,6 +327,8 @@ class ModelOverride(SettingsGroup):
 
 class StorageSettings(SettingsGroup):
     dataDir: str | None = None
+    maxLoadedSessions: Annotated[int, Field(ge=1)] = 64
+    """Sessions a daemon keeps in memory; those beyond stay open (locked) and reload on use."""
 
 
 class Settings(SettingsGroup):

@@ -334,31 +334,25 @@ def touch(server: ContextdServer, params: Params) -> None:
 def request(server: ContextdServer, method: str, params_model: type[Params], function: Any) -> None:
     """Register `function(server, params)` for `method`, validating params and mapping errors.
 
-    The handlers' first parameter is named `ls` so that pygls passes the server in."""
-    if inspect.iscoroutinefunction(function):
+    A session the request names is loaded first, off the event loop when it is not in
+    memory, so a cold load never holds up the requests of other sessions. The handlers'
+    first parameter is named `ls` so that pygls passes the server in."""
 
-        async def handle_async(ls: ContextdServer, raw: Any) -> Any:
-            try:
-                params = parse_params(params_model, raw)
-                result = await function(ls, params)
-            except Exception as error:
-                raise to_rpc_error(error) from None
-            touch(ls, params)
-            return result
+    async def handle(ls: ContextdServer, raw: Any) -> Any:
+        try:
+            params = parse_params(params_model, raw)
+            session_id = getattr(params, "sessionId", None)
+            if session_id is not None:
+                await ls.sessions.load(session_id)
+            result = function(ls, params)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as error:
+            raise to_rpc_error(error) from None
+        touch(ls, params)
+        return result
 
-        server.feature(method)(handle_async)
-    else:
-
-        def handle(ls: ContextdServer, raw: Any) -> Any:
-            try:
-                params = parse_params(params_model, raw)
-                result = function(ls, params)
-            except Exception as error:
-                raise to_rpc_error(error) from None
-            touch(ls, params)
-            return result
-
-        server.feature(method)(handle)
+    server.feature(method)(handle)
 
 
 # --- lifecycle ----------------------------------------------------------------------------
@@ -443,8 +437,8 @@ def session_open(server: ContextdServer, params: OpenParams) -> dict[str, Any]:
     }
 
 
-def session_list(server: ContextdServer, params: ListParams) -> dict[str, Any]:
-    return {"sessions": server.sessions.listing(params.workspace)}
+async def session_list(server: ContextdServer, params: ListParams) -> dict[str, Any]:
+    return {"sessions": await server.sessions.listing(params.workspace)}
 
 
 def session_append(server: ContextdServer, params: AppendParams) -> dict[str, Any]:

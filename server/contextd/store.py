@@ -14,8 +14,12 @@ import logging
 import os
 import re
 import secrets
+import struct
+import sys
+import threading
 import time
-from collections.abc import Container, Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +38,7 @@ log = logging.getLogger(__name__)
 ENTRY_ADAPTER: TypeAdapter[Entry] = TypeAdapter(Entry)
 SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 WORKSPACE_FILE = "workspace.json"
+LOCK_FILE = "sessions.lock"
 
 
 class StoreError(Exception):
@@ -210,13 +215,19 @@ def encode_line(line: SessionHeader | Entry) -> bytes:
 
 
 class SessionFile:
-    """An open, locked session file that only grows."""
+    """A session file that only grows, open for writing while its lock is held."""
 
-    def __init__(self, path: Path, header: SessionHeader, fd: int, lock_fd: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        header: SessionHeader,
+        handles: AppendHandles | None,
+        release: Callable[[], None] | None = None,
+    ) -> None:
         self.path = path
         self.header = header
-        self._fd = fd
-        self._lock_fd = lock_fd
+        self._handles = handles
+        self._release = release
 
     @property
     def session_id(self) -> str:
@@ -225,37 +236,139 @@ class SessionFile:
     @classmethod
     def read_only(cls, path: Path, header: SessionHeader) -> SessionFile:
         """A view of a session that may be open elsewhere: it reads, it never appends."""
-        return cls(path, header, fd=-1, lock_fd=-1)
+        return cls(path, header, handles=None)
 
     def append(self, entry: Entry) -> None:
-        """Written with one write(2) call on an O_APPEND descriptor: the line lands whole or torn
-        at the end, never interleaved, and it is in the OS before the request is answered."""
-        if self._fd < 0:
+        if self._handles is None:
             raise StoreError(f"session {self.session_id!r} was opened read-only")
-        data = encode_line(entry)
-        written = os.write(self._fd, data)
-        if written != len(data):
-            raise OSError(f"short write to {self.path}: {written} of {len(data)} bytes")
+        self._handles.write(self.path, encode_line(entry))
+
+    def unload(self) -> None:
+        """Let go of the descriptor, keep the lock: the session is still ours to reload."""
+        if self._handles is not None:
+            self._handles.forget(self.path)
+            self._handles = None
 
     def close(self) -> None:
-        for fd in (self._fd, self._lock_fd):
-            if fd >= 0:
-                os.close(fd)
-        self._fd = self._lock_fd = -1
+        """Done with the session: the descriptor and the lock go."""
+        self.unload()
+        release, self._release = self._release, None
+        if release is not None:
+            release()
 
 
-def acquire_lock(lock_path: Path, session_id: str) -> int:
-    """An advisory lock held for as long as the session is open; it names the holder's pid."""
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+class AppendHandles:
+    """O_APPEND descriptors of the session files being written; only the `limit` most
+    recently used stay open, so a daemon with thousands of open sessions holds a bounded
+    number of descriptors, and a busy session does not pay an open(2) per line."""
+
+    def __init__(self, limit: int = 16) -> None:
+        self.limit = limit
+        self._fds: OrderedDict[Path, int] = OrderedDict()
+        self._mutex = threading.Lock()
+
+    def write(self, path: Path, data: bytes) -> None:
+        """One write(2) on an O_APPEND descriptor: the line lands whole or torn at the end,
+        never interleaved, and it is in the OS before the request is answered."""
+        with self._mutex:
+            fd = self._fds.pop(path, None)
+            if fd is None:
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+                while len(self._fds) >= self.limit:
+                    os.close(self._fds.popitem(last=False)[1])
+            self._fds[path] = fd
+            written = os.write(fd, data)
+        if written != len(data):
+            raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
+
+    def forget(self, path: Path) -> None:
+        with self._mutex:
+            fd = self._fds.pop(path, None)
+        if fd is not None:
+            os.close(fd)
+
+    def open_count(self) -> int:
+        return len(self._fds)
+
+
+# --- locks --------------------------------------------------------------------
+
+
+class SessionLocks:
+    """The sessions this process has open for writing, so that no other contextd writes them.
+
+    One POSIX record lock (fcntl F_SETLK) per session, each on its own byte (at a hash of the
+    session id) of one `sessions.lock` file in the data directory. So a daemon holds the locks
+    of any number of sessions, evicted from memory or not, with one descriptor; the kernel
+    drops a dead daemon's locks; and F_GETLK names the holder. Record locks belong to the
+    process, and closing ANY descriptor of the file drops them all: so there is one instance
+    per lock file per process (see `locks_for`), the file is opened nowhere else, and the
+    instance itself tells the sessions held in this process apart, which the kernel does not.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = -1
+        self._held: set[str] = set()
+        self._mutex = threading.Lock()
+
+    def acquire(self, session_id: str) -> None:
+        with self._mutex:
+            if session_id in self._held:
+                raise SessionLocked(session_id, os.getpid())
+            if self._fd < 0:
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            offset = _lock_offset(session_id)
+            try:
+                fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+            except OSError:
+                raise SessionLocked(session_id, _lock_holder(self._fd, offset)) from None
+            self._held.add(session_id)
+
+    def release(self, session_id: str) -> None:
+        with self._mutex:
+            if session_id not in self._held:
+                return
+            self._held.discard(session_id)
+            fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, _lock_offset(session_id))
+            if not self._held:
+                os.close(self._fd)
+                self._fd = -1
+
+    def holds(self, session_id: str) -> bool:
+        return session_id in self._held
+
+
+_LOCKS: dict[Path, SessionLocks] = {}
+_LOCKS_MUTEX = threading.Lock()
+
+
+def locks_for(data_dir: Path) -> SessionLocks:
+    """The one `SessionLocks` of this process for a data directory."""
+    path = data_dir / LOCK_FILE
+    with _LOCKS_MUTEX:
+        return _LOCKS.setdefault(path, SessionLocks(path))
+
+
+def _lock_offset(session_id: str) -> int:
+    digest = hashlib.blake2b(session_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 2  # below 2**62: a valid off_t, far from overflow
+
+
+# struct flock as Linux lays it out: short l_type, l_whence; off_t l_start, l_len; pid_t l_pid.
+_FLOCK = "hhqqi4x"
+
+
+def _lock_holder(fd: int, offset: int) -> int | None:
+    """The pid of the process holding the lock at `offset`, where the platform says it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    query = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.read(fd, 32).decode(errors="replace").strip()
-        os.close(fd)
-        raise SessionLocked(session_id, int(holder) if holder.isdigit() else None) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, str(os.getpid()).encode(), 0)
-    return fd
+        kind, _, _, _, pid = struct.unpack(_FLOCK, fcntl.fcntl(fd, fcntl.F_GETLK, query))
+    except OSError:
+        return None
+    return pid if kind != fcntl.F_UNLCK and pid > 0 else None
 
 
 # --- the data directory -------------------------------------------------------
@@ -265,15 +378,20 @@ def acquire_lock(lock_path: Path, session_id: str) -> int:
 class SessionListing:
     session_id: str
     path: Path
-    header: SessionHeader | None
     workspace: str
 
 
 class Store:
-    """Where sessions live on disk and how they are opened, created and found."""
+    """Where sessions live on disk and how they are opened, created and found.
 
-    def __init__(self, data_dir: Path) -> None:
+    A session created or opened here stays locked until its `SessionFile` is closed or
+    `release` is called, even when the daemon has unloaded it from memory."""
+
+    def __init__(self, data_dir: Path, *, open_files: int = 16) -> None:
         self.data_dir = data_dir.resolve()
+        self.locks = locks_for(self.data_dir)
+        self.handles = AppendHandles(open_files)
+        self._held: set[str] = set()
 
     def workspace_dir(self, workspace: str) -> Path:
         directory = self.data_dir / "workspaces" / workspace_slug(workspace)
@@ -287,62 +405,101 @@ class Store:
         return self.workspace_dir(workspace) / "sessions" / f"{check_session_id(session_id)}.jsonl"
 
     def find_session(self, session_id: str) -> SessionListing:
-        check_session_id(session_id)
-        for listing in self.listings():
-            if listing.session_id == session_id:
-                return listing
+        name = f"{check_session_id(session_id)}.jsonl"
+        for directory in self.workspace_dirs():
+            path = directory / "sessions" / name
+            if path.is_file():
+                return SessionListing(session_id, path, recorded_workspace(directory))
         raise SessionNotFound(session_id)
 
-    def listings(self, workspace: str | None = None) -> Iterator[SessionListing]:
+    def workspace_dirs(self, workspace: str | None = None) -> list[Path]:
+        """The directories of `workspace`, or of every workspace; each holds `sessions/`."""
         root = self.data_dir / "workspaces"
         if workspace is not None:
-            directories = [root / workspace_slug(workspace)]
-        else:
-            directories = sorted(root.iterdir()) if root.is_dir() else []
-        for directory in directories:
-            recorded = _recorded_workspace(directory)
+            directory = root / workspace_slug(workspace)
+            return [directory] if directory.is_dir() else []
+        return sorted(root.iterdir()) if root.is_dir() else []
+
+    def listings(self, workspace: str | None = None) -> Iterator[SessionListing]:
+        for directory in self.workspace_dirs(workspace):
+            recorded = recorded_workspace(directory)
             for path in sorted((directory / "sessions").glob("*.jsonl")):
                 if SESSION_ID_PATTERN.fullmatch(path.stem):
-                    yield SessionListing(path.stem, path, read_header(path), recorded)
+                    yield SessionListing(path.stem, path, recorded)
+
+    # --- locks held by this store ---------------------------------------------------------
+
+    def _lock(self, session_id: str) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.locks.acquire(session_id)
+        self._held.add(session_id)
+
+    def holds(self, session_id: str) -> bool:
+        return session_id in self._held
+
+    def release(self, session_id: str) -> None:
+        if session_id in self._held:
+            self._held.discard(session_id)
+            self.locks.release(session_id)
+
+    def release_all(self) -> None:
+        for session_id in list(self._held):
+            self.release(session_id)
+
+    def _writable(self, path: Path, header: SessionHeader) -> SessionFile:
+        return SessionFile(path, header, self.handles, release=lambda: self.release(header.id))
+
+    # --- creating and loading -------------------------------------------------------------
 
     def create(self, header: SessionHeader) -> SessionFile:
         path = self.session_path(header.workspace, header.id)
-        lock_fd = acquire_lock(path.with_suffix(".lock"), header.id)
+        self._lock(header.id)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.write(fd, encode_line(header))
+            finally:
+                os.close(fd)
         except BaseException:
-            os.close(lock_fd)
+            self.release(header.id)
             raise
-        session_file = SessionFile(path, header, fd, lock_fd)
-        os.write(fd, encode_line(header))
-        return session_file
+        return self._writable(path, header)
 
     def open(self, listing: SessionListing) -> tuple[SessionFile, LoadedFile]:
         """Lock and load a session; a torn tail is moved aside so appends start on a clean line."""
-        lock_fd = acquire_lock(listing.path.with_suffix(".lock"), listing.session_id)
+        self._lock(listing.session_id)
         try:
-            loaded = parse_session_bytes(listing.path.read_bytes())
-            if loaded.bad_lines:
-                log.error(
-                    "session %s: lines %s could not be read; they stay in the file and are skipped",
-                    listing.session_id, loaded.bad_lines,
-                )
-            if loaded.torn_tail:
-                self._set_aside_torn_tail(listing, loaded)
-            header = loaded.header
-            if header is None and loaded.valid_bytes > 0:
-                raise StoreError(f"session {listing.session_id!r} has no readable header line")
-            fd = os.open(listing.path, os.O_WRONLY | os.O_APPEND)
-            if header is None:
-                # A crash tore the header itself, so the file is empty now: write it again.
-                header = SessionHeader(id=listing.session_id, workspace=listing.workspace)
-                os.write(fd, encode_line(header))
-            elif not _ends_with_newline(listing.path):
-                os.write(fd, b"\n")  # the last line parsed but lost its newline
-            return SessionFile(listing.path, header, fd, lock_fd), loaded
+            return self._load(listing)
         except BaseException:
-            os.close(lock_fd)
+            self.release(listing.session_id)
             raise
+
+    def reload(self, listing: SessionListing) -> tuple[SessionFile, LoadedFile]:
+        """Load again a session this store still holds the lock of (it was unloaded from
+        memory, never let go): nobody else can have written it since."""
+        if not self.holds(listing.session_id):
+            raise StoreError(f"session {listing.session_id!r} is not held by this daemon")
+        return self._load(listing)
+
+    def _load(self, listing: SessionListing) -> tuple[SessionFile, LoadedFile]:
+        loaded = parse_session_bytes(listing.path.read_bytes())
+        if loaded.bad_lines:
+            log.error(
+                "session %s: lines %s could not be read; they stay in the file and are skipped",
+                listing.session_id, loaded.bad_lines,
+            )
+        if loaded.torn_tail:
+            self._set_aside_torn_tail(listing, loaded)
+        header = loaded.header
+        if header is None and loaded.valid_bytes > 0:
+            raise StoreError(f"session {listing.session_id!r} has no readable header line")
+        if header is None:
+            # A crash tore the header itself, so the file is empty now: write it again.
+            header = SessionHeader(id=listing.session_id, workspace=listing.workspace)
+            self.handles.write(listing.path, encode_line(header))
+        elif not _ends_with_newline(listing.path):
+            self.handles.write(listing.path, b"\n")  # the last line parsed but lost its newline
+        return self._writable(listing.path, header), loaded
 
     def peek(self, listing: SessionListing) -> tuple[SessionFile, LoadedFile]:
         """Read a session without locking or repairing it (for listings)."""
@@ -370,14 +527,7 @@ def _ends_with_newline(path: Path) -> bool:
         return handle.read(1) == b"\n"
 
 
-def read_header(path: Path) -> SessionHeader | None:
-    with open(path, "rb") as handle:
-        first = handle.readline()
-    parsed = _parse_line(first, want_header=True)
-    return parsed if isinstance(parsed, SessionHeader) else None
-
-
-def _recorded_workspace(directory: Path) -> str:
+def recorded_workspace(directory: Path) -> str:
     try:
         return str(json.loads((directory / WORKSPACE_FILE).read_text())["workspace"])
     except (OSError, ValueError, KeyError, TypeError):

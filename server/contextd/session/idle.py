@@ -63,6 +63,6 @@ class IdleTimer(CompactionTriggers):
         self.idle_override = idle
         self.touch()
 
-    def has_pending_work(self) -> bool:
-        """A job running or a timer armed: such a session stays in memory."""
-        return self._busy() or self._idle_handle is not None
+    @property
+    def idle_timer_armed(self) -> bool:
+        return self._idle_handle is not None

@@ -16,3 +16,13 @@ class LiveSession(IdleTimer, Navigation):
             task.cancel()
         self.abort_compaction()
         self.file.close()
+
+    def unload(self) -> None:
+        """Leave memory but stay open: the lock is kept, so nobody else writes the file
+        before this daemon reloads it. Only a session without work under way is unloaded."""
+        self.file.unload()
+
+    def has_pending_work(self) -> bool:
+        """A job running, a navigation summarizing or a timer armed: such a session
+        stays in memory, since that work will still write to it."""
+        return self._busy() or self.navigating or self.idle_timer_armed

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections import OrderedDict
 from collections.abc import Iterable
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from contextd.model import (
@@ -19,6 +18,12 @@ from contextd.model import (
     Settings,
 )
 from contextd.session.events import SessionEvents, SilentEvents
+from contextd.session.index import (
+    ListingIndex,
+    SessionSummary,
+    counting_key,
+    listing_row,
+)
 from contextd.session.live import LiveSession
 from contextd.store import EntryTree, SessionListing, Store, new_session_id
 
@@ -28,15 +33,18 @@ log = logging.getLogger(__name__)
 class SessionManager:
     """Every session this daemon has open, loaded on demand and evicted when unused."""
 
-    max_loaded = 64
-    """Open sessions kept in memory; the least recently used beyond this are written off to
-    disk (they already are) and reloaded on their next request."""
-
     def __init__(self, store: Store, settings: Settings, events: SessionEvents) -> None:
         self.store = store
         self.settings = settings
         self.events = events
+        self.max_loaded = settings.storage.maxLoadedSessions
+        """Sessions kept in memory; the least recently used beyond this without work under way
+        are unloaded (their files already hold everything) and reloaded on their next request.
+        An unloaded session stays open: this daemon keeps its lock until it is closed."""
         self._loaded: OrderedDict[str, LiveSession] = OrderedDict()
+        self._loading: dict[str, asyncio.Future[LiveSession]] = {}
+        self.index = ListingIndex(store, self.summarize_file)
+        self.index.set_counting(counting_key(settings))
 
     def create(
         self,
@@ -86,16 +94,39 @@ class SessionManager:
         if session is not None:
             self._loaded.move_to_end(session_id)
             return session
+        return self._remember(self._read(session_id))
+
+    async def load(self, session_id: str) -> None:
+        """Bring a session into memory without holding up the event loop: the file is read
+        and counted in a worker thread. Concurrent loads of one session share one read, and
+        the session joins the others even if the request that started the read is cancelled."""
+        if session_id in self._loaded:
+            return
+        pending = self._loading.get(session_id)
+        if pending is None:
+            pending = asyncio.ensure_future(asyncio.to_thread(self._read, session_id))
+            self._loading[session_id] = pending
+            pending.add_done_callback(lambda done: self._loaded_from_disk(session_id, done))
+        await asyncio.shield(pending)
+
+    def _loaded_from_disk(self, session_id: str, done: asyncio.Future[LiveSession]) -> None:
+        del self._loading[session_id]
+        if done.cancelled() or done.exception() is not None:
+            return
+        if session_id not in self._loaded:  # else a synchronous `get` was quicker
+            self._remember(done.result())
+
+    def _read(self, session_id: str) -> LiveSession:
+        """Load a session from its file: under the lock this daemon still holds when the
+        session was only unloaded from memory, else under a lock taken now."""
         listing = self.store.find_session(session_id)
-        return self._load(listing)
+        if self.store.holds(session_id):
+            file, loaded = self.store.reload(listing)
+        else:
+            file, loaded = self.store.open(listing)
+        return LiveSession(file, tree_of(loaded.entries), self.settings, self.events)
 
-    def _load(self, listing: SessionListing) -> LiveSession:
-        file, loaded = self.store.open(listing)
-        session = LiveSession(file, tree_of(loaded.entries), self.settings, self.events)
-        self._remember(session)
-        return session
-
-    def _remember(self, session: LiveSession) -> None:
+    def _remember(self, session: LiveSession) -> LiveSession:
         session.hand_off = lambda: self.handoff(session, None)
         self._loaded[session.session_id] = session
         idle = [
@@ -104,21 +135,30 @@ class SessionManager:
             if sid != session.session_id and not live.has_pending_work()
         ]
         for evicted_id in idle[: max(0, len(self._loaded) - self.max_loaded)]:
-            self._loaded.pop(evicted_id).close()
-            log.info("session %s evicted from memory; it reloads on its next request", evicted_id)
+            evicted = self._loaded.pop(evicted_id)
+            self.index.remember(evicted.file.path, summary_of(evicted))
+            evicted.unload()
+            log.info("session %s unloaded from memory (still locked); it reloads on its next request", evicted_id)
+        return session
 
     def close(self, session_id: str) -> bool:
+        """The client is done with the session: it leaves memory and its lock is released."""
         session = self._loaded.pop(session_id, None)
-        if session is None:
-            self.store.find_session(session_id)  # unknown ids still answer "not found"
-            return False
-        session.close()
-        return True
+        if session is not None:
+            self.index.remember(session.file.path, summary_of(session))
+            session.close()
+            return True
+        if self.store.holds(session_id):
+            self.store.release(session_id)
+            return True
+        self.store.find_session(session_id)  # unknown ids still answer "not found"
+        return False
 
     def close_all(self) -> None:
         while self._loaded:
             _, session = self._loaded.popitem()
             session.close()
+        self.store.release_all()
 
     def loaded_session(self, session_id: str) -> LiveSession | None:
         return self._loaded.get(session_id)
@@ -128,37 +168,40 @@ class SessionManager:
 
     def apply_settings(self, settings: Settings) -> None:
         self.settings = settings
+        self.max_loaded = settings.storage.maxLoadedSessions
+        self.index.set_counting(counting_key(settings))
         for session in self._loaded.values():
             session.apply_settings(settings)
             session.events.token_usage(session.usage_body())
 
-    def listing(self, workspace: str | None) -> list[dict[str, Any]]:
-        rows = []
-        for listing in self.store.listings(workspace):
-            live = self._loaded.get(listing.session_id)
-            rows.append(self._listing_row(listing, live))
+    async def listing(self, workspace: str | None) -> list[dict[str, Any]]:
+        """Every session, most recently updated first. Live sessions are listed from memory;
+        the others from the index, brought up to date in a worker thread."""
+        directories = set(self.store.workspace_dirs(workspace))
+        rows = [
+            listing_row(session.session_id, summary_of(session), os.stat(session.file.path).st_mtime_ns)
+            for session in self._loaded.values()
+            if session.file.path.parent.parent in directories
+        ]
+        rows += await asyncio.to_thread(self.index.rows, workspace, set(self._loaded))
         rows.sort(key=lambda row: row["updatedAt"], reverse=True)
         return rows
 
-    def _listing_row(self, listing: SessionListing, live: LiveSession | None) -> dict[str, Any]:
-        session = live or self._read_only_view(listing)
-        header = session.header
-        row: dict[str, Any] = {
-            "sessionId": listing.session_id,
-            "name": session.name,
-            "workspace": header.workspace,
-            "entries": sum(1 for _ in session.tree.nodes()),
-            "tokens": session.tokens,
-            "updatedAt": _updated_at(listing.path),
-        }
-        if header.parentSession is not None:
-            row["parentSession"] = header.parentSession.model_dump(exclude_none=True)
-        return row
-
-    def _read_only_view(self, listing: SessionListing) -> LiveSession:
+    def summarize_file(self, listing: SessionListing) -> SessionSummary:
         """A session read from disk without taking its lock, for listing only."""
         file, loaded = self.store.peek(listing)
-        return LiveSession(file, tree_of(loaded.entries), self.settings, SilentEvents())
+        return summary_of(LiveSession(file, tree_of(loaded.entries), self.settings, SilentEvents()))
+
+
+def summary_of(session: LiveSession) -> SessionSummary:
+    parent = session.header.parentSession
+    return SessionSummary(
+        name=session.name,
+        workspace=session.header.workspace,
+        entries=sum(1 for _ in session.tree.nodes()),
+        tokens=session.tokens,
+        parentSession=parent.model_dump(exclude_none=True) if parent is not None else None,
+    )
 
 
 def tree_of(entries: Iterable[Entry]) -> EntryTree:
@@ -166,8 +209,3 @@ def tree_of(entries: Iterable[Entry]) -> EntryTree:
     for entry in entries:
         tree.add(entry)
     return tree
-
-
-def _updated_at(path: Path) -> str:
-    stamp = datetime.fromtimestamp(os.stat(path).st_mtime, UTC)
-    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -71,6 +71,11 @@ def _answers(entry: Entry, pending: dict[str, str]) -> bool:
 class Navigation(LiveState):
     """The tree of a live session and moving its leaf."""
 
+    @property
+    def navigating(self) -> bool:
+        """A navigation is waiting for its branch summary."""
+        return self._navigations > 0
+
     def node(self, entry_id: str) -> Entry:
         entry = self.tree.entries.get(entry_id)
         if entry is None or not is_node(entry):
@@ -124,7 +129,13 @@ class Navigation(LiveState):
         else:
             new_leaf = self.through_results(target.id)
         result: dict[str, Any] = {}
-        summary = await self._branch_summary(new_leaf, instructions) if summarize else None
+        summary = None
+        if summarize:
+            self._navigations += 1
+            try:
+                summary = await self._branch_summary(new_leaf, instructions)
+            finally:
+                self._navigations -= 1
         self.append_annotation(LeafEntry, targetId=new_leaf)
         if summary is not None:
             preparation, text = summary

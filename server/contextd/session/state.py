@@ -81,6 +81,7 @@ class LiveState(ABC):
         self._figure = TokenFigure(0, "counted")
         self._running: RunningCompaction | None = None
         self._recovering = False
+        self._navigations = 0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._idle_handle: asyncio.TimerHandle | None = None
         self.idle_override: IdleSettings | None = None
