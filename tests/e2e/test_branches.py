@@ -82,6 +82,34 @@ async def test_a_branch_summary_tells_the_model_what_was_abandoned(daemon):
     assert summary_node["type"] == "branch_summary" and summary_node["parentId"] == base["leafId"]
 
 
+async def test_a_branch_summary_is_reported_like_a_compaction(daemon):
+    session = (await daemon.open_session())["sessionId"]
+    base = await append(daemon, session, [user("Make the tests pass"), assistant("Looking.")])
+    await append(daemon, session, [user("Try a rewrite"), assistant("Rewrote src/db.py.")])
+    moved = await daemon.request(
+        "contextd/navigate", {"sessionId": session, "targetId": base["leafId"], "summarize": True}
+    )
+    [started] = daemon.received("contextd/compactionStarted", sessionId=session)
+    [finished] = daemon.received("contextd/compactionFinished", sessionId=session)
+    assert started["reason"] == finished["reason"] == "branch"
+    assert finished["outcome"] == "compacted"
+    assert finished["entryId"] == moved["branchSummaryId"]
+
+
+async def test_a_branch_too_big_for_the_summary_budget_is_refused_and_nothing_moves(make_daemon):
+    daemon = await make_daemon(settings={"branchSummary": {"reserveTokens": 200_000}})
+    session = (await daemon.open_session())["sessionId"]
+    base = await append(daemon, session, [user("Make the tests pass"), assistant("Looking.")])
+    left = await append(daemon, session, [user("Try a rewrite"), assistant("Rewrote src/db.py.")])
+    error = await daemon.error_of(
+        "contextd/navigate", {"sessionId": session, "targetId": base["leafId"], "summarize": True}
+    )
+    assert error.code == -32005
+    assert "branchSummary.reserveTokens" in str(error) and "without a summary" in str(error)
+    state = await daemon.request("contextd/session/state", {"sessionId": session})
+    assert state["leafId"] == left["leafId"]
+
+
 async def test_navigating_before_a_compaction_undoes_it_for_the_model(daemon):
     session = (await daemon.open_session())["sessionId"]
     for turn in range(8):

@@ -35,6 +35,20 @@ async def test_an_idle_session_compacts_once(make_daemon):
     assert len(daemon.received("contextd/compactionFinished")) == 1
 
 
+async def test_an_idle_session_with_nothing_to_compact_just_ends_its_timer(make_daemon):
+    settings = {
+        "compaction": {"keepRecentTokens": 100_000},
+        "idle": {"enabled": True, "timeoutSeconds": 0.5, "thresholdTokens": 500},
+    }
+    daemon = await make_daemon(settings=settings)
+    session = (await daemon.open_session())["sessionId"]
+    await fill(daemon, session, turns=2)
+    ended = await daemon.wait_for("contextd/idleTimer", sessionId=session, state="cancelled", timeout=5)
+    assert "nothing to compact" in ended["reason"]
+    assert not daemon.received("contextd/idleTimer", state="fired")
+    assert not daemon.received("contextd/compactionFinished")  # no failure to show anyone
+
+
 async def test_activity_rearms_and_small_contexts_cancel(make_daemon):
     daemon = await make_daemon(settings={**IDLE, "idle": {**IDLE["idle"], "timeoutSeconds": 1.5}})
     session = (await daemon.open_session())["sessionId"]

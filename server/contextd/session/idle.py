@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from contextd.model import IdleSettings
+from contextd.session.errors import NothingToCompactError
 from contextd.session.triggers import CompactionTriggers
 
 
@@ -52,6 +53,13 @@ class IdleTimer(CompactionTriggers):
 
     def _idle_fired(self) -> None:
         self._idle_handle = None
+        try:
+            self._prepare("idle", None)
+        except NothingToCompactError as error:
+            # Sitting idle with nothing old enough to fold away is no failure: the timer
+            # ends without a compaction, and `reason` says why.
+            self._idle_event("cancelled", reason=str(error))
+            return
         self._idle_event("fired")
         if self._running is None:
             self.spawn(self._auto_compact("idle"))

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from contextd.compaction.branch import BranchSummaryPreparation, prepare_branch_summary
+from contextd.compaction.branch import (
+    BranchSummaryPreparation,
+    branch_being_left,
+    prepare_branch_summary,
+)
 from contextd.compaction.context import build_context, open_tool_calls
 from contextd.compaction.files import format_file_lists
 from contextd.compaction.short_summary import short_summary, summary_line
@@ -26,8 +30,13 @@ from contextd.model import (
     is_node,
     message_text,
 )
-from contextd.session.errors import CompactionFailed, CompactionRunning, EntryNotFound
-from contextd.session.state import LiveState
+from contextd.session.errors import (
+    CompactionFailed,
+    CompactionRunning,
+    EntryNotFound,
+    NothingToCompactError,
+)
+from contextd.session.jobs import CompactionJobs, RunningCompaction
 from contextd.summarizers.base import SummarizerError
 from contextd.summarizers.chain import build_summarizer
 
@@ -68,7 +77,7 @@ def _answers(entry: Entry, pending: dict[str, str]) -> bool:
     )
 
 
-class Navigation(LiveState):
+class Navigation(CompactionJobs):
     """The tree of a live session and moving its leaf."""
 
     @property
@@ -99,6 +108,9 @@ class Navigation(LiveState):
                 node["role"] = entry.message.role
             if isinstance(entry, (CompactionEntry, BranchSummaryEntry)):
                 node["shortSummary"] = summary_line(entry)
+            if isinstance(entry, CompactionEntry):
+                # What came before it on its path is folded into its summary.
+                node["firstKeptEntryId"] = entry.firstKeptEntryId
             if entry.id in self.tree.labels:
                 node["label"] = self.tree.labels[entry.id]
             nodes.append(node)
@@ -128,14 +140,34 @@ class Navigation(LiveState):
             new_leaf = target.parentId
         else:
             new_leaf = self.through_results(target.id)
+        preparation = self._branch_preparation(new_leaf, instructions) if summarize else None
+        if preparation is None:
+            return self._move_leaf(new_leaf, editor_text, None)
+
+        async def work(_: RunningCompaction) -> tuple[dict[str, Any], dict[str, Any]]:
+            summary = await self._summarize_branch(preparation)
+            result = self._move_leaf(new_leaf, editor_text, (preparation, summary))
+            finished = {
+                "entryId": result["branchSummaryId"],
+                "tokensAfter": self.tokens,
+                "shortSummary": short_summary(summary),
+            }
+            return finished, result
+
+        # A job like a compaction: started/finished events, progress, abort, one at a time.
+        self._navigations += 1
+        try:
+            return await self.run_job("branch", self.tokens, work)
+        finally:
+            self._navigations -= 1
+
+    def _move_leaf(
+        self,
+        new_leaf: str | None,
+        editor_text: str | None,
+        summary: tuple[BranchSummaryPreparation, str] | None,
+    ) -> dict[str, Any]:
         result: dict[str, Any] = {}
-        summary = None
-        if summarize:
-            self._navigations += 1
-            try:
-                summary = await self._branch_summary(new_leaf, instructions)
-            finally:
-                self._navigations -= 1
         self.append_annotation(LeafEntry, targetId=new_leaf)
         if summary is not None:
             preparation, text = summary
@@ -175,27 +207,39 @@ class Navigation(LiveState):
             entry_id = answer
         return entry_id
 
-    async def _branch_summary(
+    def _branch_preparation(
         self, new_leaf: str | None, instructions: str | None
-    ) -> tuple[BranchSummaryPreparation, str] | None:
-        budget = self.model_info.context_window - self.settings.branchSummary.reserveTokens
+    ) -> BranchSummaryPreparation | None:
+        """The summary request for the branch a move to `new_leaf` leaves; None when the
+        move leaves nothing behind. A branch that does not fit the budget is an error: the
+        user asked for a summary and must not lose that branch silently."""
+        window = self.model_info.context_window
+        reserve = self.settings.branchSummary.reserveTokens
+        target_path = self.tree.path_to(new_leaf)
         preparation = prepare_branch_summary(
             self._path,
-            self.tree.path_to(new_leaf),
+            target_path,
             self.entry_tokens,
-            max(budget, 1),
+            max(window - reserve, 1),
             self.settings,
             instructions=instructions,
         )
-        if preparation is None:
-            return None
+        if preparation is None and branch_being_left(self._path, target_path)[0]:
+            raise NothingToCompactError(
+                self.session_id,
+                f"the branch you leave does not fit the summary budget of {max(window - reserve, 0)}"
+                f" tokens (context window {window} - branchSummary.reserveTokens {reserve});"
+                " lower branchSummary.reserveTokens or navigate without a summary",
+            )
+        return preparation
+
+    async def _summarize_branch(self, preparation: BranchSummaryPreparation) -> str:
         summarizer = build_summarizer(self.settings.summarizer)
         try:
             answer = await summarizer.summarize_with_info(preparation.request)
         except SummarizerError as error:
             raise CompactionFailed(self.session_id, self.settings.summarizer.provider, str(error)) from None
-        return preparation, answer.text
-
+        return answer.text
 
     def fork_history(self, entry_id: str) -> list[Entry]:
         """The path from the root through `entry_id` (and the results of its tool calls,

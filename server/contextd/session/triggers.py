@@ -93,8 +93,8 @@ class CompactionTriggers(CompactionJobs):
         try:
             await self.compact(reason, will_retry=will_retry)
         except NothingToCompactError as error:
-            if will_retry or reason == "idle":
-                # The client was told a compaction is coming (a retry, a fired timer).
+            if will_retry:
+                # The client was told to resend once this compaction is done.
                 self._report_failure(reason, str(error))
             else:
                 log.info("session %s: %s compaction skipped: %s", self.session_id, reason, error)
@@ -103,6 +103,9 @@ class CompactionTriggers(CompactionJobs):
 
     def _report_failure(self, reason: CompactionReason, error: str) -> None:
         """A compaction that cannot start is still reported, so clients can stop waiting."""
-        body = {"compactionId": secrets.token_hex(6), "reason": reason, "tokensBefore": self.tokens}
+        compaction_id = secrets.token_hex(6)
+        body = {"compactionId": compaction_id, "reason": reason, "tokensBefore": self.tokens}
         self.events.compaction_started({"sessionId": self.session_id, **body})
+        # `$/progress` comes in pairs: a client shows no `end` without its `begin`.
+        self.events.compaction_progress(compaction_id, "begin", "Compacting")
         self._finish(body, outcome="failed", error=error)
