@@ -12,21 +12,26 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
 pynvim = pytest.importorskip("pynvim")
 
 PLUGIN_DIR = Path(__file__).resolve().parents[2] / "editors" / "neovim"
+LUALINE_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "lualine"
 METHOD_NOT_FOUND = -32601
 INFO, WARN, ERROR = 2, 3, 4  # vim.log.levels
+KOLKATA = ZoneInfo("Asia/Kolkata")  # Neovim runs in this zone (TZ), far from UTC
 
 
 def discover_neovims() -> list[tuple[str, str]]:
@@ -51,8 +56,8 @@ NEOVIMS = discover_neovims()
 HARNESS = r"""
 vim.opt.runtimepath:prepend(...)
 _G.notes, _G.selects, _G.select_answers, _G.inputs, _G.input_answers, _G.seen = {}, {}, {}, {}, {}, {}
-vim.notify = function(msg, level)
-  table.insert(_G.notes, { msg = msg, level = level or vim.log.levels.INFO })
+vim.notify = function(msg, level, opts)
+  table.insert(_G.notes, { msg = msg, level = level or vim.log.levels.INFO, title = opts and opts.title })
 end
 vim.ui.select = function(items, opts, on_choice)
   local shown = {}
@@ -122,12 +127,7 @@ class Editor:
             pytest.fail(f"timed out waiting for: {condition}\nnotes: {self.notes()}")
 
     def setup(self, **options: Any) -> str:
-        options = {
-            "python": sys.executable,
-            "data_dir": str(self.data_dir),
-            "workspace": str(self.workspace),
-            **options,
-        }
+        options = {**self.base_options(), **options}
         self.lua("require('contextd').setup(...)", options)
         self.wait(
             "require('contextd').state().session_id ~= nil"
@@ -136,6 +136,15 @@ class Editor:
         session_id = self.state().get("session_id")
         assert session_id, self.notes()
         return session_id
+
+    def base_options(self) -> dict[str, Any]:
+        """This test's daemon and data; a synchronous timeout a loaded machine always meets."""
+        return {
+            "python": sys.executable,
+            "data_dir": str(self.data_dir),
+            "workspace": str(self.workspace),
+            "timeout_ms": 30000,
+        }
 
     def state(self) -> dict[str, Any]:
         return self.lua("return require('contextd').state()")
@@ -213,7 +222,8 @@ def editor(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Editor]:
     env = [
         f"XDG_{name}_HOME={home / name.lower()}" for name in ("CONFIG", "DATA", "STATE", "CACHE")
     ]
-    argv = ["env", *env, request.param, "--embed", "--headless", "--clean", "-n"]
+    # A zone far from UTC, half an hour off, so that a UTC time shown as is cannot pass for local.
+    argv = ["env", *env, "TZ=Asia/Kolkata", request.param, "--embed", "--headless", "--clean", "-n"]
     nvim = pynvim.attach("child", argv=argv)
     editor = Editor(nvim, tmp_path)
     editor.lua(HARNESS, str(PLUGIN_DIR))
@@ -254,7 +264,8 @@ def test_setup_starts_the_daemon_and_opens_a_session(editor: Editor) -> None:
     assert header["name"] == "fix tests"
     assert Path(header["workspace"]).resolve() == editor.workspace.resolve()
     commands = editor.lua("return vim.tbl_keys(vim.api.nvim_get_commands({}))")
-    for name in (
+    for name in (  # :Contextd, and the older names, which keep working
+        "Contextd",
         "ContextdStatus",
         "ContextdCompact",
         "ContextdCompactPreview",
@@ -383,30 +394,113 @@ def test_a_missing_session_is_reported_as_an_error_and_a_new_one_opened(editor: 
     assert session_id != "no-such-session"
 
 
-def test_a_bad_setting_is_reported(editor: Editor) -> None:
+def settle(editor: Editor) -> None:
+    """Lets Neovim run what it has scheduled (a second message would come now)."""
+    editor.lua("vim.wait(300, function() return false end)")
+
+
+def test_a_bad_setting_is_reported_once_at_once_naming_the_key(editor: Editor) -> None:
+    # The default start_timeout_ms (30 s) is longer than wait_note waits: the report
+    # comes from the daemon's refusal, not from a timeout.
     editor.lua(
         "require('contextd').setup(...)",
-        {
-            "python": sys.executable,
-            "data_dir": str(editor.data_dir),
-            "workspace": str(editor.workspace),
-            "start_timeout_ms": 3000,
-            "settings": {"compaction": {"reserveTokens": "lots"}},
-        },
+        {**editor.base_options(), "settings": {"compaction": {"reserveTokens": "lots"}}},
     )
-    note = editor.wait_note("did not start")
+    note = editor.wait_note("refused the settings")
+    settle(editor)
+    assert editor.notes() == [note]
     assert note["level"] == ERROR
-    # Neovim's own error message, just before ours, names the key.
-    assert "compaction.reserveTokens" in editor.lua("return vim.v.errmsg")
+    assert "compaction.reserveTokens" in note["msg"]
+    assert editor.lua("return vim.v.errmsg") == ""  # no Lua traceback from Neovim
     assert editor.state()["status"] == "exited"
+    assert editor.statusline() == "ctx disconnected"
+    report = health_report(editor)
+    assert "refused the settings: settings.compaction.reserveTokens" in report
 
 
-def test_the_daemon_dying_is_reported(editor: Editor) -> None:
-    editor.setup()
+def test_wrong_options_are_refused_with_every_problem_named(editor: Editor) -> None:
+    accepted = editor.lua(
+        "return require('contextd').setup(...)",
+        {**editor.base_options(), "cmd": 3, "resume": "yes", "colour": "red"},
+    )
+    assert accepted is False
+    [note] = editor.notes()
+    assert note["level"] == ERROR
+    for named in ("cmd: expected a program path or a list of strings", "resume: expected boolean", "unknown option colour"):
+        assert named in note["msg"]
+    assert editor.state()["status"] == "stopped"
+
+
+def test_cmd_may_be_a_string_and_health_checks_it(editor: Editor) -> None:
+    program = str(Path(sys.executable).parent / "contextd")
+    session_id = editor.setup(cmd=program)
+    assert editor.daemon_pid()
+    report = health_report(editor)
+    assert "ERROR" not in report, report
+    assert f"daemon program: {program}" in report
+    assert f"session {session_id}" in report
+
+
+def test_the_daemon_dying_is_one_message_and_restart_brings_it_back(editor: Editor) -> None:
+    session_id = editor.setup(session_name="kept")
+    editor.append(CONVERSATION)
     os.kill(editor.daemon_pid(), 9)
     note = editor.wait_note("the daemon exited")
-    assert note["level"] == ERROR
+    settle(editor)
+    assert editor.notes() == [note]  # Neovim's own "Client quit" notice is not repeated
+    assert note["level"] == ERROR and ":Contextd restart" in note["msg"]
+    assert editor.statusline() == "ctx disconnected"
+    _, err = editor.call_api("append_messages", [user("lost?")])
+    assert "restart" in err["message"]
+    editor.command("Contextd restart")
+    editor.wait("require('contextd').state().session_id ~= nil")
+    assert editor.state()["session_id"] == session_id  # same options: same data dir, resumed
+    assert editor.statusline() == "ctx 84k/200k 42%"
+
+
+def test_setup_without_options_restarts_with_those_in_effect(editor: Editor) -> None:
+    session_id = editor.setup(session_name="first")
+    editor.append(CONVERSATION)
+    editor.lua("require('contextd').setup()")
+    editor.wait("require('contextd').state().session_id ~= nil")
+    assert editor.state()["session_id"] == session_id
+    assert editor.lua("return require('contextd.config').options.data_dir") == str(editor.data_dir)
+
+
+def test_autostart_false_starts_the_daemon_on_first_use(editor: Editor) -> None:
+    editor.lua("require('contextd').setup(...)", {**editor.base_options(), "autostart": False})
+    assert editor.state()["status"] == "stopped"
     assert editor.statusline() == ""
+    with pytest.raises(AssertionError):
+        editor.daemon_pid()
+    editor.command("Contextd status")
+    note = editor.wait_note("session ")
+    assert note["level"] == INFO
+    assert editor.state()["status"] == "running"
+
+
+def test_the_synchronous_api_gives_up_on_a_hung_daemon(editor: Editor) -> None:
+    editor.setup()
+    editor.lua("require('contextd.config').options.timeout_ms = 1000")
+    pid = editor.daemon_pid()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        result, err = editor.call_api("append_messages", [user("anyone there?")])
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert result is None
+    assert err["message"] == "no answer from the daemon within 1000 ms"
+
+
+def test_notifications_are_titled_and_name_no_rpc_method(editor: Editor) -> None:
+    editor.setup()
+    editor.command("Contextd compact")
+    editor.command("Contextd status")
+    editor.command("Contextd idle soon")
+    editor.wait("#_G.notes >= 3")
+    for note in editor.notes():
+        assert note["title"] == "contextd", note
+        assert "contextd/" not in note["msg"] and "session/" not in note["msg"], note
 
 
 # --- commands ----------------------------------------------------------------------------
@@ -423,7 +517,7 @@ def test_status_command_shows_the_session(editor: Editor) -> None:
 
 def test_an_unknown_idle_argument_is_an_error(editor: Editor) -> None:
     editor.setup()
-    editor.command("ContextdIdle soon")
+    editor.command("Contextd idle soon")
     assert editor.wait_note("seconds or off")["level"] == ERROR
 
 
@@ -446,7 +540,7 @@ def test_compact_command_compacts_with_instructions(editor: Editor) -> None:
     session_id = editor.setup(settings=COMPACTABLE)
     editor.require_method("contextd/compact")
     editor.append(long_turns(6))
-    editor.command("ContextdCompact focus on the parser")
+    editor.command("Contextd compact focus on the parser")
     note = editor.wait_note("compacted")
     assert note["level"] == INFO
     [compaction] = session_entries(editor, session_id, "compaction")
@@ -462,7 +556,7 @@ def test_compact_preview_changes_nothing(editor: Editor) -> None:
     editor.require_method("contextd/compact")
     editor.append(long_turns(6))
     before = editor.entries(session_id)
-    editor.command("ContextdCompactPreview")
+    editor.command("Contextd preview")
     note = editor.wait_note("compaction preview")
     assert "summarize" in note["msg"] and "tokens" in note["msg"]
     assert editor.entries(session_id) == before
@@ -475,7 +569,7 @@ def test_nothing_to_compact_is_information_not_an_error(editor: Editor) -> None:
     note = editor.wait_note("contextd: compact:")
     assert note["level"] == INFO
     editor.require_method("contextd/compact/abort")
-    editor.command("ContextdAbort")
+    editor.command("Contextd abort")
     assert editor.wait_note("no compaction is running")["level"] == INFO
 
 
@@ -547,7 +641,7 @@ def test_abort_command_stops_a_running_compaction(
     assert stalling_summarizer.received.wait(15)
     editor.command("ContextdCompact")
     assert editor.wait_note("contextd: compact:")["level"] == WARN  # one is already running
-    editor.command("ContextdAbort")
+    editor.command("Contextd abort")
     editor.wait_note("compaction aborted")
     editor.wait("require('contextd').state().compacting == nil")
     assert "compacting" not in editor.statusline()
@@ -555,11 +649,52 @@ def test_abort_command_stops_a_running_compaction(
     assert all(note["level"] < ERROR for note in editor.notes()), editor.notes()
 
 
+def stalling_settings(stalling: StallingSummarizer) -> dict[str, Any]:
+    summarizer = {"provider": "remote", "remoteEndpoint": stalling.url, "maxRetries": 0}
+    return {**COMPACTABLE, "summarizer": summarizer}
+
+
+def test_aborting_a_handoff_leaves_nothing_waiting(
+    editor: Editor, stalling_summarizer: StallingSummarizer
+) -> None:
+    old_id = editor.setup(settings=stalling_settings(stalling_summarizer))
+    editor.append(long_turns(6))
+    editor.command("Contextd handoff")
+    assert stalling_summarizer.received.wait(15)
+    editor.wait("require('contextd').state().compacting ~= nil")
+    editor.command("Contextd abort")
+    note = editor.wait_note("aborted")
+    editor.wait("require('contextd').state().compacting == nil")
+    # Neovim drops the -32800 reply; the plugin still settled the request.
+    editor.wait("require('contextd.state').handoff_requested == nil")
+    assert editor.lua("return #require('contextd.client').pending_ids('contextd/handoff')") == 0
+    settle(editor)
+    assert editor.notes() == [note]
+    assert editor.state()["session_id"] == old_id
+
+
+def test_aborting_a_branch_summary(editor: Editor, stalling_summarizer: StallingSummarizer) -> None:
+    session_id = editor.setup(settings=stalling_settings(stalling_summarizer))
+    entry_ids = editor.append(CONVERSATION)["entryIds"]
+    lines = open_tree(editor)
+    press_on(editor, lines, "First answer", "s")
+    assert stalling_summarizer.received.wait(15)
+    editor.wait("require('contextd').statusline():find('summarizing branch…', 1, true) ~= nil")
+    editor.command("Contextd abort")
+    note = editor.wait_note("branch summary aborted")
+    editor.wait("require('contextd').state().compacting == nil")
+    settle(editor)
+    assert editor.notes() == [note]
+    assert editor.state()["leaf_id"] == entry_ids[-1]
+    assert not session_entries(editor, session_id, "branch_summary")
+    assert editor.lua("return #require('contextd.client').pending_ids('contextd/navigate')") == 0
+
+
 def test_handoff_moves_to_the_new_session(editor: Editor) -> None:
     old_id = editor.setup()
     editor.require_method("contextd/handoff")
     editor.append(CONVERSATION)
-    editor.command("ContextdHandoff write the release notes")
+    editor.command("Contextd handoff write the release notes")
     editor.wait_note("handed off")
     new_id = editor.state()["session_id"]
     assert new_id != old_id
@@ -569,48 +704,124 @@ def test_handoff_moves_to_the_new_session(editor: Editor) -> None:
     editor.wait("require('contextd').statusline() ~= ''")
 
 
-def test_tree_selection_navigates_and_summarizes_the_branch_left(editor: Editor) -> None:
-    session_id = editor.setup()
-    editor.require_method("contextd/tree")
+BRANCHED = [user("Try the other approach"), assistant("Third answer: other approach tried.", 2000)]
+
+
+def open_tree(editor: Editor) -> list[str]:
+    """`:Contextd tree`; the floating window's lines once it is up."""
+    editor.command("Contextd tree")
+    editor.wait("vim.api.nvim_win_get_config(0).relative ~= ''")
+    return editor.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)")
+
+
+def press_on(editor: Editor, lines: list[str], text: str, key: str) -> None:
+    """Puts the cursor on the tree line showing `text` and presses `key`."""
+    [row] = [i + 1 for i, line in enumerate(lines) if text in line]
+    editor.lua("vim.api.nvim_win_set_cursor(0, { ..., 0 })", row)
+    editor.nvim.input(key)
+
+
+def test_the_tree_window_draws_branches_and_starts_on_the_leaf(editor: Editor) -> None:
+    editor.setup()
     entry_ids = editor.append(CONVERSATION)["entryIds"]
-    editor.answer_selects("First answer", "Summarize the branch")
-    editor.command("ContextdTree")
-    editor.wait_note("moved to")
-    tree_prompt, question = editor.lua("return _G.selects")
-    assert any("Second answer" in item for item in tree_prompt["items"])
-    assert "summarize" in question["prompt"]
-    state = editor.state()
-    assert state["leaf_id"] not in (entry_ids[-1], None)
+    # A second branch after the first answer.
+    editor.lua(
+        "require('contextd.client').request_sync('contextd/navigate',"
+        " { sessionId = require('contextd').state().session_id, targetId = ... })",
+        entry_ids[1],
+    )
+    leaf = editor.append(BRANCHED)["leafId"]
+    lines = open_tree(editor)
+    assert "<CR>" in lines[0] and "summarize" in lines[0]  # the keys, on top
+    body = lines[1:]
+    assert any(line.startswith("  user: Fix the failing test") for line in body)
+    assert any("├─ user: Now also update the README" in line for line in body)
+    assert any("│  assistant: Second answer" in line for line in body)
+    assert any("└─ user: Try the other approach" in line for line in body)
+    row = editor.lua("return vim.api.nvim_win_get_cursor(0)[1]")
+    assert lines[row - 1].startswith("● ") and "Third answer" in lines[row - 1]
+    assert editor.state()["leaf_id"] == leaf
+    editor.nvim.input("q")
+    editor.wait("vim.api.nvim_win_get_config(0).relative == ''")
+
+
+def test_tree_key_s_navigates_and_summarizes_the_branch_left_in_one_message(editor: Editor) -> None:
+    session_id = editor.setup()
+    entry_ids = editor.append(CONVERSATION)["entryIds"]
+    lines = open_tree(editor)
+    press_on(editor, lines, "First answer", "s")
+    note = editor.wait_note("moved to")
+    assert "summarized the branch left" in note["msg"]
+    settle(editor)
+    assert editor.notes() == [note]
     summaries = session_entries(editor, session_id, "branch_summary")
     assert len(summaries) == 1 and summaries[0]["parentId"] == entry_ids[1]
+    assert any("summarizing branch…" in seen for seen in editor.lua("return _G.seen"))
+    assert "summarizing" not in editor.statusline()
 
 
-def test_tree_navigation_to_a_user_message_offers_its_text(editor: Editor) -> None:
+def test_tree_key_enter_on_a_user_message_offers_its_text_in_one_message(editor: Editor) -> None:
     session_id = editor.setup()
-    editor.require_method("contextd/navigate")
     entry_ids = editor.append(CONVERSATION)["entryIds"]
-    editor.answer_selects("Now also update the README", "without a summary")
-    editor.command("ContextdTree")
-    editor.wait_note("unnamed register")
+    lines = open_tree(editor)
+    press_on(editor, lines, "Now also update the README", "<CR>")
+    note = editor.wait_note("moved to")
+    settle(editor)
+    assert editor.notes() == [note] and "unnamed register" in note["msg"]
     assert editor.lua("return vim.fn.getreg('\"')") == "Now also update the README"
     assert editor.state()["leaf_id"] == entry_ids[1]
     assert not session_entries(editor, session_id, "branch_summary")
 
 
-def test_label_command_labels_the_leaf_and_the_tree_shows_it(editor: Editor) -> None:
-    session_id = editor.setup()
-    editor.require_method("contextd/label")
+def test_the_tree_marks_what_a_compaction_folded(editor: Editor) -> None:
+    editor.setup(settings=COMPACTABLE)
+    editor.append(long_turns(6))
+    editor.command("Contextd compact")
+    editor.wait_note("compacted")
+    lines = open_tree(editor)
+    folded = [line for line in lines if line.startswith("○ ")]
+    assert any("Turn 0:" in line for line in folded)
+    assert not any(line.startswith("○ ") and "compaction:" in line for line in lines[-2:])
+
+
+def test_a_branch_too_big_to_summarize_says_so_and_nothing_moves(editor: Editor) -> None:
+    session_id = editor.setup(settings={"branchSummary": {"reserveTokens": 200000}})
     entry_ids = editor.append(CONVERSATION)["entryIds"]
-    editor.command("ContextdLabel checkpoint")
+    lines = open_tree(editor)
+    press_on(editor, lines, "First answer", "s")
+    note = editor.wait_note("does not fit the summary budget")
+    assert note["level"] == WARN
+    assert "branchSummary.reserveTokens" in note["msg"] and "without a summary" in note["msg"]
+    assert editor.state()["leaf_id"] == entry_ids[-1]
+    assert not session_entries(editor, session_id, "branch_summary")
+    assert "summarizing" not in editor.statusline()
+
+
+def test_label_command_labels_the_leaf_and_an_empty_label_clears_it(editor: Editor) -> None:
+    session_id = editor.setup()
+    entry_ids = editor.append(CONVERSATION)["entryIds"]
+    editor.command("Contextd label checkpoint")
     editor.wait_note("labelled")
     [label] = session_entries(editor, session_id, "label")
     assert label["targetId"] == entry_ids[-1] and label["label"] == "checkpoint"
 
-    editor.require_method("contextd/tree")
     # Without text: pick an entry, then an empty label clears it.
     editor.answer_selects("[checkpoint]")
     editor.answer_inputs("")
-    editor.command("ContextdLabel")
+    editor.command("Contextd label")
+    editor.wait_note("cleared the label")
+    assert session_entries(editor, session_id, "label")[-1]["label"] is None
+
+
+def test_clearing_a_label_works_where_empty_input_reads_as_nil(editor: Editor) -> None:
+    # Neovim 0.7's vim.ui.input answers nil for an empty line, as for a cancelled one.
+    session_id = editor.setup()
+    editor.append(CONVERSATION)
+    editor.command("Contextd label checkpoint")
+    editor.wait_note("labelled")
+    editor.answer_selects("[checkpoint]", "Clear the label")
+    editor.answer_inputs()  # the input answers nil
+    editor.command("Contextd label")
     editor.wait_note("cleared the label")
     assert session_entries(editor, session_id, "label")[-1]["label"] is None
 
@@ -636,7 +847,7 @@ def test_sessions_command_switches_sessions(editor: Editor) -> None:
     second = editor.setup(resume=False, session_name="second session")
     assert editor.statusline().startswith("ctx 0/")
     editor.answer_selects("first session")
-    editor.command("ContextdSessions")
+    editor.command("Contextd sessions")
     editor.wait_note("switched to session")
     listed = editor.lua("return _G.selects")[0]["items"]
     assert any("second session" in item and item.startswith("●") for item in listed)
@@ -647,14 +858,14 @@ def test_sessions_command_switches_sessions(editor: Editor) -> None:
 def test_idle_command_compacts_a_session_left_idle(editor: Editor) -> None:
     session_id = editor.setup(settings={**COMPACTABLE, "idle": {"thresholdTokens": 1000}})
     editor.require_method("contextd/idle/configure")
-    editor.command("ContextdIdle 1")
+    editor.command("Contextd idle 1")
     editor.wait_note("idle compaction after 1 s")
     editor.append(long_turns(4))
     assert editor.wait_note("compacted (idle)")["level"] == INFO
     [compaction] = session_entries(editor, session_id, "compaction")
     assert compaction["reason"] == "idle"
     assert editor.state()["idle"]["state"] in ("armed", "fired", "cancelled")
-    editor.command("ContextdIdle off")
+    editor.command("Contextd idle off")
     editor.wait_note("idle compaction off")
 
 
@@ -671,6 +882,110 @@ def test_an_automatic_handoff_moves_to_the_new_session(editor: Editor) -> None:
     assert new_id != old_id
     [handoff] = session_entries(editor, new_id, "handoff")
     assert handoff["fromSession"] == old_id
+
+
+# --- statusline, lualine, completion, local times ----------------------------------------
+
+NEAR_THRESHOLD = {
+    "compaction": {"enabled": False, "thresholdTokens": 90000},
+    "idle": {"thresholdTokens": 1000},
+}
+OVER_THRESHOLD = [user("And the changelog"), assistant("Changelog written.", 95000)]
+
+
+def test_the_statusline_shows_starting_the_threshold_cue_and_idle_in_local_time(
+    editor: Editor,
+) -> None:
+    starting = editor.lua(
+        "require('contextd').setup(...); return require('contextd').statusline()",
+        {**editor.base_options(), "settings": NEAR_THRESHOLD},
+    )
+    assert starting == "ctx starting…"
+    editor.wait("require('contextd').state().session_id ~= nil")
+    editor.append(CONVERSATION)
+    editor.wait("require('contextd').statusline() == 'ctx 84k/200k 42% !'")
+    assert editor.lua("return require('contextd').level()") == "warning"
+    editor.append(OVER_THRESHOLD)
+    editor.wait("require('contextd').statusline() == 'ctx 95k/200k 48% !!'")
+    assert editor.lua("return require('contextd').level()") == "critical"
+
+    editor.command("Contextd idle 600")
+    editor.wait("require('contextd').state().idle ~= nil")
+    due = editor.state()["idle"]["dueAt"]
+    local_due = datetime.fromisoformat(due.replace("Z", "+00:00")).astimezone(KOLKATA)
+    assert editor.statusline() == f"ctx 95k/200k 48% !! idle {local_due:%H:%M}"
+
+
+def test_lualine_renders_the_component_escaped_and_coloured_by_level(editor: Editor) -> None:
+    editor.lua("vim.opt.runtimepath:prepend(...)", str(LUALINE_DIR))
+    editor.setup(settings=NEAR_THRESHOLD)
+    editor.lua(
+        """
+        local empty = { lualine_a = {}, lualine_b = {}, lualine_c = {}, lualine_x = {}, lualine_y = {}, lualine_z = {} }
+        local sections = vim.deepcopy(empty)
+        sections.lualine_x = { "contextd" }
+        require("lualine").setup({
+          options = { icons_enabled = false, section_separators = "", component_separators = "" },
+          sections = sections, inactive_sections = empty, tabline = {}, winbar = {}, extensions = {},
+        })
+        """
+    )
+
+    def rendered() -> tuple[str, int | None, int | None]:
+        drawn = editor.lua(
+            "require('lualine').refresh({ force = true, place = { 'statusline' } });"
+            " local drawn = vim.api.nvim_eval_statusline(vim.o.statusline, { highlights = true });"
+            " local group = drawn.highlights[#drawn.highlights].group;"
+            " return { drawn.str, group }"
+        )
+        text, group = drawn
+        colour = editor.lua("return vim.api.nvim_get_hl_by_name(..., true).foreground", group)
+        return text.strip(), colour, group
+
+    editor.append(CONVERSATION)
+    editor.wait("require('contextd').level() == 'warning'")
+    text, colour, _ = rendered()
+    assert text == "ctx 84k/200k 42% !"  # the % came through: escaped for lualine
+    warn = editor.lua("return vim.api.nvim_get_hl_by_name('DiagnosticWarn', true).foreground")
+    assert colour == warn
+    editor.append(OVER_THRESHOLD)
+    editor.wait("require('contextd').level() == 'critical'")
+    text, colour, _ = rendered()
+    assert text == "ctx 95k/200k 48% !!"
+    assert colour == editor.lua("return vim.api.nvim_get_hl_by_name('DiagnosticError', true).foreground")
+    assert colour != warn
+    assert "E539" not in editor.lua("return vim.v.errmsg")
+
+
+def test_command_line_completion_of_subcommands_entries_and_sessions(editor: Editor) -> None:
+    session_id = editor.setup()
+    entry_ids = editor.append(CONVERSATION)["entryIds"]
+
+    def complete(line: str) -> list[str]:
+        return editor.lua("return vim.fn.getcompletion(..., 'cmdline')", line)
+
+    assert {"status", "compact", "tree", "fork", "label", "sessions", "abort", "restart"} <= set(
+        complete("Contextd ")
+    )
+    assert complete("Contextd re") == ["restart"]
+    assert set(entry_ids) <= set(complete("Contextd fork "))
+    assert complete(f"Contextd fork {entry_ids[2][:-1]}") == [entry_ids[2]]
+    assert complete("Contextd sessions ") == [session_id]
+    assert complete("Contextd idle o") == ["off"]
+
+
+def test_session_times_are_shown_in_local_time(editor: Editor) -> None:
+    editor.setup(session_name="timed")
+    editor.append(CONVERSATION)
+    listing = editor.lua(
+        "return require('contextd.client').request_sync('contextd/session/list', vim.empty_dict())"
+    )
+    updated = listing["sessions"][0]["updatedAt"]
+    local = datetime.fromisoformat(updated.replace("Z", "+00:00")).astimezone(KOLKATA)
+    editor.command("Contextd sessions")
+    editor.wait("#_G.selects == 1")
+    [item] = editor.lua("return _G.selects")[0]["items"]
+    assert f"{local:%Y-%m-%d %H:%M}" in item, (updated, item)
 
 
 # --- health and help ---------------------------------------------------------------------
@@ -715,26 +1030,27 @@ def test_health_check_reports_a_missing_python(editor: Editor) -> None:
     assert "ERROR" in report and "/nonexistent/python3 is not executable" in report
 
 
-def test_help_file_has_a_tag_for_every_command(editor: Editor, tmp_path: Path) -> None:
-    doc = tmp_path / "doc"
-    shutil.copytree(PLUGIN_DIR / "doc", doc)
-    editor.command(f"helptags {doc}")
-    tags = (doc / "tags").read_text()
+def test_help_contextd_opens_the_introduction(editor: Editor, tmp_path: Path) -> None:
+    plugin = tmp_path / "plugin-copy"
+    shutil.copytree(PLUGIN_DIR, plugin)
+    editor.lua("vim.opt.runtimepath:prepend(...)", str(plugin))
+    editor.command(f"helptags {plugin / 'doc'}")
+    tags = (plugin / "doc" / "tags").read_text()
     for tag in (
+        "contextd",
         "contextd.txt",
-        ":ContextdStatus",
-        ":ContextdCompact",
-        ":ContextdCompactPreview",
-        ":ContextdHandoff",
-        ":ContextdTree",
-        ":ContextdFork",
-        ":ContextdLabel",
-        ":ContextdSessions",
-        ":ContextdIdle",
-        ":ContextdAbort",
+        ":Contextd",
+        "contextd-commands",
+        "contextd-lualine",
+        "contextd.setup()",
         "contextd.statusline()",
+        "contextd.level()",
         "contextd.append_messages()",
         "contextd.get_context()",
         "contextd.on_token_usage()",
     ):
         assert f"{tag}\t" in tags, tag
+    editor.command("help contextd")
+    assert editor.lua("return vim.fn.expand('%:t')") == "contextd.txt"
+    assert "*contextd*" in editor.lua("return vim.api.nvim_get_current_line()")
+    assert "INTRODUCTION" in editor.lua("return vim.api.nvim_get_current_line()")

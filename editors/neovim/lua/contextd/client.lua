@@ -1,5 +1,6 @@
 -- The one LSP client that talks to `contextd serve`, across Neovim 0.7 to 0.11+.
 local config = require("contextd.config")
+local notify = require("contextd.notify")
 local state = require("contextd.state")
 
 local M = {}
@@ -29,33 +30,72 @@ local LEVEL_BY_CODE = {
   [M.codes.cancelled] = levels.INFO,
 }
 
-M.not_running = { message = "contextd is not running (call require('contextd').setup())" }
+M.not_running = { message = "contextd is not running (:Contextd start)" }
+M.cancelled = { code = M.codes.cancelled, message = "cancelled" }
+
+-- The daemon's messages start with the JSON-RPC error class ("invalid params: ..."),
+-- which says nothing to a user; the field errors say it all.
+local function plain_message(err)
+  local text = tostring(err.message or err)
+  return (text:gsub("^invalid params: ", ""))
+end
 
 function M.describe_error(err)
   if err.code == M.codes.method_not_found then
-    return "this contextd does not support it yet (" .. (err.message or "method not found") .. ")"
+    return "this contextd version does not support it yet"
   end
-  local text = err.message or tostring(err)
   local data = err.data
-  if type(data) == "table" and type(data.errors) == "table" then
+  if type(data) == "table" and type(data.errors) == "table" and #data.errors > 0 then
     local fields = {}
     for _, field_error in ipairs(data.errors) do
       table.insert(fields, string.format("%s: %s", field_error.field or "?", field_error.message or "?"))
     end
-    if #fields > 0 then
-      text = text .. " (" .. table.concat(fields, "; ") .. ")"
-    end
+    return table.concat(fields, "; ")
   end
-  return text
+  return plain_message(err)
 end
 
 function M.error_level(err)
   return LEVEL_BY_CODE[err.code] or levels.ERROR
 end
 
---- Shows a daemon error; `what` names the action that failed.
+--- Shows a daemon error; `what` names the action that failed, in words.
 function M.notify_error(what, err)
-  vim.notify(string.format("contextd: %s: %s", what, M.describe_error(err)), M.error_level(err))
+  notify.show(string.format("%s: %s", what, M.describe_error(err)), M.error_level(err))
+end
+
+-- Neovim asserts inside its own callback when the server refuses `initialize` (a bad
+-- setting): a Lua traceback, and a client that stays "starting". For the one start this
+-- wraps, the refusal goes to `on_refused(err)` instead. vim.lsp looks `rpc.start` up on
+-- each start (0.7: lsp_rpc.start, 0.11: lsp.rpc.start), so wrapping the module's field works.
+local function with_initialize_refusal(on_refused, start)
+  local rpc_module = require("vim.lsp.rpc")
+  local original_start = rpc_module.start
+  rpc_module.start = function(...)
+    local rpc = original_start(...)
+    if type(rpc) == "table" and type(rpc.request) == "function" then
+      local request = rpc.request
+      rpc.request = function(method, params, callback, ...)
+        if method == "initialize" and callback then
+          local neovims_callback = callback
+          callback = function(err, result)
+            if err then
+              return on_refused(err)
+            end
+            return neovims_callback(err, result)
+          end
+        end
+        return request(method, params, callback, ...)
+      end
+    end
+    return rpc
+  end
+  local ok, id = pcall(start)
+  rpc_module.start = original_start
+  if not ok then
+    error(id, 0)
+  end
+  return id
 end
 
 local function start_lsp(lsp_config)
@@ -66,7 +106,8 @@ local function start_lsp(lsp_config)
 end
 
 --- Starts a contextd client; returns its id or nil and an error message.
---- `hooks` are {handlers, on_init(client, initialize_result), on_exit(code, signal, client_id)}.
+--- `hooks` are {handlers, on_init(client, initialize_result), on_exit(code, signal, client_id),
+--- on_refused(err)}; on_refused gets the daemon's refusal of initialize (a bad setting).
 function M.start(name, hooks)
   local workspace = config.workspace()
   local lsp_config = {
@@ -85,59 +126,142 @@ function M.start(name, hooks)
   if vim.fn.isdirectory(workspace) == 1 then
     lsp_config.cmd_cwd = workspace
   end
-  local ok, id = pcall(start_lsp, lsp_config)
-  if not ok then
-    return nil, tostring(id)
+  if vim.fn.executable(lsp_config.cmd[1]) ~= 1 then
+    return nil, lsp_config.cmd[1] .. " is not an executable program (check `cmd` or `python` in setup())"
   end
-  if not id then
+  local id
+  local function on_refused(err)
+    vim.schedule(function()
+      M.stop(id, true)
+      if hooks.on_refused then
+        hooks.on_refused(err)
+      end
+    end)
+  end
+  local ok, result = pcall(with_initialize_refusal, on_refused, function()
+    return start_lsp(lsp_config)
+  end)
+  if not ok then
+    return nil, tostring(result)
+  end
+  if not result then
     return nil, "could not start " .. table.concat(lsp_config.cmd, " ")
   end
+  id = result
   return id
 end
 
-function M.stop(client_id)
+function M.stop(client_id, force)
   local client = client_id and vim.lsp.get_client_by_id(client_id)
   if not client then
     return
   end
   if HAS_CLIENT_CLASS then
-    client:stop()
+    client:stop(force)
   else
-    client.stop()
+    client.stop(force)
   end
 end
 
---- Sends a request to the running daemon; `callback(err, result)` runs on the main loop.
+-- Requests in flight: Neovim drops the reply to a cancelled request (-32800) without
+-- calling back, so the plugin answers those callbacks itself.
+local pending = {} -- request id -> { method, callback, client_id }
+
+local function settle_pending(id, err, result)
+  local request = pending[id]
+  if not request then
+    return
+  end
+  pending[id] = nil
+  request.callback(err, result)
+end
+
+--- Sends a request to the running daemon; `callback(err, result)` runs on the main loop,
+--- exactly once, whether the request is answered, cancelled or the daemon exits.
+--- Returns the request id (nil when it could not be sent).
 function M.request(method, params, callback)
   local client = state.client_id and vim.lsp.get_client_by_id(state.client_id)
   if not client then
     callback(M.not_running, nil)
-    return
+    return nil
   end
+  local id
   local function handler(err, result)
-    callback(err, result)
+    settle_pending(id, err, result)
   end
   local sent
   if HAS_CLIENT_CLASS then
-    sent = client:request(method, params, handler)
+    sent, id = client:request(method, params, handler)
   else
-    sent = client.request(method, params, handler)
+    sent, id = client.request(method, params, handler)
   end
   if not sent then
     callback(M.not_running, nil)
+    return nil
+  end
+  pending[id] = { method = method, callback = callback, client_id = state.client_id }
+  return id
+end
+
+--- Cancels request `id` ($/cancelRequest) and calls its callback with a cancelled error.
+function M.cancel(id)
+  local request = id and pending[id]
+  if not request then
+    return false
+  end
+  local client = vim.lsp.get_client_by_id(request.client_id)
+  if client then
+    if HAS_CLIENT_CLASS then
+      client:cancel_request(id)
+    else
+      client.cancel_request(id)
+    end
+  end
+  settle_pending(id, M.cancelled, nil)
+  return true
+end
+
+--- The pending requests of `method` (ids), oldest first.
+function M.pending_ids(method)
+  local ids = {}
+  for id, request in pairs(pending) do
+    if request.method == method then
+      table.insert(ids, id)
+    end
+  end
+  table.sort(ids)
+  return ids
+end
+
+--- Settles every pending request of `method` as cancelled: the daemon reported that the
+--- job behind it was aborted or cancelled, and Neovim will not deliver that reply.
+function M.settle_cancelled(method)
+  for _, id in ipairs(M.pending_ids(method)) do
+    settle_pending(id, M.cancelled, nil)
   end
 end
 
---- Waits (bounded by the `timeout_ms` option) for a request; returns result, err.
-function M.request_sync(method, params)
+--- The daemon of `client_id` is gone: nothing pending on it will be answered.
+function M.forget_client(client_id)
+  for id, request in pairs(pending) do
+    if request.client_id == client_id then
+      settle_pending(id, M.not_running, nil)
+    end
+  end
+end
+
+--- Waits for a request, at most `timeout_ms` (the `timeout_ms` option by default);
+--- returns result, err. The editor is blocked meanwhile, so the wait is short.
+function M.request_sync(method, params, timeout_ms)
+  timeout_ms = timeout_ms or config.options.timeout_ms
   local done, response_err, response = false, nil, nil
   M.request(method, params, function(err, result)
     done, response_err, response = true, err, result
   end)
-  if not vim.wait(config.options.timeout_ms, function()
+  if not vim.wait(timeout_ms, function()
     return done
   end, 10) then
-    return nil, { message = method .. " timed out after " .. config.options.timeout_ms .. " ms" }
+    return nil, { message = string.format("no answer from the daemon within %d ms", timeout_ms) }
   end
   return response, response_err
 end

@@ -1,28 +1,33 @@
--- The :Contextd* user commands. Each one asks the daemon and reports with vim.notify.
+-- :Contextd {subcommand}: each one asks the daemon and reports with one message.
 local client = require("contextd.client")
 local config = require("contextd.config")
 local format = require("contextd.format")
+local notify = require("contextd.notify")
 local session = require("contextd.session")
 local state = require("contextd.state")
 
 local M = {}
-local levels = vim.log.levels
-
-local function info(text)
-  vim.notify("contextd: " .. text, levels.INFO)
-end
 
 --- Sends `method` once a session is current; `build_params()` runs then, so it can read
---- the current session id. Errors are shown; `on_result(result)` gets the rest.
-local function call(method, build_params, on_result)
-  local what = method:gsub("^contextd/", "")
+--- the current session id. Errors go to `on_error(err)` first, which returns true when it
+--- reported them itself; else they are shown as "`what`: why", except a cancelled request
+--- (whoever cancelled it reports that). `on_result(result)` gets the rest.
+local function call(what, method, build_params, on_result, on_error)
   session.when_ready(function(ready_err)
-    if ready_err then
-      return client.notify_error(what, ready_err)
+    local function failed(err)
+      if on_error and on_error(err) then
+        return
+      end
+      if err.code ~= client.codes.cancelled then
+        client.notify_error(what, err)
+      end
     end
-    client.request(method, build_params(), function(err, result)
+    if ready_err then
+      return failed(ready_err)
+    end
+    return client.request(method, build_params(), function(err, result)
       if err then
-        return client.notify_error(what, err)
+        return failed(err)
       end
       on_result(result)
     end)
@@ -48,21 +53,21 @@ local function non_empty(text)
 end
 
 function M.status()
-  call("contextd/session/state", with_session(), function(result)
+  call("status", "contextd/session/state", with_session(), function(result)
     state.leaf_id = result.leafId
     state.usage = result.usage or state.usage
     state.changed()
     local lines = format.status_lines(result, state.server_version)
-    if state.idle then
-      table.insert(lines, "idle timer: " .. (state.idle.state or "?") .. (state.idle.dueAt and (" until " .. state.idle.dueAt) or ""))
+    if state.idle and state.idle.state == "armed" then
+      table.insert(lines, "idle compaction at " .. format.local_time(state.idle.dueAt, "%H:%M:%S"))
     end
-    vim.notify(table.concat(lines, "\n"), levels.INFO)
+    notify.info(table.concat(lines, "\n"))
   end)
 end
 
 function M.compact(instructions)
-  call("contextd/compact", with_session({ instructions = non_empty(instructions) }), function(result)
-    info(string.format(
+  call("compact", "contextd/compact", with_session({ instructions = non_empty(instructions) }), function(result)
+    notify.info(string.format(
       "compacted %s → %s tokens",
       format.tokens(result.tokensBefore),
       format.tokens(result.tokensAfter)
@@ -70,36 +75,29 @@ function M.compact(instructions)
   end)
 end
 
-function M.compact_preview()
-  call("contextd/compact", with_session({ dryRun = true }), function(plan)
-    vim.notify(table.concat(format.preview_lines(plan), "\n"), levels.INFO)
+function M.preview()
+  call("compaction preview", "contextd/compact", with_session({ dryRun = true }), function(plan)
+    notify.info(table.concat(format.preview_lines(plan), "\n"))
   end)
 end
 
 function M.handoff(goal)
   state.handoff_requested = true
-  session.when_ready(function(ready_err)
-    if ready_err then
-      state.handoff_requested = nil
-      return client.notify_error("handoff", ready_err)
-    end
-    local params = { sessionId = state.session_id, goal = non_empty(goal) }
-    client.request("contextd/handoff", params, function(err, result)
-      state.handoff_requested = nil
-      if err then
-        return client.notify_error("handoff", err)
-      end
-      session.follow_handoff(result.sessionId)
-    end)
+  local params = with_session({ goal = non_empty(goal) })
+  call("handoff", "contextd/handoff", params, function(result)
+    state.handoff_requested = nil
+    session.follow_handoff(result.sessionId)
+  end, function()
+    state.handoff_requested = nil
   end)
 end
 
 -- Lets the user pick an entry of the session's tree; `on_pick(item)` gets a format.tree_items item.
 local function pick_entry(prompt, on_pick)
-  call("contextd/tree", with_session(), function(tree)
+  call("tree", "contextd/tree", with_session(), function(tree)
     local items = format.tree_items(tree)
     if #items == 0 then
-      return info("the session has no entries yet")
+      return notify.info("the session has no entries yet")
     end
     vim.ui.select(items, {
       prompt = prompt,
@@ -113,67 +111,69 @@ local function pick_entry(prompt, on_pick)
   end)
 end
 
-local function ask_summarize(on_answer)
-  local choices = {
-    { summarize = true, text = "Summarize the branch I am leaving" },
-    { summarize = false, text = "Leave it without a summary" },
-  }
-  vim.ui.select(choices, {
-    prompt = "contextd: summarize the branch you leave?",
-    kind = "contextd.summarize",
-    format_item = function(choice)
-      return choice.text
-    end,
-  }, function(choice)
-    if choice then
-      on_answer(choice.summarize)
-    end
-  end)
-end
-
 local function deliver_editor_text(text)
   if config.options.on_editor_text then
-    return config.options.on_editor_text(text)
+    config.options.on_editor_text(text)
+    return ""
   end
   vim.fn.setreg('"', text)
-  info('the message text is in the unnamed register (") for editing and resending')
+  return '; its text is in the unnamed register (") for editing and resending'
 end
 
-local function navigate(item, summarize)
-  call("contextd/navigate", with_session({ targetId = item.id, summarize = summarize }), function(result)
+--- Moves the leaf to `node` (a tree node), leaving a summary of the branch left when
+--- `summarize`. One message when it is done.
+function M.navigate(node, summarize)
+  if summarize then
+    -- The daemon reports the summary as a job too; this shows it before the first event.
+    state.compacting = state.compacting or { reason = "branch" }
+    state.changed()
+  end
+  local function done()
+    if state.compacting and state.compacting.reason == "branch" then
+      state.compacting = nil
+      state.changed()
+    end
+  end
+  local params = with_session({ targetId = node.id, summarize = summarize })
+  call("could not move", "contextd/navigate", params, function(result)
+    done()
     state.leaf_id = result.leafId
     state.changed()
-    local summary = format.present(result.branchSummaryId) and " (the branch left is summarized)" or ""
-    info("moved to " .. format.one_line(item.node.preview, 40) .. summary)
+    local text = "moved to " .. format.one_line(node.preview, 40)
+    if format.present(result.branchSummaryId) then
+      text = text .. " and summarized the branch left"
+    end
     if format.present(result.editorText) then
-      deliver_editor_text(result.editorText)
+      text = text .. deliver_editor_text(result.editorText)
+    end
+    notify.info(text)
+  end, function(err)
+    done()
+    if err.code == client.codes.nothing_to_compact then
+      -- A summary that does not fit: the user asked for it, so this is a warning.
+      notify.warn("could not move: " .. client.describe_error(err):gsub("^nothing to compact: ", ""))
+      return true
     end
   end)
 end
 
 function M.tree()
-  pick_entry("contextd: go to entry", function(item)
-    if item.is_leaf then
-      return info("already at that entry")
-    end
-    ask_summarize(function(summarize)
-      navigate(item, summarize)
-    end)
-  end)
-end
-
-local function fork_at(entry_id)
-  call("contextd/fork", with_session({ entryId = entry_id }), function(result)
-    session.switch_to(result.sessionId, function(err)
-      if err then
-        return client.notify_error("open the forked session", err)
-      end
-      info("forked into the new session " .. result.sessionId)
-    end)
+  call("tree", "contextd/tree", with_session(), function(tree)
+    require("contextd.tree_view").open(tree)
   end)
 end
 
 function M.fork(entry_id)
+  local function fork_at(id)
+    call("fork", "contextd/fork", with_session({ entryId = id }), function(result)
+      session.switch_to(result.sessionId, function(err)
+        if err then
+          return client.notify_error("could not open the forked session", err)
+        end
+        notify.info("forked into the new session " .. result.sessionId)
+      end)
+    end)
+  end
   if non_empty(entry_id) then
     return fork_at(vim.trim(entry_id))
   end
@@ -183,13 +183,34 @@ function M.fork(entry_id)
 end
 
 local function set_label(entry_id, label)
-  call("contextd/label", with_session({ entryId = entry_id, label = label or vim.NIL }), function()
-    info(label and ("labelled " .. entry_id .. " [" .. label .. "]") or ("cleared the label of " .. entry_id))
+  call("label", "contextd/label", with_session({ entryId = entry_id, label = label or vim.NIL }), function()
+    notify.info(label and ("labelled " .. entry_id .. " [" .. label .. "]") or ("cleared the label of " .. entry_id))
   end)
 end
 
---- `:ContextdLabel text` labels the current leaf; without text, pick an entry and type a label
---- (an empty one clears it).
+--- Asks for the label of `node` (a tree node); empty input clears it. Neovim 0.7's
+--- vim.ui.input gives nil for empty input as for a cancelled one, so a nil answer on a
+--- labelled entry asks whether to clear.
+function M.ask_label(node)
+  local current = format.present(node.label) and node.label or ""
+  vim.ui.input({ prompt = "Label (empty clears): ", default = current }, function(input)
+    if input ~= nil then
+      return set_label(node.id, non_empty(input))
+    end
+    if current == "" then
+      return
+    end
+    local choices = { "Clear the label [" .. current .. "]", "Keep it" }
+    vim.ui.select(choices, { prompt = "contextd: clear the label?", kind = "contextd.confirm" }, function(_, index)
+      if index == 1 then
+        set_label(node.id, nil)
+      end
+    end)
+  end)
+end
+
+--- `:Contextd label text` labels the current leaf; without text, pick an entry and type a
+--- label (an empty one clears it).
 function M.label(text)
   local label = non_empty(text)
   if label then
@@ -198,28 +219,43 @@ function M.label(text)
         return client.notify_error("label", err)
       end
       if not format.present(state.leaf_id) then
-        return info("the session has no entries to label")
+        return notify.info("the session has no entries to label")
       end
       set_label(state.leaf_id, label)
     end)
   end
   pick_entry("contextd: label entry", function(item)
-    local current = format.present(item.node.label) and item.node.label or ""
-    vim.ui.input({ prompt = "Label (empty clears): ", default = current }, function(input)
-      if input ~= nil then
-        set_label(item.id, non_empty(input))
-      end
-    end)
+    M.ask_label(item.node)
   end)
 end
 
-function M.sessions()
-  call("contextd/session/list", function()
+local function switch_session(session_id)
+  if session_id == state.session_id then
+    return notify.info("already in that session")
+  end
+  session.switch_to(session_id, function(err)
+    if err then
+      return client.notify_error("could not switch session", err)
+    end
+    notify.info("switched to session " .. session_id)
+  end)
+end
+
+function M.sessions(session_id)
+  if non_empty(session_id) then
+    return session.when_ready(function(err)
+      if err then
+        return client.notify_error("sessions", err)
+      end
+      switch_session(vim.trim(session_id))
+    end)
+  end
+  call("sessions", "contextd/session/list", function()
     return { workspace = config.workspace() }
   end, function(result)
     local sessions = result.sessions or {}
     if #sessions == 0 then
-      return info("no sessions in this workspace")
+      return notify.info("no sessions in this workspace")
     end
     vim.ui.select(sessions, {
       prompt = "contextd: switch to session",
@@ -228,18 +264,9 @@ function M.sessions()
         return format.session_item(item, state.session_id)
       end,
     }, function(chosen)
-      if not chosen then
-        return
+      if chosen then
+        switch_session(chosen.sessionId)
       end
-      if chosen.sessionId == state.session_id then
-        return info("already in that session")
-      end
-      session.switch_to(chosen.sessionId, function(err)
-        if err then
-          return client.notify_error("switch session", err)
-        end
-        info("switched to session " .. chosen.sessionId)
-      end)
     end)
   end)
 end
@@ -252,55 +279,151 @@ function M.idle(argument)
   elseif arg:match("^%d+$") and tonumber(arg) > 0 then
     params = { enabled = true, timeoutSeconds = tonumber(arg) }
   else
-    return vim.notify("contextd: :ContextdIdle wants a number of seconds or off", levels.ERROR)
+    return notify.error("idle wants a number of seconds or off, e.g. :Contextd idle 300")
   end
-  call("contextd/idle/configure", with_session(params), function()
+  call("idle", "contextd/idle/configure", with_session(params), function()
     if params.enabled then
-      info(string.format("idle compaction after %d s without activity", params.timeoutSeconds))
+      notify.info(string.format("idle compaction after %d s without activity", params.timeoutSeconds))
     else
-      info("idle compaction off")
+      notify.info("idle compaction off")
     end
   end)
 end
 
+--- Aborts the running compaction, handoff or branch summary. A branch summary this editor
+--- asked for of a daemon that cannot abort it is cancelled instead ($/cancelRequest).
 function M.abort()
-  call("contextd/compact/abort", with_session(), function(result)
+  local running = state.compacting
+  local what = ({ branch = "branch summary", handoff = "handoff" })[running and running.reason] or "compaction"
+  state.abort_requested = true
+  call("abort", "contextd/compact/abort", with_session(), function(result)
     if type(result) == "table" and result.aborted == false then
-      return info("no compaction is running")
+      local navigation = client.pending_ids("contextd/navigate")[1]
+      if navigation and client.cancel(navigation) then
+        return notify.info("branch summary cancelled; nothing moved")
+      end
+      state.abort_requested = nil
+      return notify.info("no compaction is running")
     end
-    info("compaction aborted")
+    notify.info(what .. " aborted; the session is as it was")
+  end, function()
+    state.abort_requested = nil
   end)
 end
 
-local DEFINITIONS = {
-  { "ContextdStatus", M.status, { nargs = 0, desc = "contextd: show the session's state" } },
-  { "ContextdCompact", M.compact, { nargs = "*", desc = "contextd: compact now [instructions]" } },
-  { "ContextdCompactPreview", M.compact_preview, { nargs = 0, desc = "contextd: what a compaction would do" } },
-  { "ContextdHandoff", M.handoff, { nargs = "*", desc = "contextd: hand off to a new session [goal]" } },
-  { "ContextdTree", M.tree, { nargs = 0, desc = "contextd: go to an entry of the session tree" } },
-  { "ContextdFork", M.fork, { nargs = "?", desc = "contextd: fork a new session [entry id]" } },
-  { "ContextdLabel", M.label, { nargs = "*", desc = "contextd: label the leaf [text], or pick an entry" } },
-  { "ContextdSessions", M.sessions, { nargs = 0, desc = "contextd: switch to another session" } },
-  {
-    "ContextdIdle",
+function M.start()
+  if state.status == "running" or state.status == "starting" then
+    return notify.info("the daemon is already " .. state.status)
+  end
+  session.start()
+end
+
+function M.stop()
+  session.stop()
+  notify.info("the daemon stopped")
+end
+
+function M.restart()
+  session.restart()
+end
+
+-- Completion candidates that need the daemon: asked synchronously, so briefly.
+local COMPLETION_TIMEOUT_MS = 500
+
+local function complete_entry_ids()
+  if not state.session_id then
+    return {}
+  end
+  local tree = client.request_sync("contextd/tree", { sessionId = state.session_id }, COMPLETION_TIMEOUT_MS)
+  return vim.tbl_map(function(node)
+    return node.id
+  end, tree and tree.nodes or {})
+end
+
+local function complete_session_ids()
+  if not state.session_id then
+    return {}
+  end
+  local listing = client.request_sync("contextd/session/list", { workspace = config.workspace() }, COMPLETION_TIMEOUT_MS)
+  return vim.tbl_map(function(listed)
+    return listed.sessionId
+  end, listing and listing.sessions or {})
+end
+
+-- name -> { run(args), what it does, complete(lead)?, legacy command name? }
+M.subcommands = {
+  status = { M.status, "show the session", legacy = "ContextdStatus" },
+  compact = { M.compact, "compact now [instructions]", legacy = "ContextdCompact" },
+  preview = { M.preview, "what a compaction would do", legacy = "ContextdCompactPreview" },
+  handoff = { M.handoff, "hand off to a new session [goal]", legacy = "ContextdHandoff" },
+  tree = { M.tree, "the session tree, to move, fork, label", legacy = "ContextdTree" },
+  fork = { M.fork, "fork a new session [entry id]", complete = complete_entry_ids, legacy = "ContextdFork" },
+  label = { M.label, "label the leaf [text], or pick an entry", legacy = "ContextdLabel" },
+  sessions = { M.sessions, "switch session [session id]", complete = complete_session_ids, legacy = "ContextdSessions" },
+  idle = {
     M.idle,
-    {
-      nargs = 1,
-      desc = "contextd: idle compaction after {seconds}, or off",
-      complete = function()
-        return { "off", "60", "300", "600" }
-      end,
-    },
+    "idle compaction after {seconds}, or off",
+    complete = function()
+      return { "off", "60", "300", "600" }
+    end,
+    legacy = "ContextdIdle",
   },
-  { "ContextdAbort", M.abort, { nargs = 0, desc = "contextd: abort the running compaction" } },
+  abort = { M.abort, "abort the running compaction or branch summary", legacy = "ContextdAbort" },
+  start = { M.start, "start the daemon" },
+  stop = { M.stop, "stop the daemon" },
+  restart = { M.restart, "restart the daemon with the same options" },
 }
 
+local function subcommand_names()
+  local names = vim.tbl_keys(M.subcommands)
+  table.sort(names)
+  return names
+end
+
+local function starting_with(candidates, lead)
+  return vim.tbl_filter(function(candidate)
+    return vim.startswith(candidate, lead)
+  end, candidates)
+end
+
+--- Completion of `:Contextd `: subcommands, then what the subcommand takes.
+function M.complete(lead, line, cursor)
+  local before = line:sub(1, cursor)
+  local words = vim.split(vim.trim(before), "%s+")
+  local typing_first = #words == 1 or (#words == 2 and not before:match("%s$"))
+  if typing_first then
+    return starting_with(subcommand_names(), lead)
+  end
+  local subcommand = M.subcommands[words[2]]
+  if subcommand and subcommand.complete then
+    return starting_with(subcommand.complete(), lead)
+  end
+  return {}
+end
+
+function M.run(args)
+  local name, rest = vim.trim(args or ""):match("^(%S*)%s*(.-)$")
+  if name == "" then
+    name = "tree"
+  end
+  local subcommand = M.subcommands[name]
+  if not subcommand then
+    return notify.error(string.format("no subcommand %q; :Contextd <Tab> lists them", name))
+  end
+  subcommand[1](rest)
+end
+
 function M.create()
-  for _, definition in ipairs(DEFINITIONS) do
-    local name, run, opts = definition[1], definition[2], definition[3]
-    vim.api.nvim_create_user_command(name, function(command)
-      run(command.args)
-    end, opts)
+  vim.api.nvim_create_user_command("Contextd", function(command)
+    M.run(command.args)
+  end, { nargs = "*", bar = true, complete = M.complete, desc = "contextd: {subcommand}, see :help contextd-commands" })
+  -- The older one-command-per-action names keep working.
+  for name, subcommand in pairs(M.subcommands) do
+    if subcommand.legacy then
+      vim.api.nvim_create_user_command(subcommand.legacy, function(command)
+        subcommand[1](command.args)
+      end, { nargs = "*", bar = true, desc = "contextd: :Contextd " .. name })
+    end
   end
 end
 

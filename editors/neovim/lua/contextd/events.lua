@@ -1,10 +1,19 @@
 -- Handlers for the daemon's contextd/* notifications: they update the cache and report
 -- what the user did not ask for (automatic compactions).
+local client = require("contextd.client")
 local format = require("contextd.format")
+local notify = require("contextd.notify")
 local state = require("contextd.state")
 
 local M = {}
 local levels = vim.log.levels
+
+-- The request behind a job of each reason; the requester reports its own outcome.
+local REQUEST_BY_REASON = {
+  manual = "contextd/compact",
+  handoff = "contextd/handoff",
+  branch = "contextd/navigate",
+}
 
 local function on_token_usage(_, usage)
   if state.is_current(usage) then
@@ -34,7 +43,7 @@ local function finished_message(finished)
   local reason = finished.reason or "?"
   if finished.outcome == "compacted" then
     return string.format(
-      "contextd: compacted (%s) %s → %s tokens",
+      "compacted (%s) %s → %s tokens",
       reason,
       format.tokens(finished.tokensBefore),
       format.tokens(finished.tokensAfter)
@@ -42,10 +51,10 @@ local function finished_message(finished)
       levels.INFO
   elseif finished.outcome == "failed" then
     local retry = finished.willRetry and ", will retry" or ""
-    return string.format("contextd: compaction (%s) failed%s: %s", reason, retry, finished.error or "?"),
+    return string.format("compaction (%s) failed%s: %s", reason, retry, finished.error or "?"),
       finished.willRetry and levels.WARN or levels.ERROR
   end
-  return string.format("contextd: compaction (%s) %s", reason, finished.outcome or "ended"), levels.INFO
+  return string.format("compaction (%s) %s", reason, finished.outcome or "ended"), levels.INFO
 end
 
 local function on_compaction_finished(_, finished)
@@ -54,14 +63,22 @@ local function on_compaction_finished(_, finished)
   end
   state.compacting = nil
   state.changed()
+  local stopped = finished.outcome == "aborted" or finished.outcome == "cancelled"
+  if stopped and REQUEST_BY_REASON[finished.reason] then
+    client.settle_cancelled(REQUEST_BY_REASON[finished.reason])
+  end
   -- A handoff (asked for or at the threshold with strategy "handoff") continues in the new session.
   if finished.outcome == "compacted" and format.present(finished.handoffSessionId) then
     return require("contextd.session").follow_handoff(finished.handoffSessionId)
   end
-  -- Requests the user made answer for themselves; the rest is news.
-  local asked_for = finished.reason == "manual" or (finished.reason == "handoff" and state.handoff_requested)
+  -- Requests the user made answer for themselves, an abort too; the rest is news.
+  local asked_for = finished.reason == "manual"
+    or finished.reason == "branch"
+    or (finished.reason == "handoff" and state.handoff_requested)
+    or (stopped and state.abort_requested)
+  state.abort_requested = nil
   if not asked_for then
-    vim.notify(finished_message(finished))
+    notify.show(finished_message(finished))
   end
 end
 
@@ -72,12 +89,21 @@ local function on_idle_timer(_, timer)
   end
 end
 
+-- The daemon says what the user must know (settings it could not apply) this way.
+local SHOW_LEVEL = { levels.ERROR, levels.WARN, levels.INFO, levels.INFO }
+
+local function on_show_message(_, shown)
+  local text = tostring(shown and shown.message or ""):gsub("^contextd: ", "")
+  notify.show(text, SHOW_LEVEL[shown and shown.type] or levels.INFO)
+end
+
 M.handlers = {
   ["contextd/tokenUsage"] = on_token_usage,
   ["contextd/sessionChanged"] = on_session_changed,
   ["contextd/compactionStarted"] = on_compaction_started,
   ["contextd/compactionFinished"] = on_compaction_finished,
   ["contextd/idleTimer"] = on_idle_timer,
+  ["window/showMessage"] = on_show_message,
 }
 
 return M

@@ -38,10 +38,67 @@ function M.percent(p)
   return string.format("%d%%", math.floor(p + 0.5))
 end
 
---- The statusline text for a cached session state; "" when there is nothing to show.
-function M.statusline(usage, compacting)
-  if not usage then
-    return compacting and "ctx compacting…" or ""
+-- Below this share of the threshold the statusline is "normal"; from it on, "warning".
+local WARNING_SHARE = 0.8
+
+--- How close the context is to compaction: "normal", "warning" (80% of the threshold),
+--- "critical" (at or over it); "disconnected" when the daemon exited, "" when nothing runs.
+function M.level(status, usage)
+  if status == "exited" then
+    return "disconnected"
+  end
+  if status ~= "running" or not usage then
+    return ""
+  end
+  local threshold = usage.thresholdTokens
+  if not present(threshold) or not present(usage.tokens) or threshold <= 0 then
+    return "normal"
+  end
+  if usage.tokens >= threshold then
+    return "critical"
+  elseif usage.tokens >= threshold * WARNING_SHARE then
+    return "warning"
+  end
+  return "normal"
+end
+
+local CUE = { warning = " !", critical = " !!" }
+
+--- "2026-11-23T10:14:17.123Z" -> seconds since the epoch; nil when it is not such a time.
+function M.parse_utc(text)
+  if not present(text) then
+    return nil
+  end
+  local y, mo, d, h, mi, s = tostring(text):match("^(%d+)-(%d+)-(%d+)T(%d+):(%d+):(%d+)")
+  if not y then
+    return nil
+  end
+  local as_if_local = os.time({ year = y, month = mo, day = d, hour = h, min = mi, sec = s, isdst = false })
+  -- os.time reads the table as local time: shift by the local offset at that moment.
+  local offset = os.time(os.date("*t", as_if_local)) - os.time(os.date("!*t", as_if_local))
+  return as_if_local + offset
+end
+
+--- An ISO 8601 UTC time in the user's local time, `pattern` an os.date pattern.
+function M.local_time(text, pattern)
+  local seconds = M.parse_utc(text)
+  if not seconds then
+    return present(text) and tostring(text) or "?"
+  end
+  return os.date(pattern or "%Y-%m-%d %H:%M", seconds)
+end
+
+--- The statusline text for the cached state (see :help contextd-statusline).
+--- `view` is {status, usage, compacting, idle}.
+function M.statusline(view)
+  if view.status == "starting" then
+    return "ctx starting…"
+  elseif view.status == "exited" then
+    return "ctx disconnected"
+  end
+  local usage = view.usage
+  if view.status ~= "running" or not usage then
+    return view.compacting and "ctx compacting…" or ""
   end
   local text = string.format(
     "ctx %s/%s %s",
@@ -49,8 +106,13 @@ function M.statusline(usage, compacting)
     M.tokens(usage.contextWindow),
     M.percent(usage.percent)
   )
-  if compacting then
-    text = text .. " compacting…"
+  if view.compacting then
+    local doing = view.compacting.reason == "branch" and "summarizing branch…" or "compacting…"
+    return text .. " " .. doing
+  end
+  text = text .. (CUE[M.level(view.status, usage)] or "")
+  if view.idle and view.idle.state == "armed" and present(view.idle.dueAt) then
+    text = text .. " idle " .. M.local_time(view.idle.dueAt, "%H:%M")
   end
   return text
 end
@@ -67,8 +129,31 @@ function M.one_line(text, width)
   return flat
 end
 
---- Flattens a `contextd/tree` result into display order (depth first, oldest child first).
---- Depth grows only where the history branches, so a linear session stays flush left.
+-- The entries on the path to the leaf that the newest compaction on it folded into its
+-- summary: the model sees the summary instead of them.
+local function folded_ids(path)
+  local folded = {}
+  for i = #path, 1, -1 do
+    local first_kept = path[i].firstKeptEntryId
+    if path[i].type == "compaction" and present(first_kept) then
+      local before = true
+      for j = 1, i do
+        if path[j].id == first_kept then
+          before = false
+        end
+        if before then
+          folded[path[j].id] = true
+        end
+      end
+      break
+    end
+  end
+  return folded
+end
+
+--- Flattens a `contextd/tree` result into display order (depth first, oldest child first),
+--- each item with the `├─ `/`└─ ` connectors that draw it: a chain stays in its column and
+--- only a branching point indents its children.
 function M.tree_items(tree)
   local nodes = tree.nodes or {}
   local by_id, children, roots = {}, {}, {}
@@ -85,49 +170,56 @@ function M.tree_items(tree)
     end
   end
 
-  local on_path = {}
+  local path, on_path = {}, {}
   local cursor = present(tree.leafId) and by_id[tree.leafId] or nil
   while cursor do
+    table.insert(path, 1, cursor)
     on_path[cursor.id] = true
     cursor = present(cursor.parentId) and by_id[cursor.parentId] or nil
   end
+  local folded = folded_ids(path)
 
   local items = {}
   -- An explicit stack: long sessions are deep chains that recursion would not survive.
   local stack = {}
-  for i = #roots, 1, -1 do
-    table.insert(stack, { node = roots[i], depth = #roots > 1 and 1 or 0 })
+  local function push_children(kids, prefix)
+    for i = #kids, 1, -1 do
+      if #kids == 1 then
+        table.insert(stack, { node = kids[i], line = prefix, below = prefix })
+      else
+        local last = i == #kids
+        table.insert(stack, {
+          node = kids[i],
+          line = prefix .. (last and "└─ " or "├─ "),
+          below = prefix .. (last and "   " or "│  "),
+        })
+      end
+    end
   end
+  push_children(roots, "")
   while #stack > 0 do
     local top = table.remove(stack)
     local node = top.node
     table.insert(items, {
       id = node.id,
       node = node,
-      depth = top.depth,
+      prefix = top.line,
       is_leaf = node.id == tree.leafId,
       on_path = on_path[node.id] == true,
+      folded = folded[node.id] == true,
     })
-    local kids = children[node.id] or {}
-    local child_depth = top.depth + (#kids > 1 and 1 or 0)
-    for i = #kids, 1, -1 do
-      table.insert(stack, { node = kids[i], depth = child_depth })
-    end
+    push_children(children[node.id] or {}, top.below)
   end
   return items
 end
 
+--- One line for a tree item: a mark (● the leaf, ○ folded into a summary), the connectors,
+--- what it is, a preview, its label and tokens.
 function M.tree_item(item)
   local node = item.node
-  local marker = item.is_leaf and "● " or (item.on_path and "│ " or "  ")
+  local mark = item.is_leaf and "● " or (item.folded and "○ " or "  ")
   local kind = present(node.role) and node.role or node.type
-  local text = string.format(
-    "%s%s%s: %s",
-    marker,
-    string.rep("  ", item.depth),
-    kind,
-    M.one_line(node.preview, 72)
-  )
+  local text = string.format("%s%s%s: %s", mark, item.prefix, kind, M.one_line(node.preview, 60))
   if present(node.label) then
     text = text .. "  [" .. node.label .. "]"
   end
@@ -140,8 +232,7 @@ end
 function M.session_item(session, current_id)
   local marker = session.sessionId == current_id and "● " or "  "
   local name = present(session.name) and session.name or "(unnamed)"
-  local updated = present(session.updatedAt) and tostring(session.updatedAt):sub(1, 16):gsub("T", " ")
-    or "?"
+  local updated = M.local_time(session.updatedAt)
   return string.format(
     "%s%s · %s entries · %s tokens · %s · %s",
     marker,
@@ -158,10 +249,10 @@ function M.status_lines(state, server_version)
   local usage = state.usage or {}
   local lines = {
     string.format(
-      "contextd %s · session %s%s",
-      server_version or "?",
+      "session %s%s · daemon %s",
       state.sessionId or "?",
-      present(state.name) and (' "' .. state.name .. '"') or ""
+      present(state.name) and (' "' .. state.name .. '"') or "",
+      server_version or "?"
     ),
     string.format(
       "model %s · %s / %s tokens (%s) · threshold %s · source %s",
@@ -190,7 +281,7 @@ function M.preview_lines(plan)
     return present(list) and #list or 0
   end
   return {
-    "contextd compaction preview:",
+    "compaction preview:",
     string.format(
       "summarize %d entries, keep %d, prune %d tool results",
       count(plan.summarizeEntryIds),

@@ -65,23 +65,39 @@ local function check_program()
   return true
 end
 
+-- Where the daemon's stderr went: :LspLog where the command exists (nvim-lspconfig),
+-- else the log file.
+local function where_the_log_is()
+  if vim.fn.exists(":LspLog") == 2 then
+    return ":LspLog"
+  end
+  return vim.lsp.get_log_path()
+end
+
 -- Starts a throwaway daemon and waits for its answer to initialize.
 local function probe_daemon()
-  local initialized, server_info = false, nil
+  local answered, server_info, refusal = false, nil, nil
   local id, err = client.start("contextd-health", {
     on_init = function(_, result)
-      initialized, server_info = true, result and result.serverInfo
+      answered, server_info = true, result and result.serverInfo
+    end,
+    on_refused = function(refused)
+      answered, refusal = true, refused
     end,
   })
   if not id then
     return nil, err
   end
-  vim.wait(config.options.timeout_ms, function()
-    return initialized
+  local waited = math.max(config.options.start_timeout_ms, config.options.timeout_ms)
+  vim.wait(waited, function()
+    return answered
   end, 20)
   client.stop(id)
-  if not initialized then
-    return nil, "no answer to initialize within " .. config.options.timeout_ms .. " ms (see :LspLog)"
+  if refusal then
+    return nil, "it refused the settings: " .. client.describe_error(refusal)
+  end
+  if not answered then
+    return nil, string.format("no answer to initialize within %d ms (see %s)", waited, where_the_log_is())
   end
   return server_info or {}
 end

@@ -3,6 +3,7 @@ local client = require("contextd.client")
 local commands = require("contextd.commands")
 local config = require("contextd.config")
 local format = require("contextd.format")
+local notify = require("contextd.notify")
 local session = require("contextd.session")
 local state = require("contextd.state")
 
@@ -10,13 +11,41 @@ local M = {}
 
 M.version = "0.1.0"
 
---- Starts `contextd serve` and opens or resumes a session. Calling it again restarts with
---- the new options. See :help contextd-setup.
+-- Colours of require("contextd").level(), for statuslines; a colorscheme may set its own.
+local function define_highlights()
+  local links = {
+    ContextdStatusWarning = "DiagnosticWarn",
+    ContextdStatusCritical = "DiagnosticError",
+    ContextdStatusDisconnected = "Comment",
+  }
+  for group, target in pairs(links) do
+    vim.api.nvim_set_hl(0, group, { link = target, default = true })
+  end
+end
+
+define_highlights()
+vim.api.nvim_create_autocmd("ColorScheme", {
+  group = vim.api.nvim_create_augroup("contextd-highlights", { clear = true }),
+  callback = define_highlights,
+})
+
+--- Applies the options and (re)starts the daemon, which opens or resumes a session.
+--- `setup()` without options restarts with the options in effect. See :help contextd-setup.
+--- Returns false when an option is wrong (reported, and nothing changes).
 function M.setup(opts)
-  config.set(opts)
-  session.stop()
+  local problems = config.set(opts)
+  if problems then
+    notify.error("setup: " .. table.concat(problems, "; "))
+    return false
+  end
+  state.configured = true
+  state.started_once = false
   commands.create()
-  session.start()
+  session.stop()
+  if config.options.autostart then
+    session.start()
+  end
+  return true
 end
 
 --- Stops the daemon (Neovim also stops it on exit).
@@ -24,9 +53,29 @@ function M.stop()
   session.stop()
 end
 
---- The statusline text, e.g. "ctx 84k/200k 42%"; "" when no session is open. Reads the cache only.
-function M.statusline()
-  return format.statusline(state.usage, state.compacting ~= nil)
+--- Stops the daemon if it runs and starts it again with the same options (after a crash).
+function M.restart()
+  session.restart()
+end
+
+local function view()
+  return { status = state.status, usage = state.usage, compacting = state.compacting, idle = state.idle }
+end
+
+--- The statusline text, e.g. "ctx 84k/200k 42%" (see :help contextd-statusline); "" when
+--- nothing runs. It reads the cache only. `{ escape = true }` doubles `%` for statusline
+--- expressions that interpret it (lualine, %!).
+function M.statusline(opts)
+  local text = format.statusline(view())
+  if opts and opts.escape then
+    return (text:gsub("%%", "%%%%"))
+  end
+  return text
+end
+
+--- "normal", "warning", "critical", "disconnected" or "" (nothing runs): for colours.
+function M.level()
+  return format.level(state.status, state.usage)
 end
 
 --- A copy of the cached state: session_id, leaf_id, model, context_window, usage, compacting,
@@ -46,7 +95,8 @@ function M.state()
 end
 
 -- Runs `method` on the current session: with a callback asynchronously
--- (`callback(err, result)`), without one it waits (`timeout_ms`) and returns result, err.
+-- (`callback(err, result)`), without one it blocks at most `timeout_ms` in all and returns
+-- result, err.
 local function session_request(method, params, callback)
   if callback then
     return session.when_ready(function(err)
@@ -57,12 +107,13 @@ local function session_request(method, params, callback)
       client.request(method, params, callback)
     end)
   end
-  local ready_err = session.wait_ready()
+  local deadline = vim.loop.now() + config.options.timeout_ms
+  local ready_err = session.wait_ready(deadline)
   if ready_err then
     return nil, ready_err
   end
   params.sessionId = state.session_id
-  return client.request_sync(method, params)
+  return client.request_sync(method, params, math.max(deadline - vim.loop.now(), 1))
 end
 
 --- Appends messages (protocol.md "Messages") to the current session.

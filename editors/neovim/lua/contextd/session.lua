@@ -2,10 +2,10 @@
 local client = require("contextd.client")
 local config = require("contextd.config")
 local events = require("contextd.events")
+local notify = require("contextd.notify")
 local state = require("contextd.state")
 
 local M = {}
-local levels = vim.log.levels
 
 local waiting = {} -- callbacks(err) that run once the first session is open
 local stopping = {} -- client ids stopped on purpose, whose exit is no news
@@ -18,27 +18,40 @@ local function settle(err)
   end
 end
 
---- Runs `callback(err)` once a session is current (at once if it already is).
+local function not_running()
+  if state.status == "exited" then
+    return { message = "the daemon is not running (:Contextd restart starts it again)" }
+  end
+  return client.not_running
+end
+
+--- Runs `callback(err)` once a session is current (at once if it already is). A daemon
+--- that was never started (`autostart = false`) starts now.
 function M.when_ready(callback)
   if state.session_id then
-    callback(nil)
-  elseif state.status == "starting" then
+    return callback(nil)
+  end
+  if state.status == "stopped" and state.configured and not state.started_once then
+    M.start()
+  end
+  if state.status == "starting" then
     table.insert(waiting, callback)
   else
-    callback(client.not_running)
+    callback(not_running())
   end
 end
 
---- Bounded wait for a current session; returns an error or nil.
-function M.wait_ready()
+--- Waits for a current session until `deadline` (a vim.loop.now() value); returns an
+--- error or nil.
+function M.wait_ready(deadline)
   local err, done = nil, false
   M.when_ready(function(e)
     err, done = e, true
   end)
-  if not vim.wait(config.options.timeout_ms, function()
+  if not vim.wait(math.max(deadline - vim.loop.now(), 0), function()
     return done
   end, 10) then
-    return { message = "contextd did not open a session in time" }
+    return { message = "the daemon has not opened a session yet (try again, or use the callback form)" }
   end
   return err
 end
@@ -53,8 +66,9 @@ local function create()
   local params = { workspace = config.workspace(), name = options.session_name, model = options.model }
   client.request("contextd/session/open", params, function(err, result)
     if err then
-      client.notify_error("open a session", err)
+      client.notify_error("could not open a session", err)
       state.status = "exited"
+      state.changed()
       settle(err)
       return
     end
@@ -67,7 +81,7 @@ end
 local function resume(session_id)
   client.request("contextd/session/open", { sessionId = session_id }, function(err, result)
     if err then
-      client.notify_error("resume session " .. session_id, err)
+      client.notify_error("could not resume session " .. session_id .. ", opened a new one", err)
       create()
       return
     end
@@ -93,8 +107,35 @@ local function open_initial()
   end
 end
 
+-- Neovim reports an unexpected exit of any LSP client itself ("Client … quit with exit
+-- code …"); the plugin's message says the same and how to recover, so Neovim's is dropped:
+-- one message per event. Only that one message, only shortly, only if no one replaced
+-- vim.notify meanwhile.
+local function drop_neovims_exit_notice(client_id)
+  local shown = vim.notify
+  local function filter(msg, ...)
+    -- 0.7 names the client by id, 0.11 by name.
+    local name = type(msg) == "string" and msg:match("^Client (%S+) quit with exit code")
+    if name == tostring(client_id) or name == "contextd" then
+      return
+    end
+    return shown(msg, ...)
+  end
+  vim.notify = filter
+  vim.defer_fn(function()
+    if vim.notify == filter then
+      vim.notify = shown
+    end
+  end, 1000)
+end
+
 local function on_exit(code, signal, client_id)
+  if stopping[client_id] then
+    return
+  end
+  drop_neovims_exit_notice(client_id)
   vim.schedule(function()
+    client.forget_client(client_id)
     if stopping[client_id] then
       stopping[client_id] = nil
       return
@@ -103,39 +144,50 @@ local function on_exit(code, signal, client_id)
       return
     end
     state.reset("exited")
-    settle(client.not_running)
+    settle(not_running())
     local how = (signal or 0) ~= 0 and ("signal " .. signal) or ("code " .. tostring(code))
-    vim.notify(
-      string.format("contextd: the daemon exited (%s); see :checkhealth contextd", how),
-      (code == 0 and (signal or 0) == 0) and levels.WARN or levels.ERROR
-    )
+    notify.error(string.format("the daemon exited (%s); :Contextd restart starts it again", how))
   end)
 end
 
--- Neovim raises inside its own callback when initialize fails (a bad setting), and no hook
--- tells the plugin; so a client still starting after `start_timeout_ms` has failed.
+-- A daemon that refuses `initialize` names the bad setting: say so once and stop.
+local function on_refused(client_id, err)
+  if client_id ~= state.client_id then
+    return
+  end
+  stopping[client_id] = true
+  state.reset("exited")
+  settle(not_running())
+  client.notify_error("the daemon refused the settings", err)
+end
+
+-- A daemon that neither starts nor refuses (a hung program) counts as failed after
+-- `start_timeout_ms`.
 local function watch_initialization(client_id)
   vim.defer_fn(function()
     if state.client_id ~= client_id or state.status ~= "starting" then
       return
     end
     stopping[client_id] = true
-    client.stop(client_id)
+    client.stop(client_id, true)
     state.reset("exited")
-    settle(client.not_running)
-    vim.notify(
-      string.format(
-        "contextd: the daemon did not start within %d ms (a bad setting is named in the error above; see :checkhealth contextd)",
-        config.options.start_timeout_ms
-      ),
-      levels.ERROR
-    )
+    settle(not_running())
+    notify.error(string.format(
+      "the daemon did not answer within %d ms (its log: %s)",
+      config.options.start_timeout_ms,
+      vim.lsp.get_log_path()
+    ))
   end, config.options.start_timeout_ms)
 end
 
 function M.start()
+  if state.status == "starting" or state.status == "running" then
+    return
+  end
+  state.started_once = true
   state.reset("starting")
-  local id, err = client.start("contextd", {
+  local id, err
+  id, err = client.start("contextd", {
     handlers = events.handlers,
     on_init = function(_, initialize_result)
       local info = initialize_result and initialize_result.serverInfo
@@ -144,11 +196,14 @@ function M.start()
       vim.schedule(open_initial)
     end,
     on_exit = on_exit,
+    on_refused = function(err)
+      on_refused(id, err)
+    end,
   })
   if not id then
     state.reset("exited")
-    settle(client.not_running)
-    vim.notify("contextd: could not start the daemon: " .. err, levels.ERROR)
+    settle(not_running())
+    notify.error("could not start the daemon: " .. err)
     return
   end
   state.client_id = id
@@ -160,9 +215,16 @@ function M.stop()
   if id then
     stopping[id] = true
     client.stop(id)
+    client.forget_client(id)
   end
   state.reset("stopped")
   settle(client.not_running)
+end
+
+--- Stops the daemon (if it runs) and starts it again with the options in effect.
+function M.restart()
+  M.stop()
+  M.start()
 end
 
 --- Makes `session_id` current: it may already be live in the daemon (a handoff or a fork
@@ -202,9 +264,9 @@ function M.follow_handoff(new_session_id)
   followed[new_session_id] = true
   M.switch_to(new_session_id, function(err)
     if err then
-      return client.notify_error("open the handoff session", err)
+      return client.notify_error("could not open the handoff session", err)
     end
-    vim.notify("contextd: handed off to the new session " .. new_session_id, levels.INFO)
+    notify.info("handed off to the new session " .. new_session_id)
   end)
 end
 

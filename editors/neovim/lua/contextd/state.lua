@@ -10,7 +10,9 @@ local M = {
   usage = nil, -- the latest contextd/tokenUsage body of the current session
   compacting = nil, -- the contextd/compactionStarted body while one runs
   idle = nil, -- the latest contextd/idleTimer body of the current session
-  handoff_requested = nil, -- true while :ContextdHandoff waits for its answer
+  handoff_requested = nil, -- true while a handoff the user asked for waits for its answer
+  configured = false, -- setup() was called
+  started_once = false, -- the daemon was started since setup() (autostart = false starts it lazily)
 }
 
 local usage_listeners = {}
@@ -64,7 +66,7 @@ function M.emit_usage(usage)
   for _, listener in ipairs({ unpack(usage_listeners) }) do
     local ok, err = pcall(listener, usage)
     if not ok then
-      vim.notify("contextd: on_token_usage callback failed: " .. tostring(err), vim.log.levels.ERROR)
+      require("contextd.notify").error("on_token_usage callback failed: " .. tostring(err))
     end
   end
 end
