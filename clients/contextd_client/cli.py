@@ -216,7 +216,8 @@ async def run_compact(args: argparse.Namespace) -> int:
                     f"Would summarize {len(plan['summarizeEntryIds'])} entries, keep "
                     f"{len(plan['keptEntryIds'])} (from {plan['firstKeptEntryId']}) and prune "
                     f"{len(plan['pruneEntryIds'])} tool results: "
-                    f"{render.tokens(plan['tokensBefore'])} → at most {render.tokens(plan['tokensAfter'])} tokens"
+                    f"{render.tokens(plan['tokensBefore'])} → about {render.tokens(plan['tokensAfter'])} "
+                    f"tokens (at most {render.tokens(plan['tokensAfterMax'])})"
                 )
             return EXIT_OK
         result = await client.compact(session_id, instructions=args.instructions)

@@ -21,7 +21,9 @@ class TokenUsage(TypedDict):
     contextWindow: int
     percent: float
     thresholdTokens: int
-    source: Literal["usage", "counted"]
+    source: Literal["usage", "counted", "estimated"]
+    calibration: float
+    """What counted tokens were multiplied by: 1.0 for OpenAI models (exact counts)."""
     model: str
 
 
@@ -131,6 +133,8 @@ class CompactPlan(TypedDict):
     tokensBefore: int
     tokensKept: NotRequired[int]
     tokensAfter: int
+    """An estimate: the kept tokens plus the summary the offline summarizer writes."""
+    tokensAfterMax: int
     """An upper bound: the kept tokens plus the summary's budget."""
     splitTurn: NotRequired[bool]
 

@@ -224,6 +224,9 @@ class LeafEntry(EntryBase):
 class ModelChangeEntry(EntryBase):
     type: Literal["model_change"] = "model_change"
     model: str
+    contextWindow: Annotated[int, Field(gt=0)] | None = None
+    """The window the agent itself used for this model (an imported Codex rollout records
+    it); it beats the registry's figure, a user's `models` override beats both."""
 
 
 class SessionInfoEntry(EntryBase):

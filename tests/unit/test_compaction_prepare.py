@@ -271,6 +271,32 @@ def test_nothing_to_compact(build, reason):
     assert isinstance(result, NothingToCompact) and result.reason == reason
 
 
+def test_an_overflow_keeps_less_when_the_context_fits_in_the_kept_part():
+    """The provider said the context overflows although our count says it fits in
+    keepRecentTokens: the overflow compaction keeps half, then a quarter."""
+    builder = SessionBuilder()
+    for n in range(4):
+        long_turn(builder, n, size=200)
+    total = sum(builder.tokens.values())
+    settings_ = settings_with(keep_recent=total + 100)
+
+    assert isinstance(prepare_compaction(builder.path(), builder.tokens, settings_), NothingToCompact)
+    overflow = prepare_compaction(builder.path(), builder.tokens, settings_, reason="overflow")
+
+    assert isinstance(overflow, CompactionPreparation)
+    assert overflow.keep_recent_tokens < settings_.compaction.keepRecentTokens
+    assert overflow.tokens_kept < total
+    assert overflow.summarize_entry_ids
+
+
+def test_an_overflow_keeps_a_quarter_at_least():
+    """A single turn cannot be split below its last message: still nothing to compact."""
+    builder = SessionBuilder()
+    builder.user("only " + "x" * 40)
+    result = prepare_compaction(builder.path(), builder.tokens, settings_with(keep_recent=20000), reason="overflow")
+    assert isinstance(result, NothingToCompact) and result.reason == "fits"
+
+
 def test_nothing_to_compact_right_after_a_compaction():
     builder = SessionBuilder()
     for n in range(5):

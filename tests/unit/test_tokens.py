@@ -383,7 +383,7 @@ def test_longest_prefix_wins_and_only_at_a_boundary():
 
 
 def test_router_and_cloud_prefixes_are_seen_through():
-    assert resolve_model("openrouter/openai/gpt-5", {}).context_window == 400_000
+    assert resolve_model("openrouter/openai/gpt-5", {}).context_window == 272_000
     bedrock = resolve_model("us.anthropic.claude-sonnet-4-20250514-v1:0", {})
     assert bedrock.max_output_tokens == 64_000
 
@@ -395,6 +395,33 @@ def test_encodings_follow_the_model_family():
     assert resolve_model("o3-mini", {}).encoding == "o200k_base"
     assert resolve_model("claude-haiku-4-5", {}).encoding == "o200k_base"
     assert resolve_model("gemini-2.0-flash", {}).encoding == "o200k_base"
+
+
+def test_current_models_resolve_to_their_own_limits():
+    """Ids seen in real 2025-2026 transcripts; `gpt-5.2-codex` used to fall to the 128,000
+    default while its Codex rollout said 258,400 (95% of its 272,000 prompt limit)."""
+    for codex in ("gpt-5.2-codex", "gpt-5.1-codex-max", "gpt-5-codex", "gpt-5.2"):
+        assert resolve_model(codex, {}).context_window == 272_000
+    assert resolve_model("claude-opus-4-1-20250805", {}).context_window == 200_000
+    assert resolve_model("claude-sonnet-4-5-20250929", {}).tokenizer == "claude-4"
+    assert resolve_model("claude-opus-4-6", {}).max_output_tokens == 128_000
+    assert resolve_model("claude-haiku-4-5-20251001", {}).max_output_tokens == 64_000
+    assert resolve_model("gemini-3-pro-preview", {}).context_window == 1_048_576
+    assert resolve_model("gemini-3-flash", {}).tokenizer == "gemini"
+
+
+def test_only_openai_models_are_counted_exactly():
+    assert resolve_model("gpt-4o", {}).exact
+    assert resolve_model("gpt-3.5-turbo", {}).exact
+    assert resolve_model("gpt-5.2-codex", {}).exact
+    for approximate in ("claude-sonnet-4-5", "claude-3-5-haiku", "gemini-2.5-pro", "glm-4.7"):
+        assert not resolve_model(approximate, {}).exact
+    assert resolve_model("claude-sonnet-4-5", {}).calibration_prior == 1.25
+    assert resolve_model("claude-3-5-sonnet", {}).calibration_prior == 1.18
+
+
+def test_unknown_models_each_learn_their_own_calibration():
+    assert resolve_model("glm-4.7", {}).tokenizer != resolve_model("deepseek-v4", {}).tokenizer
 
 
 def test_every_registered_encoding_is_shipped():

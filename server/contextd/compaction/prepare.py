@@ -35,8 +35,14 @@ from contextd.model import (
     Settings,
 )
 from contextd.summarizers.base import SummaryRequest
+from contextd.summarizers.offline import summarize_offline
 
 TURN_CONTEXT_HEADING = "## Turn context (split turn)"
+
+OVERFLOW_KEEP_DIVISORS = (1, 2, 4)
+"""An overflow compaction keeps `keepRecentTokens`, else half of it, else a quarter: the
+provider said the context does not fit, and its word beats our count (it sees a system prompt
+and tool schemas we never do, and the configured window may be too large)."""
 NO_EARLIER_HISTORY = "(No earlier history: the conversation so far is a single turn.)"
 
 
@@ -56,7 +62,8 @@ class CompactionPreparation:
     then a split turn's prefix); `kept_entry_ids` the entries whose messages stay verbatim,
     from `first_kept_entry_id` on. Together they are every message of the current context
     but the previous summary, which `history_request` updates. `tokens_after` is an upper
-    bound: the kept tokens plus the most the summaries may take.
+    bound: the kept tokens plus the most the summaries may take (`estimated_tokens_after`
+    gives an honest estimate). `keep_recent_tokens` is what the cut aimed to keep.
     """
 
     first_kept_entry_id: str
@@ -66,6 +73,7 @@ class CompactionPreparation:
     tokens_before: int
     tokens_kept: int
     tokens_after: int
+    keep_recent_tokens: int
     files: FileDetails
     history_request: SummaryRequest | None
     turn_prefix_request: SummaryRequest | None
@@ -101,7 +109,7 @@ def prepare_compaction(
     `entry_tokens` gives each entry's counted tokens. `tokens_before` is the context's
     size as the session reports it; without it the visible entries are added up.
     Returns NothingToCompact when the path is empty, ends in a compaction, or fits in the
-    kept part.
+    kept part, even (for an `overflow`) in a quarter of it: see OVERFLOW_KEEP_DIVISORS.
     """
     if not path:
         return NothingToCompact("empty", "The session has no entries.")
@@ -111,9 +119,13 @@ def prepare_compaction(
     previous = visible[0] if isinstance(visible[0], CompactionEntry) else None
     candidates = visible[1:] if previous else visible
     sizes = visible_sizes(path, entry_tokens)
-    keep_recent = settings.compaction.keepRecentTokens
-    cut = find_cut_point(candidates, sizes, keep_recent)
-    if cut.first_kept_index == 0:
+    divisors = OVERFLOW_KEEP_DIVISORS if reason == "overflow" else OVERFLOW_KEEP_DIVISORS[:1]
+    for divisor in divisors:
+        keep_recent = settings.compaction.keepRecentTokens // divisor
+        cut = find_cut_point(candidates, sizes, keep_recent)
+        if cut.first_kept_index > 0:
+            break
+    else:
         return NothingToCompact(
             "fits", f"The context fits in the {keep_recent} recent tokens a compaction keeps."
         )
@@ -145,6 +157,7 @@ def prepare_compaction(
         tokens_before=sum(sizes.values()) if tokens_before is None else tokens_before,
         tokens_kept=tokens_kept,
         tokens_after=tokens_kept + summary_bound,
+        keep_recent_tokens=keep_recent,
         files=files,
         history_request=history_request,
         turn_prefix_request=turn_prefix_request,
@@ -174,6 +187,29 @@ def assemble_compaction_summary(
         turn = without_file_lists(_required(turn_prefix_summary, "turn_prefix_summary")).strip()
         parts.append(f"{TURN_CONTEXT_HEADING}\n\n{turn}")
     return "\n\n".join(parts) + format_file_lists(preparation.files)
+
+
+def offline_summary(preparation: CompactionPreparation) -> str:
+    """The summary the offline summarizer writes for `preparation`: deterministic, local and
+    cheap, so a dry run can measure the compaction's result instead of guessing it."""
+    return assemble_compaction_summary(
+        preparation,
+        history_summary=_offline(preparation.history_request),
+        turn_prefix_summary=_offline(preparation.turn_prefix_request),
+    )
+
+
+def _offline(request: SummaryRequest | None) -> str | None:
+    return summarize_offline(request) if request is not None else None
+
+
+def expected_summary_tokens(offline_tokens: int, earlier_summary_tokens: Sequence[int]) -> int:
+    """How big the coming summary will be: as big as this session's earlier summaries by the
+    same summarizer on average, when there are some, else as big as the offline summary
+    (the default summarizer's own output; for a model, the best size we can measure)."""
+    if earlier_summary_tokens:
+        return round(sum(earlier_summary_tokens) / len(earlier_summary_tokens))
+    return offline_tokens
 
 
 def _summary_requests(

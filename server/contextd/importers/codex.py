@@ -84,6 +84,7 @@ class _Converter:
         self.problems = problems
         self.meta: dict[str, Any] = {}
         self.model: str | None = None
+        self.model_entry: ModelChangeEntry | None = None
         self.answer: list[dict[str, Any]] = []
         self.answer_start: tuple[int, str | None] = (0, None)
         self.answered: bool = False
@@ -113,7 +114,9 @@ class _Converter:
             self.flush_answer()
             self.model = model
             entry = ModelChangeEntry(id=PLACEHOLDER_ID, parentId=None, model=model, timestamp=timestamp or utc_now())
-            self.builder.add_node(line, f"L{line}", self.builder.leaf_id, entry, enters_context=False)
+            added = self.builder.add_node(line, f"L{line}", self.builder.leaf_id, entry, enters_context=False)
+            assert isinstance(added, ModelChangeEntry)
+            self.model_entry = added
 
     # --- response items -----------------------------------------------------------------
 
@@ -217,6 +220,9 @@ class _Converter:
             return  # rate limits only: nothing about this conversation
         # The response is complete once its usage arrives: it goes onto that answer.
         self.flush_answer()
+        window = info.get("model_context_window")
+        if isinstance(window, int) and window > 0 and self.model_entry and self.model_entry.contextWindow is None:
+            self.model_entry.contextWindow = window  # the window Codex used for this model
         usage = _usage(info["last_token_usage"])
         self.last_context_tokens = usage.context_tokens
         answer = self.builder.last_assistant

@@ -17,6 +17,8 @@ from contextd.compaction.prepare import (
     CompactionPreparation,
     NothingToCompact,
     assemble_compaction_summary,
+    expected_summary_tokens,
+    offline_summary,
     prepare_compaction,
 )
 from contextd.compaction.prune import plan_prune
@@ -40,6 +42,13 @@ from contextd.summarizers.chain import Summary, build_summarizer
 from contextd.tokens import count_entry
 
 T = TypeVar("T")
+
+COMPACTION_FIELDS = {
+    "summary", "firstKeptEntryId", "tokensBefore", "reason", "summarizer", "details", "instructions",
+    "shortSummary",
+}
+"""What a compaction draft hands on to the entry that is written (id, parent and tokensAfter
+are the written entry's own)."""
 NewSession = TypeVar("NewSession", bound=LiveState)
 
 
@@ -67,7 +76,12 @@ class CompactionJobs(LiveState):
     """Compaction and handoff of the live state, run as one job at a time."""
 
     def preview_compaction(self, instructions: str | None = None) -> dict[str, Any]:
-        """What `compact` would do, without calling a summarizer."""
+        """What `compact` would do, without calling a summarizer.
+
+        `tokensAfter` is an estimate: the context with the summary the offline summarizer
+        writes for it (cheap and local), resized to this session's earlier summaries by the
+        configured summarizer when there are some. `tokensAfterMax` is the upper bound: the
+        kept part plus the most the summaries may take."""
         prepared = self._prepare("manual", instructions)
         prune = plan_prune(self._path, self.entry_tokens, self.settings.pruning)
         return {
@@ -77,14 +91,29 @@ class CompactionJobs(LiveState):
             "pruneEntryIds": list(prune.entry_ids) if prune else [],
             "tokensBefore": prepared.tokens_before,
             "tokensKept": prepared.tokens_kept,
-            "tokensAfter": prepared.tokens_after,
+            "tokensAfter": self._estimate_tokens_after(prepared),
+            "tokensAfterMax": prepared.tokens_after,
             "splitTurn": prepared.is_split_turn,
         }
+
+    def _estimate_tokens_after(self, prepared: CompactionPreparation) -> int:
+        provider = self.settings.summarizer.provider
+        draft = self._compaction_draft(prepared, offline_summary(prepared), SummarizerInfo(provider="offline"))
+        offline_tokens = count_entry(draft, self.model_info.encoding)
+        earlier = [
+            self.entry_tokens[entry.id]
+            for entry in self._path
+            if isinstance(entry, CompactionEntry) and entry.summarizer.provider == provider != "offline"
+        ]
+        expected = expected_summary_tokens(offline_tokens, earlier)
+        return self.figure_with_compaction(draft).tokens + round(
+            (expected - offline_tokens) * self.calibration
+        )
 
     def _prepare(self, reason: CompactionReason, instructions: str | None) -> CompactionPreparation:
         prepared = prepare_compaction(
             self._path,
-            self.entry_tokens,
+            self.model_tokens(),
             self.settings,
             instructions=instructions,
             reason=reason,
@@ -219,23 +248,30 @@ class CompactionJobs(LiveState):
             turn_prefix_summary=_text(summaries.get("turn_prefix")),
         )
         author = next(iter(summaries.values())).summarizer
-        fields: dict[str, Any] = {
-            "summary": text,
-            "firstKeptEntryId": prepared.first_kept_entry_id,
-            "tokensBefore": prepared.tokens_before,
-            "reason": prepared.reason,
-            "summarizer": author,
-            "details": prepared.files,
-            "instructions": prepared.instructions,
-            "shortSummary": short_summary(text),
-        }
-        draft = CompactionEntry(id="draft", parentId=self.leaf_id, tokensAfter=0, **fields)
-        self.entry_tokens[draft.id] = count_entry(draft, self.model_info.encoding)
-        tokens_after = self.figure_of([*self._path, draft]).tokens
-        del self.entry_tokens[draft.id]
-        entry = self.append_node(CompactionEntry, tokensAfter=tokens_after, **fields)
+        draft = self._compaction_draft(prepared, text, author)
+        tokens_after = self.figure_with_compaction(draft).tokens
+        fields = draft.model_dump(include=COMPACTION_FIELDS)
+        entry = self.append_node(CompactionEntry, **{**fields, "tokensAfter": tokens_after})
         assert isinstance(entry, CompactionEntry)
         return entry
+
+    def _compaction_draft(
+        self, prepared: CompactionPreparation, summary: str, author: SummarizerInfo
+    ) -> CompactionEntry:
+        """The compaction entry `prepared` would write with `summary`, before it is written."""
+        return CompactionEntry(
+            id="draft",
+            parentId=self.leaf_id,
+            summary=summary,
+            firstKeptEntryId=prepared.first_kept_entry_id,
+            tokensBefore=prepared.tokens_before,
+            tokensAfter=0,
+            reason=prepared.reason,
+            summarizer=author,
+            details=prepared.files,
+            instructions=prepared.instructions,
+            shortSummary=short_summary(summary),
+        )
 
     def _finish(self, body: dict[str, Any], **fields: Any) -> None:
         outcome = fields["outcome"]

@@ -20,6 +20,7 @@ from contextd.compaction.context import (
 from contextd.compaction.stats import compression_stats
 from contextd.model import (
     AssistantMessage,
+    CompactionEntry,
     Entry,
     IdleSettings,
     LeafEntry,
@@ -30,11 +31,18 @@ from contextd.model import (
     SessionInfoEntry,
     Settings,
     ToolResultMessage,
+    is_node,
 )
 from contextd.session.errors import InvalidAppend
 from contextd.session.events import SessionEvents
 from contextd.store import EntryTree, SessionFile, new_entry_id
-from contextd.tokens import count_entry, count_text, resolve_model
+from contextd.tokens import (
+    MESSAGE_OVERHEAD_TOKENS,
+    count_entry,
+    count_text,
+    resolve_model,
+)
+from contextd.tokens.calibration import CalibrationLedger, learn
 from contextd.tokens.context_size import TokenFigure, context_size, context_threshold
 
 if TYPE_CHECKING:
@@ -76,9 +84,11 @@ class LiveState(ABC):
         self.entry_tokens: dict[str, int] = {}
         self.model_id = settings.defaultModel
         self.model_info = resolve_model(self.model_id, settings.models)
+        self._recorded_window: int | None = None
         self._path: list[Entry] = []
         self._pending_calls: dict[str, str] = {}
-        self._figure = TokenFigure(0, "counted")
+        self._ledger: CalibrationLedger  # learned by _count_all, once every entry is counted
+        self._figure = TokenFigure(0, 0, 1.0, anchored=False, exact=True)
         self._running: RunningCompaction | None = None
         self._recovering = False
         self._navigations = 0
@@ -122,12 +132,50 @@ class LiveState(ABC):
         encoding = self.model_info.encoding
         for entry in entries:
             self.entry_tokens[entry.id] = count_entry(entry, encoding)
+        self._ledger = self._learn()
+
+    def _learn(self) -> CalibrationLedger:
+        """The calibration evidence, derived from the session's own entries (see
+        tokens/calibration.py): nothing to store, a restart derives the same."""
+        root = resolve_model(self.settings.defaultModel, self.settings.models).tokenizer
+        return learn(self.tree.nodes(), self.entry_tokens, self._tokenizer_of, root)
+
+    def _tokenizer_of(self, model_id: str) -> str:
+        return resolve_model(model_id, self.settings.models).tokenizer
+
+    @property
+    def calibration(self) -> float:
+        """What counted tokens are multiplied by for this model: 1.0 where counting is exact."""
+        info = self.model_info
+        return self._ledger.factor(info.tokenizer, info.calibration_prior)
+
+    def model_tokens(self) -> dict[str, int]:
+        """Each entry's counted tokens, calibrated: the sizes a compaction cuts by."""
+        factor = self.calibration
+        if factor == 1.0:
+            return self.entry_tokens
+        return {entry_id: round(tokens * factor) for entry_id, tokens in self.entry_tokens.items()}
 
     def _pruned_tokens(self, tokens: int) -> int:
-        return count_text(pruned_placeholder(tokens), self.model_info.encoding)
+        """The tool result message that stands for a pruned one of `tokens` tokens."""
+        return MESSAGE_OVERHEAD_TOKENS + count_text(pruned_placeholder(tokens), self.model_info.encoding)
 
     def figure_of(self, path: Sequence[Entry]) -> TokenFigure:
-        return context_size(path, self.entry_tokens, self._pruned_tokens)
+        return context_size(
+            path,
+            self.entry_tokens,
+            self._pruned_tokens,
+            calibration=self.calibration,
+            exact=self.model_info.exact,
+        )
+
+    def figure_with_compaction(self, compaction: CompactionEntry) -> TokenFigure:
+        """The figure the context would have with `compaction` (not yet written) as its leaf."""
+        self.entry_tokens[compaction.id] = count_entry(compaction, self.model_info.encoding)
+        try:
+            return self.figure_of([*self._path, compaction])
+        finally:
+            del self.entry_tokens[compaction.id]
 
     @property
     def tokens(self) -> int:
@@ -146,6 +194,7 @@ class LiveState(ABC):
             "percent": round(100 * self._figure.tokens / window, 1),
             "thresholdTokens": self.threshold_tokens,
             "source": self._figure.source,
+            "calibration": self._figure.calibration,
             "model": self.model_id,
         }
 
@@ -172,6 +221,8 @@ class LiveState(ABC):
         self.file.append(entry)
         self.tree.add(entry)
         self.entry_tokens[entry.id] = tokens
+        if is_node(entry):
+            self._ledger.add(entry, tokens)
         return entry
 
     def _extend_path(self, entry: Entry) -> None:
@@ -183,13 +234,18 @@ class LiveState(ABC):
                 for call in message.tool_calls:
                     self._pending_calls[call.id] = call.name
                 if message.usage is not None and not message.failed:
-                    self._figure = TokenFigure(message.usage.context_tokens, "usage")
+                    # A new anchor; the answer may also have taught the calibration.
+                    self._figure = TokenFigure(
+                        message.usage.context_tokens,
+                        0,
+                        self.calibration,
+                        anchored=True,
+                        exact=self.model_info.exact,
+                    )
                     return
             elif isinstance(message, ToolResultMessage):
                 self._pending_calls.pop(message.toolCallId, None)
-        self._figure = TokenFigure(
-            self._figure.tokens + self.entry_tokens[entry.id], self._figure.source
-        )
+        self._figure = self._figure.plus(self.entry_tokens[entry.id]).calibrated(self.calibration)
 
     def append_messages(self, messages: Sequence[Message]) -> list[str]:
         """Validate the whole batch first, so a bad message stores nothing."""
@@ -243,11 +299,12 @@ class LiveState(ABC):
     def _refresh_model_from(self, entries: Iterable[Entry]) -> None:
         for entry in entries:
             if isinstance(entry, ModelChangeEntry):
-                self._use_model(entry.model)
+                self._use_model(entry.model, entry.contextWindow)
 
-    def _use_model(self, model_id: str) -> None:
+    def _use_model(self, model_id: str, recorded_window: int | None = None) -> None:
         self.model_id = model_id
-        self.model_info = resolve_model(model_id, self.settings.models)
+        self._recorded_window = recorded_window
+        self.model_info = resolve_model(model_id, self.settings.models, recorded_window)
 
     def set_model(self, model_id: str) -> None:
         old_encoding = self.model_info.encoding
@@ -260,7 +317,7 @@ class LiveState(ABC):
     def apply_settings(self, settings: Settings) -> None:
         old_encoding = self.model_info.encoding
         self.settings = settings
-        self._use_model(self.model_id)
+        self._use_model(self.model_id, self._recorded_window)
         if self.model_info.encoding != old_encoding:
             self._count_all(self.tree.entries.values())
         self.rebuild()

@@ -8,19 +8,50 @@ answer, everything is counted.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from contextd.compaction.context import pruned_entry_ids, visible_entries
-from contextd.model import AssistantMessage, CompactionEntry, Entry, MessageEntry, PruneEntry, Settings
+from contextd.model import (
+    AssistantMessage,
+    CompactionEntry,
+    Entry,
+    MessageEntry,
+    PruneEntry,
+    Settings,
+)
 
-TokenSource = Literal["usage", "counted"]
+TokenSource = Literal["usage", "counted", "estimated"]
 
 
 @dataclass(frozen=True)
 class TokenFigure:
-    tokens: int
-    source: TokenSource
+    """The context's size: what the anchor answer reported plus what was counted after it.
+
+    `counted` is in o200k/cl100k tokens and is multiplied by `calibration` (1.0 for a model
+    whose encoding ships, see `contextd.tokens.calibration`)."""
+
+    reported: int
+    counted: int
+    calibration: float
+    anchored: bool
+    exact: bool
+
+    @property
+    def tokens(self) -> int:
+        return self.reported + round(self.counted * self.calibration)
+
+    @property
+    def source(self) -> TokenSource:
+        if self.anchored:
+            return "usage"
+        return "counted" if self.exact else "estimated"
+
+    def plus(self, counted: int) -> TokenFigure:
+        return replace(self, counted=self.counted + counted)
+
+    def calibrated(self, calibration: float) -> TokenFigure:
+        return replace(self, calibration=calibration)
 
 
 def context_threshold(window: int, settings: Settings) -> int:
@@ -35,14 +66,16 @@ def context_threshold(window: int, settings: Settings) -> int:
     return window - reserve
 
 
-def usage_anchor(visible: Sequence[Entry]) -> int | None:
-    """Index of the last assistant answer whose reported usage still describes this context.
+def usage_anchor(path: Sequence[Entry]) -> int | None:
+    """Index in `path` of the latest valid answer written after the path's latest compaction
+    or prune, the answer whose reported usage still describes this context.
 
-    A compaction or prune after it rewrote what the model sees, so usage from before one
-    no longer applies; failed answers never carry a trustworthy figure.
+    Path order, not context order: a compaction keeps answers from before it, and their
+    usage describes the context before the compaction. Failed answers never carry a
+    trustworthy figure.
     """
-    for index in range(len(visible) - 1, -1, -1):
-        entry = visible[index]
+    for index in range(len(path) - 1, -1, -1):
+        entry = path[index]
         if isinstance(entry, (CompactionEntry, PruneEntry)):
             return None
         if (
@@ -59,24 +92,31 @@ def context_size(
     path: Sequence[Entry],
     entry_tokens: Mapping[str, int],
     pruned_tokens: Callable[[int], int],
+    *,
+    calibration: float = 1.0,
+    exact: bool = True,
 ) -> TokenFigure:
     """The size of the context at the end of `path`.
 
     `entry_tokens` holds each entry's counted tokens; `pruned_tokens(n)` counts the
-    placeholder that stands for a pruned result of `n` tokens.
+    placeholder that stands for a pruned result of `n` tokens. Counted parts are multiplied
+    by `calibration`; `exact` says the encoding is the model's own.
     """
-    visible = visible_entries(path)
     pruned = pruned_entry_ids(path)
 
     def tokens_of(entry: Entry) -> int:
         counted = entry_tokens.get(entry.id, 0)
         return pruned_tokens(counted) if entry.id in pruned else counted
 
-    anchor = usage_anchor(visible)
+    anchor = usage_anchor(path)
     if anchor is None:
-        return TokenFigure(sum(tokens_of(entry) for entry in visible), "counted")
-    anchored = visible[anchor]
+        counted = sum(tokens_of(entry) for entry in visible_entries(path))
+        return TokenFigure(0, counted, calibration, anchored=False, exact=exact)
+    anchored = path[anchor]
     assert isinstance(anchored, MessageEntry) and isinstance(anchored.message, AssistantMessage)
     assert anchored.message.usage is not None
-    after = sum(tokens_of(entry) for entry in visible[anchor + 1 :])
-    return TokenFigure(anchored.message.usage.context_tokens + after, "usage")
+    # Everything after the anchor is after the latest compaction, so all of it is visible.
+    after = sum(tokens_of(entry) for entry in path[anchor + 1 :])
+    return TokenFigure(
+        anchored.message.usage.context_tokens, after, calibration, anchored=True, exact=exact
+    )

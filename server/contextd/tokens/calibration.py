@@ -1,0 +1,219 @@
+"""How many tokens a provider counts for what we count with o200k, learned from its usage reports.
+
+Anthropic and Google publish no tokenizer (nor does any unknown model), so their contexts are
+counted with `o200k_base` and multiplied by a calibration factor. The factor starts from the
+tokenizer family's prior (`ModelInfo.calibration_prior`) and learns from every valid answer
+of the session: between two consecutive valid answers on one branch, with no compaction or
+prune between them, the provider's prompt grew by `reported` tokens while the entries we
+counted in between (the first answer itself, the results and messages after it) hold
+`counted` tokens. Comparing growth rather than whole prompts leaves out what the client sends
+that contextd never sees (the system prompt, tool schemas): that part is the same in both
+prompts. A context-overflow error that states the prompt's size is one more such answer.
+
+Everything here is a pure function of the session's entries, so the factor is derived again
+from the session file on load: a restart keeps it with no extra file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from contextd.model import (
+    AssistantMessage,
+    CompactionEntry,
+    Entry,
+    MessageEntry,
+    ModelChangeEntry,
+    PruneEntry,
+    Usage,
+)
+
+PRIOR_WEIGHT_TOKENS = 4_000
+"""How much counted growth the prior is worth: a few turns of real evidence outweigh it."""
+
+PLAUSIBLE_RATIOS = (0.5, 3.0)
+"""A growth ratio outside these bounds is not a tokenizer difference but something we cannot
+see (an edited history, a provider that drops old thinking, a restarted agent): ignored."""
+
+FACTOR_DECIMALS = 3
+"""The factor is rounded before use, so `tokens == reported + round(counted * calibration)`
+holds for the figures a client is shown."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Growth observed for one tokenizer: provider tokens and our counted tokens, summed."""
+
+    reported: int = 0
+    counted: int = 0
+
+    def add(self, reported: int, counted: int) -> Evidence:
+        return Evidence(self.reported + reported, self.counted + counted)
+
+
+NO_EVIDENCE = Evidence()
+
+
+def calibration_factor(prior: float | None, evidence: Evidence) -> float:
+    """The factor to multiply counted tokens with: 1.0 for an exact encoding (no prior),
+    else the prior blended with the evidence, weighted by counted tokens."""
+    if prior is None:
+        return 1.0
+    factor = (prior * PRIOR_WEIGHT_TOKENS + evidence.reported) / (
+        PRIOR_WEIGHT_TOKENS + evidence.counted
+    )
+    low, high = PLAUSIBLE_RATIOS
+    return round(min(max(factor, low), high), FACTOR_DECIMALS)
+
+
+def prompt_tokens(usage: Usage) -> int:
+    """The prompt an answer was given, as the provider counted it (its output left out)."""
+    parts = usage.input + usage.cacheRead + usage.cacheWrite
+    if parts == 0 and usage.total is not None:
+        return max(usage.total - usage.output, 0)
+    return parts
+
+
+@dataclass(frozen=True)
+class StatedSizes:
+    """The sizes a context-overflow error message states: the prompt's and the limit's."""
+
+    prompt: int
+    limit: int | None
+
+
+_NUMBER = r"(\d[\d,]*)"
+_STATED_SIZE_PATTERNS: tuple[tuple[re.Pattern[str], int, int | None], ...] = (
+    # Anthropic: "prompt is too long: 212000 tokens > 200000 maximum"
+    (re.compile(rf"{_NUMBER} tokens? > {_NUMBER}"), 1, 2),
+    # OpenAI: "maximum context length is 128000 tokens. However, you requested 130000 tokens
+    # (125000 in the messages, 5000 in the completion)"
+    (re.compile(rf"maximum context length is {_NUMBER} tokens.*?{_NUMBER} in the messages", re.DOTALL), 2, 1),
+    # OpenAI: "maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens"
+    (re.compile(rf"maximum context length is {_NUMBER} tokens.*?resulted in {_NUMBER} tokens", re.DOTALL), 2, 1),
+    # Google: "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)"
+    (re.compile(rf"input token count \({_NUMBER}\) exceeds the maximum number of tokens allowed \({_NUMBER}\)"), 1, 2),
+)
+
+
+def stated_sizes(error_message: str | None) -> StatedSizes | None:
+    """The prompt size (and limit) an overflow error states, for the providers whose wording
+    is known; None when the message states no size."""
+    if not error_message:
+        return None
+    for pattern, prompt_group, limit_group in _STATED_SIZE_PATTERNS:
+        match = pattern.search(error_message)
+        if match:
+            limit = _number(match.group(limit_group)) if limit_group else None
+            return StatedSizes(_number(match.group(prompt_group)), limit)
+    return None
+
+
+def _number(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+@dataclass(frozen=True)
+class Since:
+    """What calibration knows at one node of the tree: the prompt size the latest valid answer
+    above it reported (None after a compaction or prune, or before any answer), and how many
+    tokens were counted since; `tokenizer` is the session model's at that node."""
+
+    prompt: int | None
+    counted: int
+    tokenizer: str
+
+
+@dataclass(frozen=True)
+class Observation:
+    tokenizer: str
+    reported: int
+    counted: int
+
+
+def calibration_step(
+    before: Since, entry: Entry, tokens: int, tokenizer_of: Callable[[str], str]
+) -> tuple[Since, Observation | None]:
+    """The calibration state after the node `entry` (whose counted tokens are `tokens`), given
+    the state at its parent, and what its answer teaches, if anything.
+
+    `tokenizer_of` names the tokenizer of a model id (the answer's own `model`, else the
+    session's model at that point)."""
+    if isinstance(entry, (CompactionEntry, PruneEntry)):
+        return Since(None, 0, before.tokenizer), None
+    if isinstance(entry, ModelChangeEntry):
+        return Since(before.prompt, before.counted, tokenizer_of(entry.model)), None
+    if not (isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage)):
+        return Since(before.prompt, before.counted + tokens, before.tokenizer), None
+    answer = entry.message
+    tokenizer = tokenizer_of(answer.model) if answer.model else before.tokenizer
+    reported = _reported_prompt(answer)
+    observation = None
+    if reported is not None and before.prompt is not None and tokenizer == before.tokenizer:
+        observation = _plausible(Observation(tokenizer, reported - before.prompt, before.counted))
+    if answer.failed or reported is None:
+        return Since(before.prompt, before.counted + tokens, before.tokenizer), observation
+    return Since(reported, tokens, tokenizer), observation
+
+
+def _reported_prompt(answer: AssistantMessage) -> int | None:
+    """The prompt size the provider reported for this answer: its usage when it is valid, the
+    size an overflow error states otherwise."""
+    if not answer.failed:
+        return prompt_tokens(answer.usage) if answer.usage is not None else None
+    if answer.errorKind == "context_overflow":
+        sizes = stated_sizes(answer.errorMessage)
+        return sizes.prompt if sizes else None
+    return None
+
+
+def _plausible(observation: Observation) -> Observation | None:
+    if observation.counted <= 0 or observation.reported <= 0:
+        return None
+    low, high = PLAUSIBLE_RATIOS
+    ratio = observation.reported / observation.counted
+    return observation if low <= ratio <= high else None
+
+
+@dataclass
+class CalibrationLedger:
+    """The evidence of one session, per tokenizer, and each node's state for its children.
+
+    Nodes must be added parents first (file order does that)."""
+
+    tokenizer_of: Callable[[str], str]
+    root_tokenizer: str
+    since: dict[str, Since]
+    evidence: dict[str, Evidence]
+
+    @classmethod
+    def start(cls, tokenizer_of: Callable[[str], str], root_tokenizer: str) -> CalibrationLedger:
+        return cls(tokenizer_of, root_tokenizer, {}, {})
+
+    def add(self, entry: Entry, tokens: int) -> Observation | None:
+        parent = self.since.get(entry.parentId) if entry.parentId else None
+        before = parent or Since(None, 0, self.root_tokenizer)
+        after, observation = calibration_step(before, entry, tokens, self.tokenizer_of)
+        self.since[entry.id] = after
+        if observation is not None:
+            known = self.evidence.get(observation.tokenizer, NO_EVIDENCE)
+            self.evidence[observation.tokenizer] = known.add(observation.reported, observation.counted)
+        return observation
+
+    def factor(self, tokenizer: str, prior: float | None) -> float:
+        return calibration_factor(prior, self.evidence.get(tokenizer, NO_EVIDENCE))
+
+
+def learn(
+    nodes: Iterable[Entry],
+    entry_tokens: Mapping[str, int],
+    tokenizer_of: Callable[[str], str],
+    root_tokenizer: str,
+) -> CalibrationLedger:
+    """The ledger of a whole session from its tree nodes, parents first."""
+    ledger = CalibrationLedger.start(tokenizer_of, root_tokenizer)
+    for entry in nodes:
+        ledger.add(entry, entry_tokens.get(entry.id, 0))
+    return ledger
