@@ -35,7 +35,7 @@ async def test_append_returns_ids_and_notifies_usage(daemon):
     assert len(appended["entryIds"]) == 2
     assert appended["leafId"] == appended["entryIds"][-1]
     assert appended["usage"]["tokens"] > 0
-    assert appended["usage"]["source"] == "counted"
+    assert appended["usage"]["source"] == "estimated"  # a Claude model: o200k x calibration
     changed = await daemon.wait_for("contextd/sessionChanged", cause="append")
     assert changed["leafId"] == appended["leafId"]
     notified = [n for n in daemon.received("contextd/tokenUsage") if n["tokens"] > 0]
@@ -81,7 +81,7 @@ async def test_failed_answers_do_not_set_the_figure(daemon):
             ],
         },
     )
-    assert appended["usage"]["source"] == "counted"
+    assert appended["usage"]["source"] == "estimated"  # a Claude model: o200k x calibration
     assert appended["usage"]["tokens"] < 1000
 
 

@@ -142,6 +142,15 @@ def test_failed_answers_are_never_an_anchor():
     assert usage_anchor(chain.entries) == 1
 
 
+def test_usage_of_all_zeros_reports_nothing():
+    """Claude Code in front of GLM writes `input_tokens: 0, output_tokens: 0` on every answer."""
+    chain = Chain()
+    chain.user(words(100, 0))
+    chain.answer("ok", Usage(input=0, output=0))
+    figure = context_size(chain.entries, chain.tokens(), no_placeholder)
+    assert (figure.tokens, figure.source) == (chain.counted_so_far(), "counted")
+
+
 def test_counted_parts_are_calibrated_and_said_to_be_estimates():
     chain = Chain()
     chain.user(words(400, 1))

@@ -92,7 +92,12 @@ def expected_figure(session: LiveSession) -> tuple[int, str]:
         if isinstance(entry, (CompactionEntry, PruneEntry)):
             break
         message = entry.message if isinstance(entry, MessageEntry) else None
-        if isinstance(message, AssistantMessage) and message.usage is not None and not message.failed:
+        if (
+            isinstance(message, AssistantMessage)
+            and message.usage is not None
+            and message.usage.context_tokens > 0
+            and not message.failed
+        ):
             anchor_id = entry.id
             break
     items = session.context_items()

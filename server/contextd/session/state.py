@@ -43,7 +43,12 @@ from contextd.tokens import (
     resolve_model,
 )
 from contextd.tokens.calibration import CalibrationLedger, learn
-from contextd.tokens.context_size import TokenFigure, context_size, context_threshold
+from contextd.tokens.context_size import (
+    TokenFigure,
+    context_size,
+    context_threshold,
+    reports_context,
+)
 
 if TYPE_CHECKING:
     from contextd.session.jobs import RunningCompaction
@@ -233,7 +238,7 @@ class LiveState(ABC):
             if isinstance(message, AssistantMessage):
                 for call in message.tool_calls:
                     self._pending_calls[call.id] = call.name
-                if message.usage is not None and not message.failed:
+                if message.usage is not None and reports_context(message):
                     # A new anchor; the answer may also have taught the calibration.
                     self._figure = TokenFigure(
                         message.usage.context_tokens,

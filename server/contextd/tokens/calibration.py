@@ -162,7 +162,8 @@ def _reported_prompt(answer: AssistantMessage) -> int | None:
     """The prompt size the provider reported for this answer: its usage when it is valid, the
     size an overflow error states otherwise."""
     if not answer.failed:
-        return prompt_tokens(answer.usage) if answer.usage is not None else None
+        prompt = prompt_tokens(answer.usage) if answer.usage is not None else 0
+        return prompt or None  # all zeros: the agent had nothing to report
     if answer.errorKind == "context_overflow":
         sizes = stated_sizes(answer.errorMessage)
         return sizes.prompt if sizes else None

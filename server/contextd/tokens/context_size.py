@@ -16,6 +16,7 @@ from contextd.model import (
     AssistantMessage,
     CompactionEntry,
     Entry,
+    Message,
     MessageEntry,
     PruneEntry,
     Settings,
@@ -72,20 +73,27 @@ def usage_anchor(path: Sequence[Entry]) -> int | None:
 
     Path order, not context order: a compaction keeps answers from before it, and their
     usage describes the context before the compaction. Failed answers never carry a
-    trustworthy figure.
+    trustworthy figure (see `reports_context`).
     """
     for index in range(len(path) - 1, -1, -1):
         entry = path[index]
         if isinstance(entry, (CompactionEntry, PruneEntry)):
             return None
-        if (
-            isinstance(entry, MessageEntry)
-            and isinstance(entry.message, AssistantMessage)
-            and entry.message.usage is not None
-            and not entry.message.failed
-        ):
+        if isinstance(entry, MessageEntry) and reports_context(entry.message):
             return index
     return None
+
+
+def reports_context(message: Message) -> bool:
+    """Whether `message` is an answer whose usage tells the context's size: a valid answer
+    with usage that is not all zeros (some agents write zeros for providers that report
+    nothing, e.g. Claude Code in front of GLM)."""
+    return (
+        isinstance(message, AssistantMessage)
+        and message.usage is not None
+        and message.usage.context_tokens > 0
+        and not message.failed
+    )
 
 
 def context_size(
