@@ -18,12 +18,16 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from pydantic import TypeAdapter
-
 from contextd.importers import IMPORTERS, save
 from contextd.model import Message, Settings
-from contextd.session import LiveSession, NothingToCompactError, SessionManager, SilentEvents
+from contextd.session import (
+    LiveSession,
+    NothingToCompactError,
+    SessionManager,
+    SilentEvents,
+)
 from contextd.store import Store
+from pydantic import TypeAdapter
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "tests" / "fixtures" / "real"
@@ -36,7 +40,8 @@ def manager(data_dir: Path) -> SessionManager:
 
 def transcript(data_dir: Path, path: Path) -> LiveSession:
     agent = next(prefix for prefix in AGENTS if path.name.startswith(prefix))
-    lines = gzip.open(path, "rt", encoding="utf-8").read().splitlines()
+    with gzip.open(path, "rt", encoding="utf-8") as file:
+        lines = file.read().splitlines()
     session_id, _ = save(IMPORTERS[agent](lines), data_dir, workspace="/bench", name=None)
     return manager(data_dir).get(session_id)
 

@@ -22,11 +22,10 @@ from contextd.tokens import count_entry, resolve_model
 from contextd.tokens.calibration import (
     PRIOR_WEIGHT_TOKENS,
     Evidence,
-    StatedSizes,
     calibration_factor,
     learn,
     prompt_tokens,
-    stated_sizes,
+    stated_prompt_tokens,
 )
 from contextd.tokens.context_size import context_size, usage_anchor
 
@@ -312,30 +311,30 @@ def test_the_prompt_leaves_the_output_out():
 
 
 @pytest.mark.parametrize(
-    ("message", "sizes"),
+    ("message", "prompt"),
     [
-        ("prompt is too long: 212000 tokens > 200000 maximum", StatedSizes(212_000, 200_000)),
+        ("prompt is too long: 212000 tokens > 200000 maximum", 212_000),
         (
             (
                 "This model's maximum context length is 128000 tokens. However, your messages "
                 "resulted in 130000 tokens. Please reduce the length of the messages."
             ),
-            StatedSizes(130_000, 128_000),
+            130_000,
         ),
         (
             (
                 "This model's maximum context length is 128000 tokens. However, you requested "
                 "133000 tokens (129000 in the messages, 4000 in the completion)."
             ),
-            StatedSizes(129_000, 128_000),
+            129_000,
         ),
         (
             "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
-            StatedSizes(1_200_000, 1_048_576),
+            1_200_000,
         ),
         ("context window exceeded", None),
         (None, None),
     ],
 )
-def test_overflow_errors_state_their_sizes(message, sizes):
-    assert stated_sizes(message) == sizes
+def test_overflow_errors_state_the_prompt_size(message, prompt):
+    assert stated_prompt_tokens(message) == prompt

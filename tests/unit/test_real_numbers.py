@@ -9,11 +9,12 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-
 from contextd.importers import IMPORTERS, save
-from contextd.model import Settings, UserMessage
+from contextd.model import Message, Settings, UserMessage
 from contextd.session import LiveSession, SessionManager, SilentEvents
 from contextd.store import Store
+from pydantic import TypeAdapter
+
 from tests.factories import user
 
 REAL = Path(__file__).parent.parent / "fixtures" / "real"
@@ -25,16 +26,13 @@ TRANSCRIPTS = [
 
 
 def imported(data_dir: Path, name: str, agent: str) -> LiveSession:
-    lines = gzip.open(REAL / f"{name}.jsonl.gz", "rt", encoding="utf-8").read().splitlines()
+    with gzip.open(REAL / f"{name}.jsonl.gz", "rt", encoding="utf-8") as file:
+        lines = file.read().splitlines()
     session_id, _ = save(IMPORTERS[agent](lines), data_dir, workspace="/ws", name=None)
     return SessionManager(Store(data_dir), Settings(), SilentEvents()).get(session_id)
 
 
 def demo(data_dir: Path) -> LiveSession:
-    from pydantic import TypeAdapter
-
-    from contextd.model import Message
-
     text = resources.files("contextd").joinpath("demo", "session.jsonl").read_text(encoding="utf-8")
     adapter = TypeAdapter(Message)
     session = SessionManager(Store(data_dir), Settings(), SilentEvents()).create("/ws")

@@ -76,38 +76,29 @@ def prompt_tokens(usage: Usage) -> int:
     return parts
 
 
-@dataclass(frozen=True)
-class StatedSizes:
-    """The sizes a context-overflow error message states: the prompt's and the limit's."""
-
-    prompt: int
-    limit: int | None
-
-
 _NUMBER = r"(\d[\d,]*)"
-_STATED_SIZE_PATTERNS: tuple[tuple[re.Pattern[str], int, int | None], ...] = (
+_STATED_PROMPT_PATTERNS: tuple[re.Pattern[str], ...] = (
     # Anthropic: "prompt is too long: 212000 tokens > 200000 maximum"
-    (re.compile(rf"{_NUMBER} tokens? > {_NUMBER}"), 1, 2),
+    re.compile(rf"{_NUMBER} tokens? > \d"),
     # OpenAI: "maximum context length is 128000 tokens. However, you requested 130000 tokens
     # (125000 in the messages, 5000 in the completion)"
-    (re.compile(rf"maximum context length is {_NUMBER} tokens.*?{_NUMBER} in the messages", re.DOTALL), 2, 1),
+    re.compile(rf"maximum context length is .*?{_NUMBER} in the messages", re.DOTALL),
     # OpenAI: "maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens"
-    (re.compile(rf"maximum context length is {_NUMBER} tokens.*?resulted in {_NUMBER} tokens", re.DOTALL), 2, 1),
+    re.compile(rf"maximum context length is .*?resulted in {_NUMBER} tokens", re.DOTALL),
     # Google: "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)"
-    (re.compile(rf"input token count \({_NUMBER}\) exceeds the maximum number of tokens allowed \({_NUMBER}\)"), 1, 2),
+    re.compile(rf"input token count \({_NUMBER}\) exceeds"),
 )
 
 
-def stated_sizes(error_message: str | None) -> StatedSizes | None:
-    """The prompt size (and limit) an overflow error states, for the providers whose wording
-    is known; None when the message states no size."""
+def stated_prompt_tokens(error_message: str | None) -> int | None:
+    """The prompt size a context-overflow error states, for the providers whose wording is
+    known; None when the message states no size."""
     if not error_message:
         return None
-    for pattern, prompt_group, limit_group in _STATED_SIZE_PATTERNS:
+    for pattern in _STATED_PROMPT_PATTERNS:
         match = pattern.search(error_message)
         if match:
-            limit = _number(match.group(limit_group)) if limit_group else None
-            return StatedSizes(_number(match.group(prompt_group)), limit)
+            return _number(match.group(1))
     return None
 
 
@@ -165,8 +156,7 @@ def _reported_prompt(answer: AssistantMessage) -> int | None:
         prompt = prompt_tokens(answer.usage) if answer.usage is not None else 0
         return prompt or None  # all zeros: the agent had nothing to report
     if answer.errorKind == "context_overflow":
-        sizes = stated_sizes(answer.errorMessage)
-        return sizes.prompt if sizes else None
+        return stated_prompt_tokens(answer.errorMessage)
     return None
 
 
