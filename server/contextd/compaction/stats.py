@@ -47,13 +47,16 @@ class CompressionStats:
 
 
 def compression_stats(
-    path: Sequence[Entry], entry_tokens: Mapping[str, int], context_tokens: int
+    path: Sequence[Entry],
+    entry_tokens: Mapping[str, int],
+    context_tokens: int,
+    calibration: float = 1.0,
 ) -> CompressionStats:
     """Statistics of the path root->leaf; `context_tokens` is the session's current figure.
 
     History tokens count every message-bearing entry as written (summaries included, since
-    the model read them when they were current); a compaction saved what it took out, its
-    `tokensBefore - tokensAfter`.
+    the model read them when they were current), times `calibration` as the figure's counted
+    parts are; a compaction saved what it took out, its `tokensBefore - tokensAfter`.
     """
     conversation = [entry for entry in path if entry_message(entry) is not None]
     compactions = [entry for entry in path if isinstance(entry, CompactionEntry)]
@@ -61,12 +64,12 @@ def compression_stats(
     latest = latest_compaction_index(path)
     return CompressionStats(
         history_entries=len(conversation),
-        history_tokens=sum(entry_tokens.get(entry.id, 0) for entry in conversation),
+        history_tokens=round(calibration * sum(entry_tokens.get(entry.id, 0) for entry in conversation)),
         context_entries=sum(1 for entry in visible_entries(path) if entry_message(entry) is not None),
         context_tokens=context_tokens,
         compactions=len(compactions),
         compaction_tokens_saved=sum(max(0, c.tokensBefore - c.tokensAfter) for c in compactions),
-        summary_tokens=entry_tokens.get(path[latest].id, 0) if latest is not None else 0,
+        summary_tokens=round(calibration * entry_tokens.get(path[latest].id, 0)) if latest is not None else 0,
         prunes=len(prunes),
         prune_tokens_saved=sum(prune.tokensSaved for prune in prunes),
     )

@@ -343,5 +343,7 @@ class LiveState(ABC):
 
     def stats(self) -> dict[str, Any]:
         """How much compaction and pruning took out of the current branch."""
-        figures = compression_stats(self._path, self.entry_tokens, self.tokens).as_dict()
+        figures = compression_stats(
+            self._path, self.entry_tokens, self.tokens, self._figure.calibration
+        ).as_dict()
         return {"sessionId": self.session_id, "treeNodes": sum(1 for _ in self.tree.nodes()), **figures}
