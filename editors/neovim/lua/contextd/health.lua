@@ -57,7 +57,7 @@ local function check_program()
   local ok, version = run(vim.list_extend(config.program(), { "--version" }))
   if not ok then
     report.error("`" .. table.concat(program, " ") .. " --version` failed: " .. version, {
-      "install contextd into that Python: pip install contextd",
+      "install contextd into that Python: pip install . in a clone of contextd (distribution contextd-server)",
     })
     return false
   end
