@@ -1,9 +1,10 @@
-"""The client commands of `contextd`: demo, replay, import, sessions, tree, compact, handoff, watch.
+"""The client commands of `contextd`: demo, replay, import, sessions, show, tree, compact,
+handoff, watch. The parser they share with `serve` is built in server/contextd/cli.py.
 
-Each command starts its own daemon (`contextd serve` on stdio, with the same `--data-dir`)
-unless `--tcp HOST:PORT` names a running one. Output is for people by default and JSON with
-`--json`. Exit codes: 0 success, 1 the daemon refused or failed (its message on stderr),
-2 a usage error (bad arguments, unreadable input file), 130 interrupted.
+Each command that needs a daemon starts its own (`contextd serve` on stdio, with the same
+`--data-dir`) unless `--tcp HOST:PORT` names a running one; `show`, `sessions rm` and
+`import` work on the data directory itself. Output is for people by default and JSON with
+`--json`. Exit codes are listed in EXIT_CODES (and in the README).
 """
 
 from __future__ import annotations
@@ -11,125 +12,227 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
+import traceback
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from contextd.cli import UsageError
+
 from contextd_client import render
 from contextd_client.client import ContextdClient
-from contextd_client.replay import ReplayFileError, UsageDisplay, read_file, replay
-from contextd_client.rpc import ConnectionLost, ContextdError
+from contextd_client.replay import (
+    ReplayFile,
+    ReplayFileError,
+    UsageDisplay,
+    read_file,
+    replay,
+)
+from contextd_client.rpc import INTERNAL_ERROR, ConnectionLost, ContextdError
 
-EXIT_OK, EXIT_DAEMON, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_NO_DAEMON, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+EXIT_CODES = {
+    EXIT_OK: "success",
+    EXIT_REFUSED: "refused: the daemon answered with an error, a daemon holds the session, or no such session",
+    EXIT_USAGE: "usage error: bad arguments, or an input file that cannot be read or used",
+    EXIT_NO_DAEMON: "no daemon: it could not be started or reached, or it went away",
+    EXIT_INTERNAL: "internal error: a bug in contextd (the message says where to look)",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+}
 DEFAULT_DAEMON_LOG_LEVEL = "WARNING"
+MIN_WINDOW, MAX_WINDOW = 4_096, 10_000_000
+DEMO_MIN_WINDOW, DEMO_MAX_WINDOW = 16_000, 1_000_000
+MAX_DELAY_SECONDS = 60.0
+
+AddCommand = Callable[..., argparse.ArgumentParser]
 
 
-class UsageError(Exception):
-    """A mistake in the command line or its input: exit code 2."""
+class DaemonUnavailable(Exception):
+    """No daemon to talk to: it could not be started or reached (exit 3)."""
 
 
 # --- arguments ----------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="contextd", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", help="where sessions live (default $XDG_DATA_HOME/contextd)")
-    parser.add_argument(
-        "--log-level",
-        default=DEFAULT_DAEMON_LOG_LEVEL,
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help=f"the daemon's log level on stderr (default {DEFAULT_DAEMON_LOG_LEVEL} for client commands)",
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer from `low` to `high`, else a usage error naming the range."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace("_", "").replace(",", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value:,} is out of range: use {low:,} to {high:,}")
+        return value
+
+    return parse
+
+
+def seconds_in(low: float, high: float, *, inclusive_low: bool = True) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not (low <= value if inclusive_low else low < value) or value > high:
+            bound = "from" if inclusive_low else "above"
+            raise argparse.ArgumentTypeError(f"{value:g} is out of range: use {bound} {low:g} to {high:g} seconds")
+        return value
+
+    return parse
+
+
+SESSION_HELP = "a session id, or a unique prefix of one (`contextd sessions` lists them)"
+
+
+def add_client_commands(add_command: AddCommand, global_options: argparse.ArgumentParser) -> None:
+    """Every client command, on the shared parser; `add_command(name, summary, epilog)`
+    gives each the global options (`global_options`, for nested actions)."""
+    demo = add_command(
+        "demo", "replay a shipped coding session into a small window and watch it compact",
+        epilog="examples:\n  contextd demo\n  contextd demo --window 60000 --delay 0\n\n"
+        "The session is kept in your data directory under the workspace `demo`:\n"
+        "`contextd sessions --workspace demo` lists it, `contextd sessions rm ID` deletes it.\n",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    demo.add_argument(
+        "--delay", type=seconds_in(0, MAX_DELAY_SECONDS), default=0.05, metavar="SECONDS", help="seconds between steps"
+    )
+    demo.add_argument(
+        "--window", type=int_in(DEMO_MIN_WINDOW, DEMO_MAX_WINDOW), default=40_000, metavar="TOKENS",
+        help="the demo model's context window in tokens",
+    )
 
-    def command(name: str, help: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help, description=help)
-        sub.add_argument("--json", action="store_true", help="machine-readable output")
-        sub.add_argument("--tcp", metavar="HOST:PORT", help="use a daemon started with `contextd serve --tcp`")
-        sub.add_argument("--settings", type=Path, metavar="FILE", help="a JSON file of settings for the daemon")
-        return sub
-
-    demo = command("demo", "replay the shipped coding session in a small window and watch it compact")
-    demo.add_argument("--delay", type=float, default=0.05, help="seconds between steps (default 0.05)")
-    demo.add_argument("--window", type=int, default=40_000, help="the demo model's context window")
-
-    replay_cmd = command("replay", "replay a JSONL file of messages into a new session")
-    replay_cmd.add_argument("file", type=Path)
-    replay_cmd.add_argument("--name", help="the new session's name")
+    replay_cmd = add_command(
+        "replay", "replay a JSONL file of messages into a new session, showing the usage bar",
+        epilog="examples:\n  contextd replay conversation.jsonl --window 8000\n"
+        "  contextd replay ~/.local/share/contextd/workspaces/W/sessions/ID.jsonl --no-usage\n\n"
+        "Each line is a message ({\"role\": ...}, see protocol.md) or a contextd session line;\n"
+        "every message is checked before the session is created.\n",
+    )
+    replay_cmd.add_argument("file", type=Path, help="the JSONL file to replay")
+    replay_cmd.add_argument("--name", help="the new session's name (default: the file's name)")
     replay_cmd.add_argument("--workspace", help="the session's workspace (default: the current directory)")
-    replay_cmd.add_argument("--model", help="the model the session talks to")
-    replay_cmd.add_argument("--window", type=int, help="override the model's context window (tokens)")
-    replay_cmd.add_argument("--delay", type=float, default=0.0, help="seconds between steps")
+    replay_cmd.add_argument("--model", help="the model the session talks to (default: the settings' defaultModel)")
+    replay_cmd.add_argument("--window", type=int_in(MIN_WINDOW, MAX_WINDOW), metavar="TOKENS", help="override the model's context window (tokens)")
+    replay_cmd.add_argument("--delay", type=seconds_in(0, MAX_DELAY_SECONDS), default=0.0, metavar="SECONDS", help="seconds between steps")
     replay_cmd.add_argument(
         "--no-usage", action="store_true",
         help="drop recorded provider usage, so the daemon counts (recorded usage describes the uncompacted original)",
     )
 
-    import_cmd = command("import", "import another agent's session file as a contextd session")
-    import_cmd.add_argument("file", type=Path)
-    import_cmd.add_argument("--from", dest="source", required=True, choices=["claude-code", "codex", "pi"])
-    import_cmd.add_argument("--name", help="the session's name")
+    import_cmd = add_command(
+        "import", "import another agent's transcript as a contextd session",
+        epilog="examples:\n  contextd import ~/.claude/projects/P/SESSION.jsonl --from claude-code\n"
+        "  contextd import rollout-2025-01-01.jsonl --from codex --name 'parser work'\n",
+    )
+    import_cmd.add_argument("file", type=Path, help="the agent's transcript (JSONL)")
+    import_cmd.add_argument(
+        "--from", dest="source", required=True, choices=["claude-code", "codex", "pi"],
+        help="the agent that wrote FILE",
+    )
+    import_cmd.add_argument("--name", help="the session's name (default: the file's name)")
     import_cmd.add_argument("--workspace", help="the session's workspace (default: the one recorded in the file)")
 
-    sessions = command("sessions", "list sessions, newest first")
+    sessions = add_command(
+        "sessions", "list sessions, newest first (`sessions rm` deletes)",
+        epilog="examples:\n  contextd sessions\n  contextd sessions --workspace demo --json\n"
+        "  contextd sessions rm 20261123-0912\n",
+    )
     sessions.add_argument("--workspace", help="only this workspace's sessions")
+    actions = sessions.add_subparsers(dest="action", metavar="ACTION", title="actions")
+    listing = actions.add_parser(
+        "list", help="list sessions (what `contextd sessions` does)", parents=[global_options],
+        description="list sessions, newest first",
+    )
+    listing.add_argument("--workspace", default=argparse.SUPPRESS, help="only this workspace's sessions")
+    remove = actions.add_parser(
+        "rm", help="delete sessions from the data directory", parents=[global_options],
+        description="Delete sessions from the data directory. A session open in a running daemon "
+        "is refused (exit 1): close it there first.",
+    )
+    remove.add_argument("sessions", nargs="+", metavar="SESSION", help=SESSION_HELP)
 
-    tree = command("tree", "show a session's entry tree")
-    tree.add_argument("session", help="a session id, or a unique prefix of one")
+    show = add_command(
+        "show", "print a summary, hand-off document or message of a session in full",
+        epilog="examples:\n  contextd show 20261123-0912             the latest summary on the current branch\n"
+        "  contextd show 20261123-0912 e3f2         one entry (ids from `contextd tree`)\n"
+        "  contextd show 20261123-0912 --json\n",
+    )
+    show.add_argument("session", help=SESSION_HELP)
+    show.add_argument(
+        "entry", nargs="?",
+        help="an entry id or unique prefix (default: the latest summary on the path to the leaf, else the leaf)",
+    )
 
-    compact = command("compact", "compact a session now")
-    compact.add_argument("session", help="a session id, or a unique prefix of one")
+    tree = add_command(
+        "tree", "show a session's entry tree",
+        epilog="examples:\n  contextd tree 20261123-0912\n  contextd tree 20261123-0912 --json | jq .leafId\n",
+    )
+    tree.add_argument("session", help=SESSION_HELP)
+
+    compact = add_command(
+        "compact", "compact a session now",
+        epilog="examples:\n  contextd compact 20261123-0912 --dry-run\n"
+        "  contextd compact 20261123-0912 --instructions 'keep the API decisions'\n",
+    )
+    compact.add_argument("session", help=SESSION_HELP)
     compact.add_argument("--instructions", help="what the summary should focus on")
     compact.add_argument("--dry-run", action="store_true", help="only show what would be summarized, kept and pruned")
 
-    handoff = command("handoff", "hand a session's work off to a fresh session")
-    handoff.add_argument("session", help="a session id, or a unique prefix of one")
-    handoff.add_argument("--goal", help="what the new session should do next")
-
-    watch = command("watch", "print the daemon's notifications as they come (see --help)")
-    watch.description = (
-        "Print every notification of a daemon as it arrives. A daemon only notifies its own "
-        "clients, so watch drives the activity itself: with SESSION it opens that session; "
-        "with --replay FILE it replays FILE into SESSION (or a new session) and exits when "
-        "done unless --follow; with --idle SECONDS it arms idle compaction on the session. "
-        "Without --replay it runs until interrupted (Ctrl-C: exit 0)."
+    handoff = add_command(
+        "handoff", "hand a session's work off to a fresh session",
+        epilog="examples:\n  contextd handoff 20261123-0912 --goal 'write the migration'\n",
     )
-    watch.add_argument("session", nargs="?", help="a session id, or a unique prefix of one")
+    handoff.add_argument("session", help=SESSION_HELP)
+    handoff.add_argument("--goal", help="what the new session should do next (also its name)")
+
+    watch = add_command(
+        "watch", "print the daemon's notifications as they come",
+        description=(
+            "Print every notification of a daemon as it arrives. A daemon only notifies its own "
+            "clients, so watch drives the activity itself: with SESSION it opens that session; "
+            "with --replay FILE it replays FILE into SESSION (or a new session) and exits when "
+            "done unless --follow; with --idle SECONDS it arms idle compaction on the session. "
+            "Without --replay it runs until interrupted (Ctrl-C: exit 0)."
+        ),
+        epilog="examples:\n  contextd watch 20261123-0912 --idle 300\n"
+        "  contextd watch --replay conversation.jsonl --window 8000 --json\n",
+    )
+    watch.add_argument("session", nargs="?", help=SESSION_HELP + " (default: a new session)")
     watch.add_argument("--replay", type=Path, metavar="FILE", help="replay FILE's messages while watching")
-    watch.add_argument("--window", type=int, help="override the model's context window (tokens)")
-    watch.add_argument("--idle", type=float, metavar="SECONDS", help="compact the session after SECONDS idle")
+    watch.add_argument("--window", type=int_in(MIN_WINDOW, MAX_WINDOW), metavar="TOKENS", help="override the model's context window (tokens)")
+    watch.add_argument("--idle", type=seconds_in(0, 7 * 24 * 3600, inclusive_low=False), metavar="SECONDS",
+                       help="compact the session after SECONDS idle")
     watch.add_argument(
-        "--idle-threshold", type=int, metavar="TOKENS",
+        "--idle-threshold", type=int_in(1, MAX_WINDOW), metavar="TOKENS",
         help="with --idle: only when the context holds at least TOKENS (default: the daemon's idle setting)",
     )
     watch.add_argument("--follow", action="store_true", help="keep watching after the replay")
-    return parser
-
-
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    try:
-        return build_parser().parse_args(argv)
-    except SystemExit as exit:
-        raise UsageError() if exit.code else exit from None
 
 
 # --- shared plumbing ----------------------------------------------------------------------
 
 
 def load_settings(args: argparse.Namespace) -> dict[str, Any]:
-    if args.settings is None:
+    if not args.settings:
         return {}
+    path = Path(args.settings)
     try:
-        settings = json.loads(args.settings.read_text(encoding="utf-8"))
+        settings = json.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
-        raise UsageError(f"cannot read {args.settings}: {error.strerror}") from None
+        raise UsageError(f"cannot read {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not a UTF-8 text file") from None
     except ValueError as error:
-        raise UsageError(f"{args.settings} is not valid JSON: {error}") from None
+        raise UsageError(f"{path} line {getattr(error, 'lineno', '?')}: not valid JSON ({error})") from None
     if not isinstance(settings, dict):
-        raise UsageError(f"{args.settings} must hold a JSON object of settings")
+        raise UsageError(f"{path} must hold a JSON object of settings")
     return settings
 
 
@@ -142,8 +245,6 @@ def with_window(settings: dict[str, Any], model: str, window: int | None) -> dic
     """
     if window is None:
         return settings
-    if window <= 0:
-        raise UsageError("--window must be a positive number of tokens")
     models = dict(settings.get("models") or {})
     models[model] = {**models.get(model, {}), "contextWindow": window}
     scaled = {"reserveTokens": max(window // 10, 1), "keepRecentTokens": max(window // 5, 1)}
@@ -152,12 +253,26 @@ def with_window(settings: dict[str, Any], model: str, window: int | None) -> dic
 
 
 async def connect(args: argparse.Namespace, settings: dict[str, Any]) -> ContextdClient:
+    """The daemon at --tcp, or a new one on stdio; DaemonUnavailable when neither works."""
     if args.tcp:
-        host, _, port = args.tcp.rpartition(":")
-        if not host or not port.isdigit():
-            raise UsageError(f"--tcp wants HOST:PORT, got {args.tcp!r}")
-        return await ContextdClient.connect(host, int(port), settings=settings)
-    return await ContextdClient.spawn(data_dir=args.data_dir, settings=settings, log_level=args.log_level)
+        from contextd.cli import parse_host_port
+
+        host, port = parse_host_port(args.tcp)
+        try:
+            return await ContextdClient.connect(host, port, settings=settings)
+        except OSError as error:
+            raise DaemonUnavailable(f"cannot reach the daemon at {args.tcp}: {error.strerror or error}") from None
+    try:
+        return await ContextdClient.spawn(
+            data_dir=args.data_dir, settings=settings, log_level=args.log_level or DEFAULT_DAEMON_LOG_LEVEL
+        )
+    except OSError as error:
+        raise DaemonUnavailable(f"cannot start the daemon ({sys.executable} -m contextd serve): {error}") from None
+
+
+def data_dir_only(args: argparse.Namespace, command: str) -> None:
+    if args.tcp:
+        raise UsageError(f"{command} works on a data directory; use --data-dir, not --tcp")
 
 
 async def resolve_session(client: ContextdClient, wanted: str) -> str:
@@ -185,12 +300,43 @@ def default_model(settings: dict[str, Any]) -> str:
 
 
 async def run_sessions(args: argparse.Namespace) -> int:
+    if args.action == "rm":
+        return remove_sessions(args)
     async with await connect(args, load_settings(args)) as client:
         result = await client.session_list(workspace=args.workspace)
     if args.json:
         emit_json(result)
     else:
         print(render.sessions_table(result["sessions"]))
+    return EXIT_OK
+
+
+def remove_sessions(args: argparse.Namespace) -> int:
+    from contextd_client import datadir
+
+    data_dir_only(args, "sessions rm")
+    removed = datadir.remove_sessions(datadir.store_of(args.data_dir), args.sessions)
+    if args.json:
+        emit_json({"removed": [{"sessionId": listing.session_id, "path": str(listing.path)} for listing in removed]})
+    else:
+        for listing in removed:
+            print(f"Deleted session {listing.session_id} ({listing.path})")
+    return EXIT_OK
+
+
+async def run_show(args: argparse.Namespace) -> int:
+    from contextd_client import datadir
+
+    data_dir_only(args, "show")
+    contents = datadir.read_session(datadir.store_of(args.data_dir), args.session)
+    entry = contents.entry(args.entry)
+    if args.json:
+        emit_json({"sessionId": contents.listing.session_id, "path": str(contents.listing.path),
+                   "entry": datadir.entry_json(entry)})
+    else:
+        print(datadir.entry_heading(entry, contents.listing.session_id))
+        print()
+        print(datadir.entry_text(entry))
     return EXIT_OK
 
 
@@ -246,9 +392,9 @@ async def run_handoff(args: argparse.Namespace) -> int:
 
 
 async def run_replay(args: argparse.Namespace) -> int:
-    messages = read_file(args.file, keep_usage=not args.no_usage)
-    if not messages:
-        raise UsageError(f"{args.file} holds no messages")
+    source = read_file(args.file, keep_usage=not args.no_usage)
+    if not source.messages:
+        raise ReplayFileError(f"{args.file} holds no messages")
     settings = load_settings(args)
     model = args.model or default_model(settings)
     settings = with_window(settings, model, args.window)
@@ -259,10 +405,15 @@ async def run_replay(args: argparse.Namespace) -> int:
         session_id = opened["sessionId"]
         display = None if args.json else UsageDisplay()
         if display:
-            print(f"Replaying {len(messages)} messages of {args.file} into session {session_id}")
-        report = await replay(client, session_id, messages, display=display, delay=args.delay)
-        if display:
-            display.finish()
+            display.note(f"Replaying {len(source.messages)} messages of {args.file} into session {session_id}")
+        try:
+            report = await replay(client, session_id, source, display=display, delay=args.delay)
+        except ContextdError:
+            await discard_if_empty(client, args, session_id)
+            raise
+        finally:
+            if display:
+                display.finish()
         state = await client.state(session_id)
     if args.json:
         emit_json({"sessionId": session_id, "appended": report.appended, "compactions": report.compactions, "state": state})
@@ -272,30 +423,44 @@ async def run_replay(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def run_import(args: argparse.Namespace) -> int:
-    from contextd.importers import IMPORTERS, save
-    from contextd.store import default_data_dir
+async def discard_if_empty(client: ContextdClient, args: argparse.Namespace, session_id: str) -> None:
+    """A replay the daemon refused from its first message leaves no empty session behind."""
+    from contextd_client import datadir
 
     if args.tcp:
-        raise UsageError("import writes into a data directory; use --data-dir, not --tcp")
+        return  # another daemon's data directory: not ours to delete from
+    if any(node.get("type") == "message" for node in (await client.tree(session_id))["nodes"]):
+        return
+    await client.close_session(session_id)
+    datadir.remove_sessions(datadir.store_of(args.data_dir), [session_id])
+
+
+async def run_import(args: argparse.Namespace) -> int:
+    from contextd.importers import IMPORTERS, save
+
+    from contextd_client import datadir
+
+    data_dir_only(args, "import")
     try:
-        with args.file.open(encoding="utf-8", errors="replace") as handle:
+        with args.file.open(encoding="utf-8") as handle:
             imported = IMPORTERS[args.source](handle)
+    except UnicodeDecodeError as error:
+        raise ReplayFileError(f"{args.file} is not a UTF-8 text file (byte {error.start}); a transcript is JSONL") from None
     except OSError as error:
-        raise UsageError(f"cannot read {args.file}: {error.strerror}") from None
+        raise ReplayFileError(f"cannot read {args.file}: {error.strerror}") from None
     problems = sorted(imported.problems, key=lambda problem: problem.line)
+    report = [{"line": problem.line, "kind": problem.kind, "message": problem.message} for problem in problems]
     if not imported.entries:
-        for problem in problems:
-            print(f"{args.file}: {problem}", file=sys.stderr)
-        raise UsageError(f"{args.file} holds no {args.source} conversation")
+        if not args.json:
+            for problem in problems:
+                print(f"{args.file}: {problem}", file=sys.stderr)
+        raise ReplayFileError(f"{args.file} holds no {args.source} conversation", {"problems": report})
     workspace = args.workspace or imported.workspace or str(Path.cwd())
-    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
-    name = args.name or (None if imported.name else f"{args.source}: {args.file.name}")
-    session_id, path = save(imported, data_dir, workspace=workspace, name=name)
+    store = datadir.store_of(args.data_dir)
+    session_id, path = save(imported, store.data_dir, workspace=workspace, name=args.name or args.file.name)
     async with await connect(args, load_settings(args)) as client:
         opened = await client.session_open(session_id=session_id)
         state = await client.state(session_id)
-    report = [{"line": problem.line, "kind": problem.kind, "message": problem.message} for problem in problems]
     if args.json:
         emit_json({"sessionId": session_id, "source": args.source, "sourceSessionId": imported.source_id,
                    "messages": imported.message_count, "entries": len(imported.entries), "problems": report,
@@ -305,7 +470,7 @@ async def run_import(args: argparse.Namespace) -> int:
         print(f"{args.file}: {problem}", file=sys.stderr)
     print(f"Imported {imported.message_count} messages ({len(imported.entries)} entries) from {args.file}")
     print(f"Session {session_id} in {workspace}")
-    print(render.usage_bar(opened["usage"]))
+    print(render.usage_line(opened["usage"]))
     print(f"Session file: {path}")
     if problems:
         print(f"{len(problems)} lines were not imported as they stood (listed on stderr).")
@@ -315,16 +480,20 @@ async def run_import(args: argparse.Namespace) -> int:
 async def run_watch(args: argparse.Namespace) -> int:
     settings = load_settings(args)
     settings = with_window(settings, default_model(settings), args.window)
+    source: ReplayFile | None = read_file(args.replay) if args.replay is not None else None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
     def show(method: str, params: dict[str, Any]) -> None:
-        if args.json:
-            print(json.dumps({"method": method, "params": params}, ensure_ascii=False), flush=True)
-        else:
-            print(render.notification_line(method, params, datetime.now()), flush=True)
+        try:
+            if args.json:
+                print(json.dumps({"method": method, "params": params}, ensure_ascii=False), flush=True)
+            else:
+                print(render.notification_line(method, params, datetime.now()), flush=True)
+        except StdoutClosed:
+            stop.set()  # nobody reads any more: stop watching
 
     async with await connect(args, settings) as client:
         client.on(None, show)
@@ -336,9 +505,8 @@ async def run_watch(args: argparse.Namespace) -> int:
             await client.idle_configure(
                 session_id=session_id, enabled=True, timeout_seconds=args.idle, threshold_tokens=args.idle_threshold
             )
-        if args.replay is not None:
-            messages = read_file(args.replay)
-            replaying = asyncio.ensure_future(replay(client, session_id, messages, display=None))
+        if source is not None:
+            replaying = asyncio.ensure_future(replay(client, session_id, source, display=None))
             await asyncio.wait([replaying, asyncio.ensure_future(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
             if not replaying.done():
                 replaying.cancel()
@@ -361,6 +529,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = 
     "replay": run_replay,
     "import": run_import,
     "sessions": run_sessions,
+    "show": run_show,
     "tree": run_tree,
     "compact": run_compact,
     "handoff": run_handoff,
@@ -368,24 +537,131 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = 
 }
 
 
-def main(argv: list[str]) -> int:
-    """Run one client command; returns the exit code (see the module doc)."""
+# --- errors and the exit code -------------------------------------------------------------
+
+
+class StdoutClosed(Exception):
+    """Whoever read our output went away (`contextd tree X | head -2`): not an error."""
+
+
+class GuardedStdout:
+    """stdout that turns a broken pipe into StdoutClosed and remembers it, so the command
+    ends quietly instead of blaming the daemon."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            self.broken = True
+            raise StdoutClosed() from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self.broken = True
+            raise StdoutClosed() from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@dataclass
+class Failure:
+    """What went wrong, for a person (one line on stderr) or a script (`--json`)."""
+
+    kind: str
+    message: str
+    exit_code: int
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def show(self, as_json: bool, usage: str = "") -> int:
+        if as_json:
+            body = {"kind": self.kind, "message": self.message, "exitCode": self.exit_code, **self.details}
+            print(json.dumps({"error": body}, ensure_ascii=False), file=sys.stderr)
+        else:
+            print(f"{usage}contextd: error: {self.message}", file=sys.stderr)
+        return self.exit_code
+
+
+def classify(error: BaseException) -> Failure:
+    from contextd.store import SessionLocked
+
+    from contextd_client.datadir import Ambiguous, NotFound, locked_message
+
+    if isinstance(error, UsageError):
+        return Failure("usage", str(error), EXIT_USAGE)
+    if isinstance(error, ReplayFileError):
+        return Failure("input", str(error.args[0]), EXIT_USAGE, error.args[1] if len(error.args) > 1 else {})
+    if isinstance(error, Ambiguous):
+        return Failure("usage", str(error), EXIT_USAGE)
+    if isinstance(error, NotFound):
+        return Failure("not-found", str(error), EXIT_REFUSED)
+    if isinstance(error, SessionLocked):
+        return Failure("locked", locked_message(error), EXIT_REFUSED, {"sessionId": error.session_id, "pid": error.pid})
+    if isinstance(error, ContextdError) and error.code == INTERNAL_ERROR:
+        first_line = (error.message or "no message").strip().splitlines()[0]
+        return Failure(
+            "daemon-internal",
+            f"the daemon failed with an internal error: {first_line} (a bug in contextd; "
+            "run the command with --log-level DEBUG to see the daemon's traceback)",
+            EXIT_INTERNAL, {"code": error.code},
+        )
+    if isinstance(error, ContextdError):
+        details: dict[str, Any] = {"code": error.code}
+        if error.data is not None:
+            details["data"] = error.data
+        return Failure("refused", f"the daemon refused: {error.message} (code {error.code})", EXIT_REFUSED, details)
+    if isinstance(error, DaemonUnavailable):
+        return Failure("no-daemon", str(error), EXIT_NO_DAEMON)
+    if isinstance(error, ConnectionLost):
+        return Failure("no-daemon", f"lost the daemon: {error}", EXIT_NO_DAEMON)
+    if isinstance(error, OSError) and error.filename:
+        return Failure("file", f"{error.filename}: {error.strerror}", EXIT_USAGE)
+    where = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
+    at = f" at {Path(where.filename).name}:{where.lineno}" if where else ""
+    return Failure(
+        "internal",
+        f"internal error: {type(error).__name__}: {error}{at} (a bug in contextd; "
+        "--log-level DEBUG prints the traceback)",
+        EXIT_INTERNAL,
+    )
+
+
+def report_error(error: BaseException, *, as_json: bool, debug: bool = False) -> int:
+    usage = getattr(error, "usage", "") if not as_json else ""
+    failure = classify(error)
+    if debug and failure.kind in ("internal", "daemon-internal"):
+        if isinstance(error, ContextdError) and error.data:
+            print(error.data if isinstance(error.data, str) else json.dumps(error.data, indent=2), file=sys.stderr)
+        traceback.print_exception(error, file=sys.stderr)
+    return failure.show(as_json, usage)
+
+
+def run_client_command(args: argparse.Namespace) -> int:
+    """Run one client command; returns the exit code (EXIT_CODES)."""
+    guarded = GuardedStdout(sys.stdout)
+    sys.stdout = guarded  # type: ignore[assignment]
     try:
-        args = parse_args(argv)
         return asyncio.run(COMMANDS[args.command](args))
-    except UsageError as error:
-        if str(error):
-            print(f"contextd: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except ReplayFileError as error:
-        print(f"contextd: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except ContextdError as error:
-        detail = f" {json.dumps(error.data)}" if error.data else ""
-        print(f"contextd: the daemon refused: {error.message} (code {error.code}){detail}", file=sys.stderr)
-        return EXIT_DAEMON
-    except (ConnectionLost, ConnectionError, OSError) as error:
-        print(f"contextd: lost the daemon: {error}", file=sys.stderr)
-        return EXIT_DAEMON
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except Exception as error:  # noqa: BLE001 -- every failure becomes one clear line and its exit code
+        if guarded.broken:
+            return EXIT_OK  # the reader left; whatever failed after that is nobody's concern
+        return report_error(error, as_json=args.json, debug=args.log_level == "DEBUG")
+    finally:
+        sys.stdout = guarded._stream
+        if guarded.broken:
+            quiet_end_of_output()
+
+
+def quiet_end_of_output() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush does not complain either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

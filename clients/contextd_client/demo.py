@@ -1,15 +1,15 @@
 """`contextd demo`: a long coding session replayed into a small window, compacting as it goes.
 
 No API key and no network: the daemon summarizes with its offline summarizer (unless
-`--settings` chooses another), counts tokens itself, and the session lands in a fresh data
-directory (or `--data-dir`) that stays for exploring afterwards.
+`--settings` chooses another) and counts tokens itself. The session is kept with the user's
+other sessions, in the workspace `demo` of the data directory, so `contextd sessions`,
+`tree` and `show` find it afterwards and `contextd sessions rm` deletes it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
@@ -17,17 +17,25 @@ from typing import Any
 from contextd_client import render
 from contextd_client import types as t
 from contextd_client.client import ContextdClient
-from contextd_client.replay import UsageDisplay, read_messages, replay, steps
+from contextd_client.replay import (
+    ReplayFile,
+    UsageDisplay,
+    read_messages,
+    replay,
+    steps,
+)
 
 DEMO_MODEL = "contextd-demo"
+DEMO_WORKSPACE = "demo"
+DEMO_SESSION_NAME = "contextd demo: ledger backlog"
 DEMO_FILE = "session.jsonl"
 OUTPUT_RESERVE_TOKENS = 4096
 SUMMARY_LINES_SHOWN = 40
 
 
-def demo_messages() -> list[dict[str, Any]]:
+def demo_messages() -> ReplayFile:
     text = resources.files("contextd").joinpath("demo", DEMO_FILE).read_text(encoding="utf-8")
-    return read_messages(text.splitlines())
+    return read_messages(text.splitlines(), source=DEMO_FILE)
 
 
 def demo_settings(user_settings: dict[str, Any], window: int) -> dict[str, Any]:
@@ -47,9 +55,9 @@ def latest_summary(messages: list[dict[str, Any]]) -> str | None:
     """The summary at the head of a compacted context, without its preamble."""
     from contextd.compaction.context import COMPACTION_PREAMBLE
 
-    if messages and messages[0].get("role") == "user" and isinstance(messages[0].get("content"), str):
-        content = messages[0]["content"]
-        if content.startswith(COMPACTION_PREAMBLE):
+    for message in messages[:3]:  # instructions may come first
+        content = message.get("content")
+        if message.get("role") == "user" and isinstance(content, str) and content.startswith(COMPACTION_PREAMBLE):
             return content[len(COMPACTION_PREAMBLE) :]
     return None
 
@@ -59,65 +67,84 @@ async def run_demo(
     user_settings: dict[str, Any],
     connect: Callable[[argparse.Namespace, dict[str, Any]], Awaitable[ContextdClient]],
 ) -> int:
-    messages = demo_messages()
-    if args.data_dir is None and not args.tcp:
-        args.data_dir = tempfile.mkdtemp(prefix="contextd-demo-")
+    source = demo_messages()
     settings = demo_settings(user_settings, args.window)
     display = None if args.json else UsageDisplay()
     if display:
-        print(
-            f"contextd demo: a {len(steps(messages))}-step coding session ({len(messages)} messages) "
-            f"replayed into a {render.tokens(args.window)}-token window.\n"
-            f"Data directory: {args.data_dir or '(the daemon at ' + args.tcp + ')'}\n"
+        display.note(
+            f"contextd demo: a coding session of {len(steps(source.messages))} steps "
+            f"({len(source.messages)} messages)\nreplayed into a {render.tokens(args.window)}-token window."
         )
     async with await connect(args, settings) as client:
-        opened = await client.session_open(name="contextd demo: ledger backlog", model=DEMO_MODEL)
+        opened = await client.session_open(workspace=DEMO_WORKSPACE, name=DEMO_SESSION_NAME, model=DEMO_MODEL)
         session_id = opened["sessionId"]
-        report = await replay(client, session_id, messages, display=display, delay=args.delay)
         if display:
-            display.finish()
+            display.note(f"Session {session_id}\n(kept in the workspace `{DEMO_WORKSPACE}` of your data directory)\n")
+        try:
+            report = await replay(client, session_id, source, display=display, delay=args.delay)
+        finally:
+            if display:
+                display.finish()
         state = await client.state(session_id)
         context = await client.context(session_id)
     summary = latest_summary(context["messages"])
     if args.json:
         print(json.dumps({
-            "sessionId": session_id, "dataDir": args.data_dir, "appended": report.appended,
-            "compactions": report.compactions, "state": state, "contextMessages": len(context["messages"]),
-            "contextTokens": context["tokens"], "summary": summary,
+            "sessionId": session_id, "workspace": DEMO_WORKSPACE, "path": state.get("path"),
+            "appended": report.appended, "compactions": report.compactions, "state": state,
+            "contextMessages": len(context["messages"]), "contextTokens": context["tokens"], "summary": summary,
         }, indent=2, ensure_ascii=False))
         return 0
-    print_ending(report.appended, report.compactions, state, context, summary, args.data_dir, session_id)
+    assert display is not None
+    data_dir = f" --data-dir {args.data_dir}" if args.data_dir else ""
+    print_ending(display, report.appended, report.compactions, state, context, summary, f"{data_dir} {session_id}")
     return 0
 
 
 def print_ending(
+    display: UsageDisplay,
     appended: int,
     compactions: list[dict[str, Any]],
     state: t.StateResult,
     context: t.ContextResult,
     summary: str | None,
-    data_dir: str | None,
-    session_id: str,
+    session_argument: str,
 ) -> None:
+    """The recap; `session_argument` is what the follow-up commands need (the session id and
+    the data directory, if not the default one)."""
+    from rich.table import Table
+
+    console = display.console
     done = [event for event in compactions if event.get("outcome") == "compacted"]
-    print(f"\nReplayed {appended} messages; the daemon compacted {len(done)} times.")
-    for number, event in enumerate(done, start=1):
-        print(f"  compaction {number} ({event['reason']}): {render.tokens(event['tokensBefore'])} → "
-              f"{render.tokens(event.get('tokensAfter', 0))} tokens")
-    failed = [event for event in compactions if event.get("outcome") != "compacted"]
-    if failed:
-        print(f"  {len(failed)} compaction attempts did not complete: " + ", ".join(
-            f"{event['outcome']} ({event.get('error', 'no reason given')})" for event in failed))
-    if not compactions:
-        print("  (no compaction happened: this daemon may not compact yet, or compaction is off)")
-    print(f"\nThe context now: {len(context['messages'])} messages, {render.tokens(context['tokens'])} tokens")
-    print(render.usage_bar(state["usage"]))
+    console.print(f"\nReplayed {appended} messages; the daemon compacted {len(done)} times.", markup=False)
+    if compactions:
+        table = Table(box=None, pad_edge=False, show_edge=False)
+        for header, justify in (("#", "right"), ("why", "left"), ("outcome", "left"),
+                                ("tokens before", "right"), ("after", "right")):
+            table.add_column(header, justify=justify)  # type: ignore[arg-type]
+        for number, event in enumerate(compactions, start=1):
+            after = event.get("tokensAfter")
+            outcome = event["outcome"] if event["outcome"] == "compacted" else f"{event['outcome']}: {event.get('error', '')}"
+            table.add_row(str(number), event["reason"], outcome, render.tokens(event["tokensBefore"]),
+                          render.tokens(after) if after is not None else "")
+        console.print(table)
+    else:
+        console.print("  (no compaction happened: compaction may be off in your settings)", markup=False)
+    console.print(
+        f"\nThe context now: {len(context['messages'])} messages, {render.tokens(context['tokens'])} tokens",
+        markup=False,
+    )
+    console.print(render.usage_line(state["usage"], console.width), markup=False)
     if summary:
         lines = summary.strip().splitlines()
-        print("\nThe summary the model now sees in place of the early history:\n")
-        print("\n".join("    " + line for line in lines[:SUMMARY_LINES_SHOWN]))
+        console.print("\nThe summary the model now sees in place of the early history:\n", markup=False)
+        console.print("\n".join("    " + line for line in lines[:SUMMARY_LINES_SHOWN]), markup=False)
         if len(lines) > SUMMARY_LINES_SHOWN:
-            print(f"    … {len(lines) - SUMMARY_LINES_SHOWN} more lines (`contextd tree` and the session file have all of it)")
-    print(f"\nSession file: {state.get('path', '(not reported)')}")
-    if data_dir:
-        print(f"Explore it:   contextd --data-dir {data_dir} tree {session_id}")
+            console.print(f"    … {len(lines) - SUMMARY_LINES_SHOWN} more lines", markup=False)
+    console.print(f"\nSession file:  {state.get('path', '(not reported)')}", markup=False)
+    for label, command in (
+        ("The summary:  ", f"contextd show{session_argument}"),
+        ("Its tree:     ", f"contextd tree{session_argument}"),
+        ("Delete it:    ", f"contextd sessions rm{session_argument}"),
+    ):
+        console.print(f"{label}{command}", markup=False)

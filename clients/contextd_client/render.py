@@ -11,7 +11,9 @@ from typing import Any
 
 from contextd_client import types as t
 
-BAR_WIDTH = 40
+MAX_BAR_CELLS = 50
+MIN_BAR_CELLS = 10
+DEFAULT_WIDTH = 80
 FULL, EMPTY, THRESHOLD_MARK = "█", "░", "│"
 
 
@@ -19,19 +21,48 @@ def tokens(value: int) -> str:
     return f"{value:,}"
 
 
-def usage_bar(usage: t.TokenUsage | dict[str, Any], width: int = BAR_WIDTH) -> str:
-    """`[█████░░░│░░] 42.0%  84,000 / 200,000 tokens (compacts at 170,000, counted)`."""
-    window = max(int(usage["contextWindow"]), 1)
-    filled = min(width, round(width * usage["tokens"] / window))
-    mark = min(width - 1, round(width * usage["thresholdTokens"] / window))
-    cells = [FULL if index < filled else EMPTY for index in range(width)]
-    if mark >= filled:
-        cells[mark] = THRESHOLD_MARK
+def usage_figure(usage: t.TokenUsage | dict[str, Any]) -> str:
+    """`42.0%  16,800 / 40,000 tokens · threshold 34,000`: the threshold is where the daemon
+    compacts (tokenUsage.thresholdTokens)."""
+    window = tokens(max(int(usage["contextWindow"]), 1))
     return (
-        f"[{''.join(cells)}] {usage['percent']:5.1f}%  "
-        f"{tokens(usage['tokens'])} / {tokens(window)} tokens "
-        f"(compacts at {tokens(usage['thresholdTokens'])}, {usage['source']})"
+        f"{usage['percent']:5.1f}%  {tokens(usage['tokens']):>{len(window)}} / {window} tokens"
+        f" · threshold {tokens(usage['thresholdTokens'])}"
     )
+
+
+def usage_bar(usage: t.TokenUsage | dict[str, Any], cells: int) -> str:
+    """`[█████░░░│░░]`: the fill, and the threshold mark while the fill is below it."""
+    window = max(int(usage["contextWindow"]), 1)
+    filled = min(cells, round(cells * usage["tokens"] / window))
+    mark = min(cells - 1, round(cells * usage["thresholdTokens"] / window))
+    glyphs = [FULL if index < filled else EMPTY for index in range(cells)]
+    if mark >= filled:
+        glyphs[mark] = THRESHOLD_MARK
+    return f"[{''.join(glyphs)}]"
+
+
+def usage_line(usage: t.TokenUsage | dict[str, Any], width: int = DEFAULT_WIDTH) -> str:
+    """The bar and the figure in at most `width` columns; too narrow for a bar, the figure."""
+    figure = usage_figure(usage)
+    cells = min(MAX_BAR_CELLS, width - len(figure) - 3)
+    if cells < MIN_BAR_CELLS:
+        return figure[:width]
+    return f"{usage_bar(usage, cells)} {figure}"
+
+
+class UsageLine:
+    """A rich renderable of the latest usage of `source.last`, drawn at the console's width
+    each time it is refreshed (so a resized terminal gets a fitting line)."""
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.text import Text
+
+        if self.source.last is not None:
+            yield Text(usage_line(self.source.last, options.max_width), no_wrap=True, overflow="crop")
 
 
 def compaction_started(params: t.CompactionStarted | dict[str, Any]) -> str:
@@ -55,7 +86,7 @@ def notification_line(method: str, params: dict[str, Any], at: datetime) -> str:
     name = method.removeprefix("contextd/")
     session = str(params.get("sessionId", ""))
     if method == t.TOKEN_USAGE:
-        detail = usage_bar(params, width=20)
+        detail = f"{usage_bar(params, 20)} {usage_figure(params)}"
     elif method == t.COMPACTION_STARTED:
         detail = compaction_started(params)
     elif method == t.COMPACTION_FINISHED:

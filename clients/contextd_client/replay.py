@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,40 +22,83 @@ from typing import IO, Any
 from contextd_client import render
 from contextd_client import types as t
 from contextd_client.client import ContextdClient
+from contextd_client.rpc import ContextdError
+
+INVALID_PARAMS = -32602
+MESSAGE_FIELD = re.compile(r"messages\.(\d+)")
 
 COMPACTION_START_GRACE_SECONDS = 1.0
 COMPACTION_TIMEOUT_SECONDS = 300.0
 
 
 class ReplayFileError(ValueError):
-    """The replay file cannot be read; the message names the line."""
+    """The replay file cannot be read or holds something that is not a message; the message
+    names the file and the line."""
 
 
-def read_messages(lines: Iterable[str], *, keep_usage: bool = True) -> list[t.Message]:
-    messages: list[t.Message] = []
+@dataclass
+class ReplayFile:
+    """The messages of a replay file and the line each came from."""
+
+    path: str
+    messages: list[t.Message]
+    lines: list[int]
+
+    def line_of(self, index: int) -> int:
+        return self.lines[index]
+
+
+def _message_adapter() -> Any:
+    from contextd.model import Message
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Message)
+
+
+def read_messages(lines: Iterable[str], *, keep_usage: bool = True, source: str = "") -> ReplayFile:
+    """Messages checked against the daemon's own model, so a bad line is reported with its
+    number before any session exists."""
+    from pydantic import ValidationError
+
+    adapter = _message_adapter()
+    where = f"{source} " if source else ""
+    found = ReplayFile(source, [], [])
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             value = json.loads(line)
         except ValueError as error:
-            raise ReplayFileError(f"line {number}: not valid JSON ({error})") from None
+            raise ReplayFileError(f"{where}line {number}: not valid JSON ({error})") from None
         if not isinstance(value, dict):
-            raise ReplayFileError(f"line {number}: not a JSON object")
+            raise ReplayFileError(f"{where}line {number}: not a JSON object")
         if value.get("type") == "message" and isinstance(value.get("message"), dict):
             value = value["message"]
         elif "role" not in value:
             continue  # a session header or a non-message entry of a session file
         if not keep_usage:
             value = {key: item for key, item in value.items() if key != "usage"}
-        messages.append(value)
-    return messages
+        try:
+            adapter.validate_python(value)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in item['loc']) or 'message'}: {item['msg']}"
+                for item in error.errors(include_url=False, include_input=False)[:3]
+            )
+            raise ReplayFileError(f"{where}line {number}: not a message ({problems})") from None
+        found.messages.append(value)
+        found.lines.append(number)
+    return found
 
 
-def read_file(path: Path, *, keep_usage: bool = True) -> list[t.Message]:
+def read_file(path: Path, *, keep_usage: bool = True) -> ReplayFile:
     try:
         with path.open(encoding="utf-8") as handle:
-            return read_messages(handle, keep_usage=keep_usage)
+            return read_messages(handle, keep_usage=keep_usage, source=str(path))
+    except UnicodeDecodeError as error:
+        raise ReplayFileError(
+            f"{path} is not a UTF-8 text file (byte {error.start}); a replay file is JSONL"
+        ) from None
     except OSError as error:
         raise ReplayFileError(f"cannot read {path}: {error.strerror}") from None
 
@@ -71,43 +115,58 @@ def steps(messages: list[t.Message]) -> list[list[t.Message]]:
 
 
 class UsageDisplay:
-    """The live usage bar. On a terminal it redraws in place; otherwise it prints a line each
-    time the fill crosses another tenth, so logs stay short."""
+    """The live usage line. On a terminal, rich redraws it in place at the terminal's width and
+    prints events above it; otherwise a line is printed each time the fill crosses another
+    tenth, so logs stay short."""
 
-    def __init__(self, stream: IO[str] = sys.stdout) -> None:
-        self.stream = stream
-        self.live = stream.isatty()
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        from rich.console import Console
+
+        # soft_wrap: lines that stay are left whole for the terminal (or a log) to wrap; only
+        # the live line must fit the width, and UsageLine draws it to fit.
+        self.console = Console(file=stream or sys.stdout, highlight=False, soft_wrap=True)
+        self.live_display: Any = None
         self.last: dict[str, Any] | None = None
         self._printed_bucket: int | None = None
+        if self.console.is_terminal:
+            from rich.live import Live
+
+            self.live_display = Live(
+                render.UsageLine(self), console=self.console, auto_refresh=False, transient=True
+            )
+            self.live_display.start()
+
+    def note(self, line: str) -> None:
+        """A line of text that stays (printed above the live line)."""
+        self.console.print(line, markup=False)
 
     def usage(self, body: dict[str, Any]) -> None:
         self.last = body
-        if self.live:
-            self.stream.write("\r\033[K" + render.usage_bar(body))
-            self.stream.flush()
+        if self.live_display is not None:
+            self.live_display.refresh()
             return
         bucket = int(body["percent"] // 10)
         if bucket != self._printed_bucket:
             self._printed_bucket = bucket
-            self.stream.write(render.usage_bar(body) + "\n")
-            self.stream.flush()
+            self.note(render.usage_line(body, self.console.width))
 
     def event(self, line: str) -> None:
-        if self.live:
-            self.stream.write("\r\033[K" + line + "\n")
-            if self.last is not None:
-                self.stream.write(render.usage_bar(self.last))
-        else:
-            self.stream.write(line + "\n")
+        self.note(line)
+        if self.live_display is None:
             self._printed_bucket = None
-        self.stream.flush()
+        else:
+            self.live_display.refresh()
 
     def finish(self) -> None:
-        if self.live:
-            self.stream.write("\n")
+        """Stop redrawing; the last figure stays on screen as a plain line."""
+        if self.live_display is not None:
+            self.live_display.stop()
+            self.live_display = None
+            if self.last is not None:
+                self.note(render.usage_line(self.last, self.console.width))
         elif self.last is not None and self._printed_bucket is not None:
-            self.stream.write(render.usage_bar(self.last) + "\n")
-        self.stream.flush()
+            self.note(render.usage_line(self.last, self.console.width))
+            self._printed_bucket = None
 
 
 @dataclass
@@ -185,17 +244,21 @@ class _CompactionTracker:
 async def replay(
     client: ContextdClient,
     session_id: str,
-    messages: list[t.Message],
+    source: ReplayFile,
     *,
     display: UsageDisplay | None,
     delay: float = 0.0,
 ) -> ReplayReport:
+    """Append `source` step by step; a refused step's error names the file's line."""
     report = ReplayReport(session_id)
     tracker = _CompactionTracker(client, session_id, display)
     try:
-        for step in steps(messages):
+        for step in steps(source.messages):
             started_before = tracker.started_count
-            result = await client.append(session_id, step)
+            try:
+                result = await client.append(session_id, step)
+            except ContextdError as error:
+                raise at_line(error, source, report.appended) from None
             report.appended += len(step)
             await tracker.settle(result["usage"], started_before)
             if delay:
@@ -206,3 +269,15 @@ async def replay(
     report.compactions = tracker.finished
     report.last_usage = tracker.last_usage
     return report
+
+
+def at_line(error: ContextdError, source: ReplayFile, first: int) -> ContextdError:
+    """The daemon's refusal of a step, pointing at the file's line instead of `messages.N`."""
+    if error.code != INVALID_PARAMS:
+        return error
+    fields = [str(item.get("field", "")) for item in (error.data or {}).get("errors", [])]
+    indices = [int(match.group(1)) for text in fields if (match := MESSAGE_FIELD.match(text))]
+    index = first + (indices[0] if indices else 0)
+    line = source.line_of(min(index, len(source.lines) - 1))
+    message = MESSAGE_FIELD.sub("message", error.message)
+    return ContextdError(error.code, f"{source.path or 'input'} line {line}: {message}", error.data)

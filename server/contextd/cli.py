@@ -1,50 +1,135 @@
-"""`contextd ...`: `serve` runs the daemon; every other command is a client of it."""
+"""`contextd ...`: one parser for every command. `serve` runs the daemon; the other commands
+are its clients (clients/contextd_client/cli.py)."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from contextd import __version__
 
-CLIENT_COMMANDS = ("demo", "replay", "import", "sessions", "tree", "compact", "handoff", "watch")
+SUMMARY = "contextd: the daemon that owns the context of LLM coding sessions, and its commands."
+EPILOG = """\
+examples:
+  contextd demo                        watch a long session compact in a small window
+  contextd sessions                    the sessions of this user, newest first
+  contextd show SESSION                the latest summary (or a message) in full
+  contextd serve                       the daemon on stdio, for an editor
+  contextd COMMAND --help              what a command takes
+"""
+LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"]
+SERVE_LOG_LEVEL = "INFO"
 
 
-def global_options(defaults: bool) -> argparse.ArgumentParser:
-    """Options that may stand before or after the command (`contextd --data-dir D serve` and
-    `contextd serve --data-dir D`); after it they only override what was given before."""
-    options = argparse.ArgumentParser(add_help=False)
-    default: dict[str, Any] = {} if defaults else {"default": argparse.SUPPRESS}
+class UsageError(Exception):
+    """A mistake in the command line or its input: exit code 2. `usage` is the command's."""
+
+    def __init__(self, message: str, usage: str = "") -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Examples keep their lines; an option's default is shown when it has a meaningful one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            action.option_strings
+            and default not in (None, False, argparse.SUPPRESS)
+            and "%(default)" not in text
+            and "default" not in text
+        ):
+            text += " (default: %(default)s)"
+        return text
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors raise UsageError instead of exiting, so `--json` can report them as JSON."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, self.format_usage())
+
+
+def global_options(defaults: bool) -> Parser:
+    """Options that may stand before or after the command (`contextd --data-dir D tree X` and
+    `contextd tree X --data-dir D`); after it they override what was given before."""
+    options = Parser(add_help=False)
+    keep: dict[str, Any] = {"default": argparse.SUPPRESS} if not defaults else {}
     options.add_argument(
-        "--data-dir", help="where sessions live (default $XDG_DATA_HOME/contextd)", **default
+        "--data-dir", metavar="DIR",
+        help="where sessions live (default: $XDG_DATA_HOME/contextd, else ~/.local/share/contextd)",
+        **keep,
     )
     options.add_argument(
-        "--log-level",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        **({"default": "INFO"} if defaults else default),
+        "--log-level", choices=LOG_LEVELS, type=str.upper,
+        help=f"the daemon's log level on stderr (default: {SERVE_LOG_LEVEL} for serve, "
+        "WARNING for a daemon a client command starts)",
+        **keep,
+    )
+    options.add_argument(
+        "--tcp", metavar="HOST:PORT",
+        help="serve: listen on TCP instead of stdio; other commands: use the daemon listening there",
+        **keep,
+    )
+    options.add_argument(
+        "--json", action="store_true",
+        help="client commands: machine-readable output, and errors as a JSON object on stderr",
+        **keep,
+    )
+    options.add_argument(
+        "--settings", metavar="FILE",
+        help="client commands: a JSON file of settings for the daemon (protocol.md, Settings)",
+        **keep,
     )
     return options
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="contextd", description=__doc__, parents=[global_options(defaults=True)]
+def build_parser() -> Parser:
+    from contextd_client.cli import EXIT_CODES, add_client_commands
+
+    exit_codes = "\n".join(f"  {code:<3} {meaning}" for code, meaning in EXIT_CODES.items())
+    parser = Parser(
+        prog="contextd", description=SUMMARY, epilog=f"{EPILOG}\nexit codes:\n{exit_codes}\n",
+        formatter_class=HelpFormatter,
+        parents=[global_options(defaults=True)],
     )
     parser.add_argument("--version", action="version", version=f"contextd {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser(
-        "serve", help="run the daemon (stdio by default)", parents=[global_options(defaults=False)]
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    after = global_options(defaults=False)
+
+    def add_command(name: str, summary: str, epilog: str = "", **extra: Any) -> argparse.ArgumentParser:
+        """A subcommand with a one-line summary, its examples and the global options."""
+        return commands.add_parser(
+            name, help=summary, description=extra.pop("description", summary), epilog=epilog,
+            formatter_class=HelpFormatter, parents=[after], **extra,
+        )
+
+    add_command(
+        "serve", "run the daemon (LSP base protocol, JSON-RPC 2.0; stdio unless --tcp)",
+        epilog="examples:\n  contextd serve\n  contextd serve --tcp 127.0.0.1:7777 --log-level DEBUG\n",
     )
-    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
-    return parser.parse_args(argv)
+    add_client_commands(add_command, after)
+    return parser
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = build_parser()
+    if not argv:
+        raise UsageError("a command is needed", parser.format_help())
+    args = parser.parse_args(argv)
+    if args.command is None:
+        raise UsageError("a command is needed", parser.format_usage())
+    return args
 
 
 def parse_host_port(value: str) -> tuple[str, int]:
     host, _, port = value.rpartition(":")
-    if not host or not port.isdigit():
-        raise SystemExit(f"contextd: --tcp wants HOST:PORT, got {value!r}")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--tcp wants HOST:PORT, got {value!r}")
     return host, int(port)
 
 
@@ -75,40 +160,30 @@ def configure_logging(level: str) -> None:
 def serve(args: argparse.Namespace) -> int:
     from contextd.server import create_server
 
-    configure_logging(args.log_level)
+    if args.json or args.settings:
+        raise UsageError("--json and --settings are for client commands; serve takes settings "
+                         "from its client's initializationOptions")
+    address = parse_host_port(args.tcp) if args.tcp else None
+    configure_logging(args.log_level or SERVE_LOG_LEVEL)
     server = create_server(data_dir=args.data_dir)
-    if args.tcp:
-        host, port = parse_host_port(args.tcp)
-        server.start_tcp(host, port)
+    if address:
+        server.start_tcp(*address)
     else:
         server.start_io()
     return 0
 
 
-GLOBAL_OPTIONS_WITH_VALUE = ("--data-dir", "--log-level")
-
-
-def command_name(argv: list[str]) -> str | None:
-    """The first word that is neither a global option nor its value."""
-    skip_next = False
-    for arg in argv:
-        if skip_next:
-            skip_next = False
-        elif arg in GLOBAL_OPTIONS_WITH_VALUE:
-            skip_next = True
-        elif not arg.startswith("-"):
-            return arg
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if command_name(argv) in CLIENT_COMMANDS:
-        from contextd_client.cli import main as client_main
+    from contextd_client.cli import report_error, run_client_command
 
-        return client_main(argv)
-    args = parse_args(argv)
-    return serve(args)
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = parse_args(argv)
+        if args.command == "serve":
+            return serve(args)
+    except UsageError as error:
+        return report_error(error, as_json="--json" in argv)
+    return run_client_command(args)
 
 
 if __name__ == "__main__":

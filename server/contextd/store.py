@@ -507,6 +507,21 @@ class Store:
         header = loaded.header or SessionHeader(id=listing.session_id, workspace=listing.workspace)
         return SessionFile.read_only(listing.path, header), loaded
 
+    def remove(self, listing: SessionListing) -> None:
+        """Delete a session's files; SessionLocked while a contextd process has it open.
+
+        The lock is taken first, so no daemon can open the session while it goes away.
+        """
+        if not listing.path.resolve().is_relative_to(self.data_dir):
+            raise InvalidSessionId(listing.session_id)
+        lock_path = listing.path.with_suffix(".lock")
+        lock_fd = acquire_lock(lock_path, listing.session_id)
+        try:
+            for path in (listing.path.with_name(listing.path.name + ".torn"), listing.path, lock_path):
+                path.unlink(missing_ok=True)
+        finally:
+            os.close(lock_fd)
+
     def _set_aside_torn_tail(self, listing: SessionListing, loaded: LoadedFile) -> None:
         aside = listing.path.with_name(listing.path.name + ".torn")
         with open(aside, "ab") as out:

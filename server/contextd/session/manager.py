@@ -83,9 +83,10 @@ class SessionManager:
 
     async def handoff(self, source: LiveSession, goal: str | None) -> tuple[LiveSession, HandoffEntry]:
         """Write a handoff document with the summarizer and start a new session with it."""
+        name = handoff_name(goal, source.name or source.session_id)
         return await source.handoff(
             goal,
-            lambda parent: self.create(source.header.workspace, model=source.model_id, parent=parent),
+            lambda parent: self.create(source.header.workspace, name=name, model=source.model_id, parent=parent),
         )
 
     def get(self, session_id: str) -> LiveSession:
@@ -209,3 +210,15 @@ def tree_of(entries: Iterable[Entry]) -> EntryTree:
     for entry in entries:
         tree.add(entry)
     return tree
+
+
+HANDOFF_NAME_CHARS = 80
+
+
+def handoff_name(goal: str | None, source_name: str) -> str:
+    """A hand-off session is named after its goal (its first line), else after its source."""
+    first_line = (goal or "").strip().splitlines()[0:1]
+    if first_line and first_line[0].strip():
+        text = first_line[0].strip()
+        return text if len(text) <= HANDOFF_NAME_CHARS else text[: HANDOFF_NAME_CHARS - 1] + "…"
+    return f"hand-off of {source_name}"
