@@ -1,0 +1,98 @@
+"""`contextd demo` on an 80-column terminal: a run is recorded through a pseudo-terminal and
+played into pyte, a terminal emulator, so the test sees the screen a person would. A live
+line wider than the terminal would leave a stale wrapped fragment behind at every redraw."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import struct
+import subprocess
+import termios
+from pathlib import Path
+
+import pyte
+import pytest
+
+from tests.cli.commands import CONTEXTD
+
+COLUMNS, ROWS = 80, 24
+USAGE_LINE = re.compile(
+    r"^\[[█░│]+\] +\d+\.\d%  +[\d,]+ / 40,000 tokens · threshold 34,000$"
+)
+
+
+def record(argv: list[str], columns: int, rows: int) -> tuple[int, bytes]:
+    """Run `argv` on a pseudo-terminal of the given size; its exit code and every byte it wrote."""
+    primary, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    env = {key: value for key, value in os.environ.items() if key not in ("COLUMNS", "LINES")}
+    process = subprocess.Popen(argv, stdin=secondary, stdout=secondary, stderr=secondary,
+                               env={**env, "TERM": "xterm-256color"})
+    os.close(secondary)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(primary)
+    return process.wait(timeout=60), b"".join(chunks)
+
+
+def screen_lines(recording: bytes, columns: int) -> list[str]:
+    """What the terminal shows at the end, scrollback included (a tall screen keeps it all)."""
+    screen = pyte.Screen(columns, 4000)
+    pyte.ByteStream(screen).feed(recording)
+    lines = [line.rstrip() for line in screen.display]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+@pytest.fixture(scope="module")
+def demo_screen(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], Path]:
+    data_dir = tmp_path_factory.mktemp("demo") / "data"
+    code, recording = record([*CONTEXTD, "--data-dir", str(data_dir), "demo", "--delay", "0"], COLUMNS, ROWS)
+    lines = screen_lines(recording, COLUMNS)
+    assert code == 0, "\n".join(lines[-30:])
+    assert b"\x1b[" in recording, "the demo did not draw a live line on the terminal"
+    return lines, data_dir
+
+
+def test_the_live_line_fits_80_columns_and_leaves_no_fragments(demo_screen: tuple[list[str], Path]) -> None:
+    lines, _ = demo_screen
+    drawn = [line for line in lines if "tokens · threshold" in line or "█" in line or "░" in line]
+    assert drawn, "\n".join(lines[:40])
+    for line in drawn:
+        assert USAGE_LINE.match(line), f"a broken usage line on the screen: {line!r}"
+    # The live line vanishes when the run ends: what stays is the final figure and the recap's.
+    assert len(drawn) == 2 and drawn[0] == drawn[1]
+
+
+def test_every_compaction_shows_once_in_full_with_the_threshold_that_fired(demo_screen: tuple[list[str], Path]) -> None:
+    lines, _ = demo_screen
+    started = [line for line in lines if line.startswith("⟳ compacting (threshold) at ")]
+    finished = [line for line in lines if line.startswith("✓ compacted (threshold): ")]
+    assert len(started) == len(finished) >= 2
+    for line in started:
+        tokens = int(line.removeprefix("⟳ compacting (threshold) at ").split()[0].replace(",", ""))
+        assert tokens >= 34_000  # it fired at the threshold the line showed
+    assert not any("counted" in line for line in lines)
+
+
+def test_the_recap_says_where_the_session_is_and_how_to_delete_it(demo_screen: tuple[list[str], Path]) -> None:
+    lines, data_dir = demo_screen
+    text = "\n".join(lines)
+    flat = "".join(lines)  # long paths wrap at the terminal's edge
+    session_file = re.search(r"Session file: +(\S+\.jsonl)", flat)
+    assert session_file and Path(session_file.group(1)).is_file()
+    assert Path(session_file.group(1)).is_relative_to(data_dir / "workspaces")
+    assert "(kept in the workspace `demo` of your data directory)" in text
+    assert f"Delete it:    contextd sessions rm --data-dir {data_dir} " in flat
+    assert "The summary the model now sees in place of the early history:" in text
