@@ -1,25 +1,11 @@
-"""Helpers of the client tests: skipping what the daemon does not serve yet, conversations."""
+"""Helpers of the client tests: settings and conversations."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
-from contextd_client import ContextdClient, ContextdError
-
-METHOD_NOT_FOUND = -32601
-
 SETTINGS = {"compaction": {"keepRecentTokens": 2000}}
 """Default settings but for a short kept tail, so a test conversation has something to compact."""
-
-
-async def skip_unless_served(client: ContextdClient, method: str, params: dict[str, Any] | None = None) -> None:
-    """Skip the test while the daemon answers `method` with -32601 (not implemented yet)."""
-    try:
-        await client.request(method, params if params is not None else {})
-    except ContextdError as error:
-        if error.code == METHOD_NOT_FOUND:
-            pytest.skip(f"waiting for the server to implement {method}")
 
 
 def user(text: str) -> dict[str, Any]:

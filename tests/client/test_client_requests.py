@@ -1,7 +1,6 @@
 """Every request and notification of the protocol, through the Python client, on a real daemon.
 
-Methods the daemon does not serve yet skip at run time (it answers -32601), naming the method,
-so these tests switch on by themselves as the server grows.
+A method the daemon lost fails its test (-32601), it is never skipped.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from contextd_client import types as t
 from tests.client.helpers import (
     SETTINGS,
     long_conversation,
-    skip_unless_served,
     tool_turn,
     user,
 )
@@ -155,7 +153,6 @@ async def filled_session(client: ContextdClient, tmp_path: Path, turns: int = 12
 
 
 async def test_manual_compaction_shrinks_the_context_and_notifies(client: ContextdClient, tmp_path: Path) -> None:
-    await skip_unless_served(client, "contextd/compact")
     session_id = await filled_session(client, tmp_path)
     before = (await client.state(session_id))["usage"]["tokens"]
     with client.notifications(t.COMPACTION_STARTED, t.COMPACTION_FINISHED) as stream:
@@ -175,7 +172,6 @@ async def test_manual_compaction_shrinks_the_context_and_notifies(client: Contex
 async def test_compact_dry_run_changes_nothing_and_foretells_the_compaction(
     client: ContextdClient, tmp_path: Path
 ) -> None:
-    await skip_unless_served(client, "contextd/compact")
     session_id = await filled_session(client, tmp_path)
     state = await client.state(session_id)
     plan = await client.compact(session_id, dry_run=True)
@@ -188,7 +184,6 @@ async def test_compact_dry_run_changes_nothing_and_foretells_the_compaction(
 
 
 async def test_compact_on_an_empty_session_is_nothing_to_compact(client: ContextdClient, tmp_path: Path) -> None:
-    await skip_unless_served(client, "contextd/compact")
     session_id = (await client.session_open(workspace=tmp_path))["sessionId"]
     with pytest.raises(ContextdError) as error:
         await client.compact(session_id)
@@ -197,7 +192,6 @@ async def test_compact_on_an_empty_session_is_nothing_to_compact(client: Context
 
 async def test_threshold_compaction_happens_while_appending(tmp_path: Path) -> None:
     async with await ContextdClient.spawn(data_dir=tmp_path, settings=SMALL_WINDOW_SETTINGS) as client:
-        await skip_unless_served(client, "contextd/compact")
         with client.notifications(t.COMPACTION_FINISHED) as stream:
             session_id = await filled_session(client, tmp_path, turns=20)
             finished = await stream.get(timeout=30)
@@ -209,12 +203,10 @@ async def test_threshold_compaction_happens_while_appending(tmp_path: Path) -> N
 
 async def test_compact_abort_answers(client: ContextdClient, tmp_path: Path) -> None:
     session_id = (await client.session_open(workspace=tmp_path))["sessionId"]
-    await skip_unless_served(client, "contextd/compact/abort", {"sessionId": session_id})
     assert await client.compact_abort(session_id) == {"aborted": False}
 
 
 async def test_handoff_starts_a_new_session(client: ContextdClient, tmp_path: Path) -> None:
-    await skip_unless_served(client, "contextd/handoff")
     session_id = await filled_session(client, tmp_path, turns=4)
     result = await client.handoff(session_id, goal="Write the tests for module 3")
     assert result["sessionId"] != session_id
@@ -226,7 +218,6 @@ async def test_handoff_starts_a_new_session(client: ContextdClient, tmp_path: Pa
 
 
 async def test_tree_label_navigate_and_fork(client: ContextdClient, tmp_path: Path) -> None:
-    await skip_unless_served(client, "contextd/tree")
     session_id = (await client.session_open(workspace=tmp_path))["sessionId"]
     first = await client.append(session_id, [user("first question")])
     await client.append(session_id, [{"role": "assistant", "content": [{"type": "text", "text": "first answer"}]}])
@@ -237,17 +228,14 @@ async def test_tree_label_navigate_and_fork(client: ContextdClient, tmp_path: Pa
     assert tree["leafId"] == second["leafId"]
     assert ids[second["leafId"]]["parentId"] in ids
 
-    await skip_unless_served(client, "contextd/label", {"sessionId": session_id})
     assert await client.label(session_id, first["leafId"], "start") == {"entryId": first["leafId"], "label": "start"}
     tree = await client.tree(session_id)
     assert {node["id"]: node for node in tree["nodes"]}[first["leafId"]].get("label") == "start"
 
-    await skip_unless_served(client, "contextd/navigate", {"sessionId": session_id})
     moved = await client.navigate(session_id, second["leafId"])
     assert moved["editorText"] == "second question"
     assert (await client.state(session_id))["leafId"] == moved["leafId"]
 
-    await skip_unless_served(client, "contextd/fork", {"sessionId": session_id})
     forked = await client.fork(session_id, first["leafId"])
     assert forked["sessionId"] != session_id
     assert [m["content"] for m in (await client.context(forked["sessionId"]))["messages"]] == ["first question"]
@@ -255,7 +243,6 @@ async def test_tree_label_navigate_and_fork(client: ContextdClient, tmp_path: Pa
 
 async def test_idle_configure_arms_the_idle_timer(client: ContextdClient, tmp_path: Path) -> None:
     session_id = (await client.session_open(workspace=tmp_path))["sessionId"]
-    await skip_unless_served(client, "contextd/idle/configure", {"sessionId": session_id, "enabled": False})
     with client.notifications(t.IDLE_TIMER) as stream:
         configured = await client.idle_configure(
             session_id=session_id, enabled=True, timeout_seconds=30, threshold_tokens=1
@@ -278,7 +265,6 @@ async def test_before_compact_hook_supplies_the_summary_or_cancels(tmp_path: Pat
     async with await ContextdClient.spawn(
         data_dir=tmp_path, settings=SETTINGS, before_compact=before_compact
     ) as client:
-        await skip_unless_served(client, "contextd/compact")
         session_id = await filled_session(client, tmp_path)
         result = await client.compact(session_id)
         assert result["summary"].startswith("The client's own summary.")
@@ -293,7 +279,6 @@ async def test_before_compact_hook_supplies_the_summary_or_cancels(tmp_path: Pat
 
 async def test_work_done_progress_during_a_compaction(tmp_path: Path) -> None:
     async with await ContextdClient.spawn(data_dir=tmp_path, settings=SETTINGS, work_done_progress=True) as client:
-        await skip_unless_served(client, "contextd/compact")
         session_id = await filled_session(client, tmp_path)
         with client.notifications("$/progress") as stream:
             await client.compact(session_id)
@@ -332,7 +317,6 @@ class StallingSummarizer:
 @pytest.mark.parametrize("stop", ["cancel the awaiting task", "compact_abort"])
 async def test_a_running_compaction_stops_and_leaves_the_session_as_it_was(tmp_path: Path, stop: str) -> None:
     async with StallingSummarizer() as settings, await ContextdClient.spawn(data_dir=tmp_path, settings=settings) as client:
-        await skip_unless_served(client, "contextd/compact")
         session_id = await filled_session(client, tmp_path)
         before = await client.state(session_id)
         with client.notifications(t.COMPACTION_STARTED, t.COMPACTION_FINISHED) as stream:

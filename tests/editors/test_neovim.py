@@ -3,7 +3,7 @@
 Every Neovim found is tested: /usr/bin/nvim (0.7.2 on Debian), the `nvim` on PATH and any
 listed in CONTEXTD_TEST_NVIM (os.pathsep-separated paths). vim.notify, vim.ui.select and
 vim.ui.input are replaced inside Neovim to record what the user would see and to answer
-the pickers. Methods the daemon does not have yet (-32601) skip their tests at run time.
+the pickers.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ pynvim = pytest.importorskip("pynvim")
 
 PLUGIN_DIR = Path(__file__).resolve().parents[2] / "editors" / "neovim"
 LUALINE_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "lualine"
-METHOD_NOT_FOUND = -32601
 INFO, WARN, ERROR = 2, 3, 4  # vim.log.levels
 KOLKATA = ZoneInfo("Asia/Kolkata")  # Neovim runs in this zone (TZ), far from UTC
 
@@ -196,18 +195,6 @@ class Editor:
 
     def answer_inputs(self, *answers: str) -> None:
         self.lua("_G.input_answers = ...", list(answers))
-
-    def supports(self, method: str) -> bool:
-        """Asks the daemon with empty params: -32601 if it lacks the method, else -32602."""
-        code = (
-            "local _, err = require('contextd.client').request_sync(..., vim.empty_dict());"
-            " return err and err.code"
-        )
-        return self.lua(code, method) != METHOD_NOT_FOUND
-
-    def require_method(self, method: str) -> None:
-        if not self.supports(method):
-            pytest.skip(f"the daemon does not implement {method} yet")
 
     def entries(self, session_id: str) -> list[dict[str, Any]]:
         """The session's file as the daemon wrote it: header first, then entries."""
@@ -538,7 +525,6 @@ COMPACTABLE = {"compaction": {"keepRecentTokens": 300}, "pruning": {"enabled": F
 
 def test_compact_command_compacts_with_instructions(editor: Editor) -> None:
     session_id = editor.setup(settings=COMPACTABLE)
-    editor.require_method("contextd/compact")
     editor.append(long_turns(6))
     editor.command("Contextd compact focus on the parser")
     note = editor.wait_note("compacted")
@@ -553,7 +539,6 @@ def test_compact_command_compacts_with_instructions(editor: Editor) -> None:
 
 def test_compact_preview_changes_nothing(editor: Editor) -> None:
     session_id = editor.setup(settings=COMPACTABLE)
-    editor.require_method("contextd/compact")
     editor.append(long_turns(6))
     before = editor.entries(session_id)
     editor.command("Contextd preview")
@@ -564,11 +549,9 @@ def test_compact_preview_changes_nothing(editor: Editor) -> None:
 
 def test_nothing_to_compact_is_information_not_an_error(editor: Editor) -> None:
     editor.setup()
-    editor.require_method("contextd/compact")
     editor.command("ContextdCompact")
     note = editor.wait_note("contextd: compact:")
     assert note["level"] == INFO
-    editor.require_method("contextd/compact/abort")
     editor.command("Contextd abort")
     assert editor.wait_note("no compaction is running")["level"] == INFO
 
@@ -579,7 +562,6 @@ def test_an_automatic_compaction_is_announced(editor: Editor) -> None:
         "pruning": {"enabled": False},
     }
     session_id = editor.setup(settings=settings)
-    editor.require_method("contextd/compact")
     editor.append(long_turns(4))
     note = editor.wait_note("compacted (threshold)")
     assert note["level"] == INFO
@@ -634,7 +616,6 @@ def test_abort_command_stops_a_running_compaction(
 ) -> None:
     summarizer = {"provider": "remote", "remoteEndpoint": stalling_summarizer.url, "maxRetries": 0}
     session_id = editor.setup(settings={**COMPACTABLE, "summarizer": summarizer})
-    editor.require_method("contextd/compact/abort")
     editor.append(long_turns(6))
     editor.command("ContextdCompact")
     editor.wait("require('contextd').statusline():find('compacting…', 1, true) ~= nil")
@@ -692,7 +673,6 @@ def test_aborting_a_branch_summary(editor: Editor, stalling_summarizer: Stalling
 
 def test_handoff_moves_to_the_new_session(editor: Editor) -> None:
     old_id = editor.setup()
-    editor.require_method("contextd/handoff")
     editor.append(CONVERSATION)
     editor.command("Contextd handoff write the release notes")
     editor.wait_note("handed off")
@@ -828,7 +808,6 @@ def test_clearing_a_label_works_where_empty_input_reads_as_nil(editor: Editor) -
 
 def test_fork_command_starts_a_session_from_an_entry(editor: Editor) -> None:
     old_id = editor.setup()
-    editor.require_method("contextd/fork")
     entry_ids = editor.append(CONVERSATION)["entryIds"]
     editor.command(f"ContextdFork {entry_ids[1]}")
     editor.wait_note("forked")
@@ -857,7 +836,6 @@ def test_sessions_command_switches_sessions(editor: Editor) -> None:
 
 def test_idle_command_compacts_a_session_left_idle(editor: Editor) -> None:
     session_id = editor.setup(settings={**COMPACTABLE, "idle": {"thresholdTokens": 1000}})
-    editor.require_method("contextd/idle/configure")
     editor.command("Contextd idle 1")
     editor.wait_note("idle compaction after 1 s")
     editor.append(long_turns(4))
@@ -875,7 +853,6 @@ def test_an_automatic_handoff_moves_to_the_new_session(editor: Editor) -> None:
         "pruning": {"enabled": False},
     }
     old_id = editor.setup(settings=settings)
-    editor.require_method("contextd/handoff")
     editor.append(long_turns(4))
     editor.wait_note("handed off to the new session")
     new_id = editor.state()["session_id"]
