@@ -514,13 +514,12 @@ class Store:
         """
         if not listing.path.resolve().is_relative_to(self.data_dir):
             raise InvalidSessionId(listing.session_id)
-        lock_path = listing.path.with_suffix(".lock")
-        lock_fd = acquire_lock(lock_path, listing.session_id)
+        self._lock(listing.session_id)
         try:
-            for path in (listing.path.with_name(listing.path.name + ".torn"), listing.path, lock_path):
+            for path in (listing.path.with_name(listing.path.name + ".torn"), listing.path):
                 path.unlink(missing_ok=True)
         finally:
-            os.close(lock_fd)
+            self.release(listing.session_id)
 
     def _set_aside_torn_tail(self, listing: SessionListing, loaded: LoadedFile) -> None:
         aside = listing.path.with_name(listing.path.name + ".torn")
