@@ -306,6 +306,11 @@ async def run_sessions(args: argparse.Namespace) -> int:
         result = await client.session_list(workspace=args.workspace)
     if args.json:
         emit_json(result)
+    elif result["sessions"] and sys.stdout.isatty():
+        from rich.console import Console
+
+        console = Console(highlight=False)
+        console.print(render.sessions_rich_table(result["sessions"], console.width))
     else:
         print(render.sessions_table(result["sessions"]))
     return EXIT_OK

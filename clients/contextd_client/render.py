@@ -109,10 +109,12 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def sessions_table(sessions: Sequence[t.SessionSummary]) -> str:
-    if not sessions:
-        return "No sessions."
-    rows = [
+MIN_SHRUNK_CELLS = 8
+SESSION_COLUMNS = ["SESSION", "NAME", "ENTRIES", "TOKENS", "UPDATED", "WORKSPACE"]
+
+
+def session_rows(sessions: Sequence[t.SessionSummary]) -> list[list[str]]:
+    return [
         [
             session["sessionId"],
             session.get("name") or "",
@@ -123,7 +125,41 @@ def sessions_table(sessions: Sequence[t.SessionSummary]) -> str:
         ]
         for session in sessions
     ]
-    return table(["SESSION", "NAME", "ENTRIES", "TOKENS", "UPDATED", "WORKSPACE"], rows)
+
+
+def sessions_table(sessions: Sequence[t.SessionSummary]) -> str:
+    """Whole cells, for logs and scripts: lines as long as they need."""
+    if not sessions:
+        return "No sessions."
+    return table(SESSION_COLUMNS, session_rows(sessions))
+
+
+def sessions_rich_table(sessions: Sequence[t.SessionSummary], width: int) -> Any:
+    """For a terminal of `width` columns: a rich table that fits it. Ids and figures stay
+    whole; the name and the workspace share what is left, cut with an ellipsis."""
+    from rich.table import Table
+
+    # The short time (month-day hour:minute) leaves room for the name and the workspace.
+    rows = [
+        [*row[:4], session["updatedAt"][5:16].replace("T", " "), row[5]]
+        for row, session in zip(session_rows(sessions), sessions, strict=True)
+    ]
+    whole = [max(len(header), *(len(row[index]) for row in rows)) for index, header in enumerate(SESSION_COLUMNS)]
+    shrinking = {SESSION_COLUMNS.index("NAME"), SESSION_COLUMNS.index("WORKSPACE")}
+    fixed = sum(cells for index, cells in enumerate(whole) if index not in shrinking)
+    room = max(width - fixed - 2 * (len(SESSION_COLUMNS) - 1), 2 * MIN_SHRUNK_CELLS)
+    name_cells = min(whole[1], max(MIN_SHRUNK_CELLS, room - min(whole[5], room // 2)))
+    workspace_cells = max(MIN_SHRUNK_CELLS, min(whole[5], room - name_cells))
+    widths = [*whole[:1], name_cells, *whole[2:5], workspace_cells]
+    grid = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    for header, cells in zip(SESSION_COLUMNS, widths, strict=True):
+        grid.add_column(
+            header, no_wrap=True, overflow="ellipsis", width=cells,
+            justify="right" if header in ("ENTRIES", "TOKENS") else "left",
+        )
+    for row in rows:
+        grid.add_row(*row)
+    return grid
 
 
 def node_title(node: t.TreeNode, id_width: int = 0) -> str:

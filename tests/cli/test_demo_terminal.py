@@ -96,3 +96,15 @@ def test_the_recap_says_where_the_session_is_and_how_to_delete_it(demo_screen: t
     assert "(kept in the workspace `demo` of your data directory)" in text
     assert f"Delete it:    contextd sessions rm --data-dir {data_dir} " in flat
     assert "The summary the model now sees in place of the early history:" in text
+
+
+def test_the_sessions_table_fits_80_columns_with_every_column(demo_screen: tuple[list[str], Path]) -> None:
+    _, data_dir = demo_screen
+    code, recording = record([*CONTEXTD, "--data-dir", str(data_dir), "sessions"], COLUMNS, ROWS)
+    lines = screen_lines(recording, COLUMNS)
+    assert code == 0, "\n".join(lines)
+    header, row = lines
+    assert header.split() == ["SESSION", "NAME", "ENTRIES", "TOKENS", "UPDATED", "WORKSPACE"]
+    session_id = next(Path(data_dir / "workspaces").rglob("*.jsonl")).stem
+    assert row.startswith(session_id + "  ") and row.endswith("  demo")
+    assert "contextd demo: " in row  # the name, cut to fit, still starts as it should
