@@ -277,15 +277,13 @@ def data_dir_only(args: argparse.Namespace, command: str) -> None:
 
 async def resolve_session(client: ContextdClient, wanted: str) -> str:
     """A full session id from an id or a unique prefix of one."""
+    from contextd_client.datadir import NotFound, find_by_prefix
+
     ids = [session["sessionId"] for session in (await client.session_list())["sessions"]]
-    if wanted in ids:
-        return wanted
-    matches = [session_id for session_id in ids if session_id.startswith(wanted)]
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        raise UsageError(f"{wanted!r} matches several sessions: {', '.join(matches)}")
-    return wanted  # let the daemon say it does not exist (exit 1, -32001)
+    try:
+        return find_by_prefix(wanted, ids, "session")
+    except NotFound:
+        return wanted  # let the daemon say it does not exist (exit 1, -32001)
 
 
 def emit_json(value: Any) -> None:

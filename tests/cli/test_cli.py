@@ -21,18 +21,6 @@ FIXTURES = Path(__file__).parents[1] / "importers" / "fixtures"
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "data"
-
-
-@pytest.fixture
-def conversation(tmp_path: Path) -> Path:
-    path = tmp_path / "conversation.jsonl"
-    path.write_text("".join(json.dumps(message) + "\n" for message in long_conversation(14)))
-    return path
-
-
-@pytest.fixture
 def replayed(data_dir: Path, conversation: Path) -> dict[str, Any]:
     """A session replayed into an 8,000-token window: it compacted on the way."""
     return run_json(data_dir, "replay", str(conversation), "--name", "replayed", "--window", "8000")

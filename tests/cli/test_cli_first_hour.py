@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from tests.cli.commands import CONTEXTD, json_error, run, run_json
-from tests.client.helpers import long_conversation
 
 CLIENT_COMMANDS = ["demo", "replay", "import", "sessions", "show", "tree", "compact", "handoff", "watch"]
 CODEX_FIXTURE = Path(__file__).parents[1] / "importers" / "fixtures" / "codex.jsonl"
@@ -21,18 +20,6 @@ CODEX_FIXTURE = Path(__file__).parents[1] / "importers" / "fixtures" / "codex.js
 
 def contextd(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CONTEXTD, *args], capture_output=True, text=True, timeout=timeout, check=False)
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "data"
-
-
-@pytest.fixture
-def conversation(tmp_path: Path) -> Path:
-    path = tmp_path / "conversation.jsonl"
-    path.write_text("".join(json.dumps(message) + "\n" for message in long_conversation(14)))
-    return path
 
 
 @pytest.fixture
