@@ -253,6 +253,19 @@ def test_each_tokenizer_learns_on_its_own():
     assert ledger.factor("gemini", 1.0) < 1.0
 
 
+def test_no_growth_is_measured_across_a_change_of_tokenizer():
+    """The first answer after a switch from Claude to Gemini reports a prompt counted by
+    another tokenizer than the answer before it: no growth can be read from the two."""
+    chain = Chain()
+    chain.model("claude-sonnet-4-5")
+    chain.user(words(300, 0))
+    chain.answer("a", Usage(input=50_000, output=10))
+    chain.model("gemini-2.5-pro")
+    chain.user(words(300, 1))
+    chain.answer("b", Usage(input=51_500, output=10))  # growth that looks plausible
+    assert learn(chain.entries, chain.tokens(), tokenizer_of, "unknown").evidence == {}
+
+
 def test_branches_learn_from_their_own_parents():
     """An answer on a side branch is compared with the answer above it, not the last one
     written: two branches from one answer both give true growth."""

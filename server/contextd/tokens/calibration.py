@@ -135,7 +135,10 @@ def calibration_step(
     if isinstance(entry, (CompactionEntry, PruneEntry)):
         return Since(None, 0, before.tokenizer), None
     if isinstance(entry, ModelChangeEntry):
-        return Since(before.prompt, before.counted, tokenizer_of(entry.model)), None
+        tokenizer = tokenizer_of(entry.model)
+        if tokenizer != before.tokenizer:  # the next prompt is counted by another tokenizer
+            return Since(None, 0, tokenizer), None
+        return before, None
     if not (isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage)):
         return Since(before.prompt, before.counted + tokens, before.tokenizer), None
     answer = entry.message
