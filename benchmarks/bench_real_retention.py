@@ -1,0 +1,258 @@
+"""What a developer needs survives compaction of real agent sessions, and nothing stale
+is presented as current.
+
+    python benchmarks/bench_real_retention.py [--keep 4000] [--later 8] [--only NAME] [--show]
+
+For each transcript of `tests/fixtures/real/` with a facts file in `benchmarks/real_facts/`
+(written by reading the transcript, before looking at any summary of it), the transcript is
+imported as a contextd session and compacted with the offline summarizer twice: first with
+the last `--later` messages not yet appended, then again once they are (the second summary
+updates the first). Compaction is the pure core (`prepare_compaction`), as the daemon runs it.
+
+After each compaction the context is the summary plus the kept tail. A fact counts when the
+context before the compaction held it (one of its strings, case and spacing aside); it is
+kept "in summary" when the summary holds it, "in tail" when only the kept messages do, else
+lost. A stale item (a fixed error, a rejected hypothesis, a reverted decision) is presented
+as current when the summary shows it under Goal, In Progress, Blocked or Next Steps.
+
+Targets: >= 90% of facts kept after the first compaction and >= 85% after the second, on
+every format; no stale item presented as current; each summary within its token budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from contextd.compaction.context import build_context
+from contextd.compaction.prepare import (
+    CompactionPreparation,
+    assemble_compaction_summary,
+    prepare_compaction,
+)
+from contextd.compaction.serialize import serialize_conversation
+from contextd.importers import IMPORTERS
+from contextd.model import (
+    CompactionEntry,
+    Entry,
+    MessageEntry,
+    Settings,
+    SummarizerInfo,
+)
+from contextd.summarizers.checkpoint import count_tokens
+from contextd.summarizers.offline import OfflineSummarizer
+from contextd.tokens import count_entry
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "fixtures" / "real"
+FACTS = Path(__file__).resolve().parent / "real_facts"
+ENCODING = "o200k_base"
+TARGET_FIRST = 0.90
+TARGET_SECOND = 0.85
+CURRENT_SECTIONS = ("goal", "in progress", "blocked", "next steps")
+HEADING = re.compile(r"^#{2,3} (.+?)\s*$", re.MULTILINE)
+
+
+def normalized(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def found(strings: list[str], text: str) -> bool:
+    haystack = normalized(text)
+    return any(normalized(s) in haystack for s in strings)
+
+
+def current_sections(summary: str) -> str:
+    """The text of the summary's sections that present things as current."""
+    parts: list[str] = []
+    headings = list(HEADING.finditer(summary))
+    for index, heading in enumerate(headings):
+        end = headings[index + 1].start() if index + 1 < len(headings) else len(summary)
+        if heading.group(1).strip().lower() in CURRENT_SECTIONS:
+            parts.append(summary[heading.end():end])
+    return "\n".join(parts)
+
+
+def load_transcript(name: str, agent: str) -> tuple[list[Entry], str | None]:
+    with gzip.open(CORPUS / f"{name}.jsonl.gz", "rt", encoding="utf-8") as handle:
+        imported = IMPORTERS[agent](handle.read().splitlines())
+    return imported.entries, imported.leaf_id
+
+
+def path_to(entries: list[Entry], leaf: str | None) -> list[Entry]:
+    by_id = {entry.id: entry for entry in entries}
+    path: list[Entry] = []
+    while leaf is not None:
+        entry = by_id[leaf]
+        path.append(entry)
+        leaf = entry.parentId
+    return path[::-1]
+
+
+def context_text(path: list[Entry], tokens: dict[str, int]) -> str:
+    return serialize_conversation(item.message for item in build_context(path, tokens))
+
+
+@dataclass
+class Measure:
+    present: int
+    in_summary: int
+    in_tail: int
+    stale_current: list[str]
+    tokens_before: int
+    tokens_after: int
+    summary_tokens: int
+    budget: int
+
+    @property
+    def kept(self) -> float:
+        return (self.in_summary + self.in_tail) / self.present if self.present else 1.0
+
+
+async def compact(
+    path: list[Entry], tokens: dict[str, int], settings: Settings, number: int
+) -> tuple[CompactionEntry, CompactionPreparation]:
+    preparation = prepare_compaction(path, tokens, settings)
+    assert isinstance(preparation, CompactionPreparation), preparation
+    summarizer = OfflineSummarizer()
+    history = turn = None
+    if preparation.history_request:
+        history = await summarizer.summarize(preparation.history_request)
+    if preparation.turn_prefix_request:
+        turn = await summarizer.summarize(preparation.turn_prefix_request)
+    summary = assemble_compaction_summary(
+        preparation, history_summary=history, turn_prefix_summary=turn
+    )
+    entry = CompactionEntry(
+        id=f"bench-compaction-{number}",
+        parentId=path[-1].id,
+        timestamp=path[-1].timestamp,
+        summary=summary,
+        firstKeptEntryId=preparation.first_kept_entry_id,
+        tokensBefore=preparation.tokens_before,
+        tokensAfter=preparation.tokens_after,
+        reason="manual",
+        summarizer=SummarizerInfo(provider="offline"),
+        details=preparation.files,
+    )
+    return entry, preparation
+
+
+def measure(
+    facts: dict[str, Any],
+    before: str,
+    entry: CompactionEntry,
+    preparation: CompactionPreparation,
+    after_path: list[Entry],
+    tokens: dict[str, int],
+) -> tuple[Measure, list[str]]:
+    after = build_context(after_path, tokens)
+    tail = serialize_conversation(item.message for item in after[1:])
+    present = in_summary = in_tail = 0
+    lost: list[str] = []
+    for fact in facts["facts"]:
+        if not found(fact["any"], before):
+            continue
+        present += 1
+        if found(fact["any"], entry.summary):
+            in_summary += 1
+        elif found(fact["any"], tail):
+            in_tail += 1
+        else:
+            lost.append(fact["fact"])
+    current = current_sections(entry.summary)
+    stale = [item["item"] for item in facts.get("stale", []) if found(item["any"], current)]
+    budget = sum(r.max_tokens for r in preparation.requests)
+    return Measure(
+        present=present,
+        in_summary=in_summary,
+        in_tail=in_tail,
+        stale_current=stale,
+        tokens_before=preparation.tokens_before,
+        tokens_after=sum(tokens.get(item.entry_id, 0) for item in after[1:])
+        + count_entry(entry, ENCODING),
+        summary_tokens=count_tokens(entry.summary),
+        budget=budget,
+    ), lost
+
+
+async def run_one(facts: dict[str, Any], keep: int, later: int, show: bool) -> list[Measure]:
+    entries, leaf = load_transcript(facts["transcript"], facts["agent"])
+    path = path_to(entries, leaf)
+    tokens = {entry.id: count_entry(entry, ENCODING) for entry in path}
+    settings = Settings.model_validate({"compaction": {"keepRecentTokens": keep}})
+    message_indexes = [i for i, e in enumerate(path) if isinstance(e, MessageEntry)]
+    split = message_indexes[-later] if len(message_indexes) > later else len(path)
+    # A cut may not leave a toolCall without its result: end the first part after a result
+    # or a message without calls.
+    first_part = path[:split]
+    results: list[Measure] = []
+    compacted = first_part
+    for number, (head, rest) in enumerate(((first_part, path[split:]), (None, []))):
+        current = head if head is not None else compacted
+        before = context_text(current, tokens)
+        entry, preparation = await compact(current, tokens, settings, number + 1)
+        tokens[entry.id] = count_entry(entry, ENCODING)
+        after_path = [*current, entry]
+        result, lost = measure(facts, before, entry, preparation, after_path, tokens)
+        results.append(result)
+        if show:
+            print(f"\n--- {facts['transcript']} compaction {number + 1} ---\n{entry.summary}")
+        if lost:
+            print(f"  {facts['transcript']} #{number + 1} lost: " + "; ".join(lost), file=sys.stderr)
+        if result.stale_current:
+            print(f"  {facts['transcript']} #{number + 1} stale as current: "
+                  + "; ".join(result.stale_current), file=sys.stderr)
+        if rest:
+            first = rest[0]
+            rest = [first.model_copy(update={"parentId": entry.id}), *rest[1:]]
+        compacted = [*after_path, *rest]
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--keep", type=int, default=4000, help="keepRecentTokens")
+    parser.add_argument("--later", type=int, default=8, help="messages appended between the two compactions")
+    parser.add_argument("--only", help="one transcript name")
+    parser.add_argument("--show", action="store_true", help="print the summaries")
+    args = parser.parse_args()
+    files = sorted(FACTS.glob("*.json"))
+    print(f"keepRecentTokens {args.keep}; second compaction after {args.later} more messages\n")
+    header = (f"{'transcript':34} {'#':>1} {'facts':>5} {'summary':>7} {'tail':>4} {'lost':>4} "
+              f"{'kept':>5} {'stale':>5} {'before':>7} {'after':>6} {'summ':>5} {'budget':>6}")
+    print(header)
+    worst: dict[tuple[str, int], float] = {}
+    stale_total = 0
+    over_budget = 0
+    for file in files:
+        facts = json.loads(file.read_text())
+        if args.only and facts["transcript"] != args.only:
+            continue
+        for number, m in enumerate(asyncio.run(run_one(facts, args.keep, args.later, args.show)), 1):
+            lost = m.present - m.in_summary - m.in_tail
+            print(f"{facts['transcript']:34} {number:>1} {m.present:>5} {m.in_summary:>7} {m.in_tail:>4} "
+                  f"{lost:>4} {m.kept:>5.0%} {len(m.stale_current):>5} {m.tokens_before:>7} "
+                  f"{m.tokens_after:>6} {m.summary_tokens:>5} {m.budget:>6}")
+            key = (facts["agent"], number)
+            worst[key] = min(worst.get(key, 1.0), m.kept)
+            stale_total += len(m.stale_current)
+            over_budget += m.summary_tokens > m.budget
+    print()
+    for (agent, number), kept in sorted(worst.items()):
+        target = TARGET_FIRST if number == 1 else TARGET_SECOND
+        verdict = "met" if kept >= target else "NOT met"
+        print(f"{agent:12} compaction {number}: worst {kept:.0%} (target {target:.0%}) {verdict}")
+    print(f"stale items presented as current: {stale_total} (target 0)")
+    print(f"summaries over budget: {over_budget} (target 0)")
+
+
+if __name__ == "__main__":
+    main()
