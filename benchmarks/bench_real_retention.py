@@ -6,14 +6,15 @@ is presented as current.
 For each transcript of `tests/fixtures/real/` with a facts file in `benchmarks/real_facts/`
 (written by reading the transcript, before looking at any summary of it), the transcript is
 imported as a contextd session and compacted with the offline summarizer twice: first with
-the last `--later` messages not yet appended, then again once they are (the second summary
+the last `--later` messages (and at least keepRecentTokens/2 tokens) not yet appended, then again once they are (the second summary
 updates the first). Compaction is the pure core (`prepare_compaction`), as the daemon runs it.
 
 After each compaction the context is the summary plus the kept tail. A fact counts when the
 context before the compaction held it (one of its strings, case and spacing aside); it is
 kept "in summary" when the summary holds it, "in tail" when only the kept messages do, else
 lost. A stale item (a fixed error, a rejected hypothesis, a reverted decision) is presented
-as current when the summary shows it under Goal, In Progress, Blocked or Next Steps.
+as current when the summary shows it under Goal, In Progress, Blocked or Next Steps, once
+the transcript has made it stale (its optional `staleWhen` strings mark that moment).
 
 Targets: >= 90% of facts kept after the first compaction and >= 85% after the second, on
 every format; no stale item presented as current; each summary within its token budget.
@@ -145,6 +146,16 @@ async def compact(
     return entry, preparation
 
 
+def _stale_by_then(item: dict[str, Any], before: str, tail: str) -> bool:
+    """Whether the summarized messages made the item stale: its `staleWhen` string (the
+    fix, the reversal) came before the compaction and is not only in the kept tail, where
+    the next session reads it anyway."""
+    when = item.get("staleWhen")
+    if when is None:
+        return True
+    return found(when, before) and not found(when, tail)
+
+
 def measure(
     facts: dict[str, Any],
     before: str,
@@ -168,7 +179,13 @@ def measure(
         else:
             lost.append(fact["fact"])
     current = current_sections(entry.summary)
-    stale = [item["item"] for item in facts.get("stale", []) if found(item["any"], current)]
+    # A stale item counts once it was stale: `staleWhen` is a string whose appearance marks
+    # the moment (the fix, the reversal); before it, the item was still current.
+    stale = [
+        item["item"]
+        for item in facts.get("stale", [])
+        if found(item["any"], current) and _stale_by_then(item, before, tail)
+    ]
     budget = sum(r.max_tokens for r in preparation.requests)
     return Measure(
         present=present,
@@ -183,36 +200,49 @@ def measure(
     ), lost
 
 
+def later_start(path: list[Entry], tokens: dict[str, int], messages: int, min_tokens: int) -> int:
+    """Where the messages appended between the two compactions begin: at least `messages`
+    messages and `min_tokens` tokens before the end, so that the second compaction has
+    something new to summarize."""
+    seen = added = 0
+    for index in range(len(path) - 1, 0, -1):
+        if isinstance(path[index], MessageEntry):
+            seen += 1
+            added += tokens[path[index].id]
+            if seen >= messages and added >= min_tokens:
+                return index
+    return len(path)
+
+
 async def run_one(facts: dict[str, Any], keep: int, later: int, show: bool) -> list[Measure]:
     entries, leaf = load_transcript(facts["transcript"], facts["agent"])
     path = path_to(entries, leaf)
     tokens = {entry.id: count_entry(entry, ENCODING) for entry in path}
     settings = Settings.model_validate({"compaction": {"keepRecentTokens": keep}})
-    message_indexes = [i for i, e in enumerate(path) if isinstance(e, MessageEntry)]
-    split = message_indexes[-later] if len(message_indexes) > later else len(path)
-    # A cut may not leave a toolCall without its result: end the first part after a result
-    # or a message without calls.
+    split = later_start(path, tokens, later, keep // 2)
     first_part = path[:split]
     results: list[Measure] = []
+    # The facts a compaction could keep are those the original messages held by then, not
+    # those an earlier summary still holds: a fact lost once stays lost.
+    stages = ((first_part, path[:split], path[split:]), (None, path, []))
     compacted = first_part
-    for number, (head, rest) in enumerate(((first_part, path[split:]), (None, []))):
+    for number, (head, original, rest) in enumerate(stages, 1):
         current = head if head is not None else compacted
-        before = context_text(current, tokens)
-        entry, preparation = await compact(current, tokens, settings, number + 1)
+        before = context_text(original, tokens)
+        entry, preparation = await compact(current, tokens, settings, number)
         tokens[entry.id] = count_entry(entry, ENCODING)
         after_path = [*current, entry]
         result, lost = measure(facts, before, entry, preparation, after_path, tokens)
         results.append(result)
         if show:
-            print(f"\n--- {facts['transcript']} compaction {number + 1} ---\n{entry.summary}")
+            print(f"\n--- {facts['transcript']} compaction {number} ---\n{entry.summary}")
         if lost:
-            print(f"  {facts['transcript']} #{number + 1} lost: " + "; ".join(lost), file=sys.stderr)
+            print(f"  {facts['transcript']} #{number} lost: " + "; ".join(lost), file=sys.stderr)
         if result.stale_current:
-            print(f"  {facts['transcript']} #{number + 1} stale as current: "
+            print(f"  {facts['transcript']} #{number} stale as current: "
                   + "; ".join(result.stale_current), file=sys.stderr)
         if rest:
-            first = rest[0]
-            rest = [first.model_copy(update={"parentId": entry.id}), *rest[1:]]
+            rest = [rest[0].model_copy(update={"parentId": entry.id}), *rest[1:]]
         compacted = [*after_path, *rest]
     return results
 

@@ -162,7 +162,7 @@ def test_turn_prefix_layout_keeps_constraints_decisions_and_blockers_apart() -> 
         "## Constraints & Preferences\n(none)\n\n"
         "## Key Decisions\n- Going with click\n\n"
         "## Early Progress\n- [x] Parsed args\n\n"
-        "### Blocked\n- ImportError: click\n\n"
+        "### Errors So Far\n- ImportError: click\n\n"
         "## Context for the Rest of the Turn\n(none)\n"
     )
 

@@ -57,8 +57,17 @@ def sections(summary: str) -> dict[str, str]:
     return {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts), 2)}
 
 
+OPTIONAL_HEADINGS = {
+    "## User Messages (newest first)",
+    "## Commands (latest run)",
+    "## Earlier Summary (carried forward)",
+}
+"""Sections printed only when they have something: no "(none)" placeholder for them."""
+
+
 def headings(summary: str) -> list[str]:
-    return re.findall(r"^#{1,3} .+$", summary, flags=re.MULTILINE)
+    """The headings that every summary of its kind has, optional sections left out."""
+    return [h for h in re.findall(r"^#{1,3} .+$", summary, flags=re.MULTILINE) if h not in OPTIONAL_HEADINGS]
 
 
 def test_every_section_is_filled_from_a_realistic_session() -> None:
@@ -180,7 +189,10 @@ def test_an_earlier_summary_is_carried_forward_and_updated() -> None:
     summary = summarize_offline(request(later_messages(), previous_summary=PREVIOUS_SUMMARY))
     body = sections(summary)
 
-    assert body["## Goal"].startswith("- Add rate limiting to the public API.")
+    # The current task leads; the goal carried from the earlier summary follows it.
+    assert body["## Goal"] == (
+        "- Go on with the burst test, and keep the error budget at 1%.\n- Add rate limiting to the public API."
+    )
     assert "Rate limits are per API key, not per IP address." in body["## Constraints & Preferences"]
     assert "keep the error budget at 1%" in body["## Constraints & Preferences"]
     assert "**Redis is out**: the limiter keeps state in process memory." in body["## Key Decisions"]
@@ -226,7 +238,7 @@ def test_a_short_failed_tool_output_is_kept_whole() -> None:
     body = sections(summarize_offline(request(messages)))
 
     assert body["### Blocked"] == f"```\n`python run.py` failed: {output}\n```"
-    assert body["## Next Steps"] == "1. Resolve the blocking error quoted above."
+    assert "Resolve the blocking error" not in body["## Next Steps"], "no step that says nothing"
 
 
 def test_open_work_an_unanswered_request_and_a_pending_call() -> None:
@@ -260,13 +272,13 @@ def test_turn_prefix_shape() -> None:
 
     assert headings(summary) == [
         "## Original Request", "## Constraints & Preferences", "## Key Decisions",
-        "## Early Progress", "### Blocked", "## Context for the Rest of the Turn",
+        "## Early Progress", "### Errors So Far", "## Context for the Rest of the Turn",
     ]
     body = sections(summary)
     assert "deploy/config/limits.yaml" in body["## Original Request"]
     assert "don't add new dependencies" in body["## Constraints & Preferences"]
     assert "- [ ] Waiting on `edit services/api/ratelimit.py`" in body["## Early Progress"]
-    assert RESOLVED_ERROR in body["### Blocked"]  # not fixed yet within this prefix
+    assert RESOLVED_ERROR in body["### Errors So Far"]  # not fixed yet within this prefix
 
 
 def test_branch_summary_has_the_checkpoint_shape() -> None:

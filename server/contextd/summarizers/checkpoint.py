@@ -31,6 +31,9 @@ NEXT = "next"
 CRITICAL = "critical"
 READ_FILES = "read_files"
 MODIFIED_FILES = "modified_files"
+USER_MESSAGES = "user_messages"
+COMMANDS = "commands"
+EARLIER = "earlier"
 
 _BULLETS = {DONE: "- [x] ", IN_PROGRESS: "- [ ] "}
 _SUFFIXES = {MODIFIED_FILES: " (modified)", READ_FILES: " (read)"}
@@ -109,11 +112,13 @@ class Part:
 
     With `tag`, the items are bare lines inside `<tag>...</tag>`, left out when empty (the
     read/modified file lists); with no keys, the heading is a container (`## Progress`).
+    An `optional` part is left out when it has no items, instead of saying "(none)".
     """
 
     heading: str | None
     keys: tuple[str, ...] = ()
     tag: str | None = None
+    optional: bool = False
 
 
 Layout = Sequence[Part]
@@ -132,6 +137,8 @@ def render(checkpoint: Checkpoint, layout: Layout, dropped: frozenset[int] = fro
             if items:
                 listed = "\n".join(item.text for _, item in items)
                 blocks.append(f"<{part.tag}>\n{listed}\n</{part.tag}>")
+            continue
+        if part.optional and not items:
             continue
         lines = [part.heading] if part.heading else []
         if part.keys:
@@ -204,14 +211,22 @@ _HEADING_KEYS = {
     "progress": DONE,
     "in progress": IN_PROGRESS,
     "blocked": BLOCKED,
+    "errors so far": BLOCKED,
     "open problems": BLOCKED,
     "key decisions": DECISIONS,
     "decisions": DECISIONS,
     "next steps": NEXT,
     "critical context": CRITICAL,
+    "findings": CRITICAL,
     "files": MODIFIED_FILES,
     "context for suffix": CRITICAL,
     "context for the rest of the turn": CRITICAL,
+    "user messages": USER_MESSAGES,
+    "user messages (newest first)": USER_MESSAGES,
+    "commands": COMMANDS,
+    "commands (latest run)": COMMANDS,
+    "earlier summary": EARLIER,
+    "earlier summary (carried forward)": EARLIER,
 }
 _FILE_TAGS = {"read-files": READ_FILES, "modified-files": MODIFIED_FILES}
 

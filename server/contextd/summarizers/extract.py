@@ -30,6 +30,22 @@ from contextd.model import (
     UserMessage,
     message_text,
 )
+from contextd.summarizers.outcomes import (
+    Verdict,
+    is_noise,
+    is_search,
+    main_command,
+    pipeline,
+    program,
+    verdict,
+)
+from contextd.summarizers.user_messages import (
+    options_offered,
+    picked_options,
+    read_user_text,
+    rejects,
+    states_a_task,
+)
 
 SUMMARY_PREAMBLES = (COMPACTION_PREAMBLE, BRANCH_SUMMARY_PREAMBLE, HANDOFF_PREAMBLE)
 
@@ -41,6 +57,9 @@ WHOLE_ERROR_MAX_CHARS = 700
 MAX_DONE_CLAIMS = 8
 MAX_NEXT_STEPS = 6
 MAX_MENTIONED_FILES = 25
+MAX_COMMAND_CHARS = 160
+_PROBE = re.compile(r"^\s*([A-Za-z][\w .-]{0,20}?):\s+(\d{3})\s*$", re.MULTILINE)
+"""A status probe's answer: `HTTP: 200`, `CSS: 000`, as health-check scripts print them."""
 
 # --- what sentences say ----------------------------------------------------------------
 
@@ -69,11 +88,33 @@ DECISION = re.compile(
 )
 DONE_CLAIM = re.compile(
     r"^(?:(?:i|we)(?:'ve| have)?\s+|now\s+)?(?:fixed|added|implemented|created|updated|"
-    r"refactored|removed|renamed|wrote|moved|replaced|changed|completed|finished|resolved)\b"
+    r"refactored|removed|renamed|wrote|moved|replaced|changed|completed|finished|resolved|"
+    r"confirmed|verified|committed|pushed|deployed|merged|documented|installed|configured)\b"
     r"|\b(?:now pass(?:es)?|all tests pass|tests? (?:now )?pass(?:es|ed)?|is (?:now )?done|"
     r"is (?:now )?complete|works now|now works|successfully)\b",
     re.IGNORECASE,
 )
+ROOT_CAUSE = re.compile(
+    r"\b(?:root cause|the (?:issue|problem|bug|cause) (?:is|was)|caused by|because|the reason|"
+    r"this happens when|that'?s why)\b",
+    re.IGNORECASE,
+)
+CHOICE = re.compile(r"\b(?:instead of|rather than|switch(?:ed|ing)? to|decided|chose|opt(?:ed)? for)\b", re.IGNORECASE)
+PROBLEM_WORDS = re.compile(r"\b(?:fail(?:s|ed|ing)?|error|broken|still|not|n't)\b", re.IGNORECASE)
+"""A sentence with these reports a problem, even when it also says "updated" or "fixed"."""
+OFFER = re.compile(
+    r"^(?:if you(?:'d)? (?:want|like|prefer)|want me to|should i|shall i|would you like|i can\b|let me know)",
+    re.IGNORECASE,
+)
+"""An offer to the user is not a decision: nothing was chosen yet."""
+AGREEMENT = re.compile(r"^(?:ah,? )?(?:you'?re (?:absolutely )?right|good (?:point|catch)|right,)", re.IGNORECASE)
+CONSTRAINT_RESTATED = re.compile(r"\b(?:needs? to|must|should|has to|not just|only|never|always)\b", re.IGNORECASE)
+SPECIFIC = re.compile(
+    r"`[^`]{2,}`|\b[\w.+-]+@[\w-]+\.[\w.]+\b|\b[0-9a-f]{8}-[0-9a-f]{4}-|\*\*[^*]{3,}\*\*|"
+    r"\b\d{2,}\b"
+)
+"""Something a finding names exactly: code, an address, an id, a bold term, a number."""
+TODO_TOOLS = frozenset({"todowrite", "todo_write", "update_plan"})
 NEXT_STEP = re.compile(
     r"\b(?:next|then|todo|to do|remaining|still need|need to|will|i'll|let me|going to|"
     r"after that|afterwards|follow[- ]up)\b",
@@ -116,7 +157,7 @@ CHECK_COMMAND = re.compile(
     r"go (?:test|build|vet)|make|mvn|gradle|dotnet (?:test|build)|ctest)\b"
 )
 CONTENT_COMMAND = re.compile(
-    r"^(?:grep|rg|ag|ack|find|fd|cat|bat|head|tail|less|more|sed -n|awk|ls|tree|wc|"
+    r"^(?:grep|rg|ag|ack|find|fd|cat|bat|head|tail|less|more|sed -n|awk|ls|tree|wc|nl|jq|stat|file|"
     r"git (?:grep|log|show|diff|blame))\b"
 )
 """Commands whose output is file content or search hits, not a report on the work."""
@@ -132,22 +173,45 @@ class ErrorSeen:
     resolved: bool = False
     command: str = ""
     """The shell command whose output showed the error, when there was one."""
+    probes: tuple[str, ...] = ()
+    """Status probes the failure reported (`HTML: 000`): a later healthy answer to the same
+    probe (`HTML: 200`) fixes it, whatever command gave it."""
 
     def as_items(self) -> list[str]:
         """A command's failure is one item that names the command, so that a later summary
         can tell when a clean run of it fixed the error; other errors are line by line."""
         if self.command:
-            return [f"`{self.command}` failed: " + " | ".join(self.texts)]
+            return [f"`{_clip(self.command, MAX_COMMAND_CHARS)}` failed: " + " | ".join(self.texts)]
         return list(self.texts)
+
+
+@dataclass(frozen=True)
+class CommandRun:
+    """The latest run of one command: what the artifact trail reports for it."""
+
+    command: str
+    verdict: Verdict
+    detail: str
+    """The passing run's last line, or the failure's first error line."""
+
+    def as_item(self) -> str:
+        mark = {"ok": "ok", "failed": "failed", "neutral": "no result", "unknown": "ran"}[self.verdict]
+        return f"`{self.command}` {mark}" + (f": {self.detail}" if self.detail else "")
 
 
 @dataclass
 class Facts:
     requests: list[str] = field(default_factory=list)
+    """What the user said, message by message, oldest first: injected text left out,
+    pasted logs trimmed."""
+    task: str = ""
+    """The latest message that says what to do: the work's current goal."""
     constraints: list[str] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)
     done: list[str] = field(default_factory=list)
     """What the assistant said it finished, latest MAX_DONE_CLAIMS."""
+    shipped: list[str] = field(default_factory=list)
+    """Commits, pushes, pull requests and tags that went through, oldest first."""
     checks_passed: list[str] = field(default_factory=list)
     """Test, build and lint commands whose latest run succeeded."""
     in_progress: list[str] = field(default_factory=list)
@@ -160,11 +224,28 @@ class Facts:
     user_files: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     embedded_summaries: list[str] = field(default_factory=list)
-    """Compaction, branch or handoff documents that arrived as user messages."""
+    """Compaction, branch or handoff documents, or an agent's own continuation summary,
+    that arrived as user messages."""
     sentences: list[str] = field(default_factory=list)
     """Every prose sentence, for finding what a focus (instructions, a goal) is about."""
+    findings: list[str] = field(default_factory=list)
+    """What the assistant found out: the points of a finished turn's report, and sentences
+    that name something specific (an id, a path, a value) outside narration."""
+    root_causes: list[str] = field(default_factory=list)
+    """Sentences where the assistant stated why something happened."""
     unanswered: bool = False
     """The conversation ends on a user request nobody has answered yet."""
+    question: str = ""
+    """The assistant's last message ends on a question to the user, still unanswered."""
+    model_error: str = ""
+    """The model call the span ends on failed (rate limit, credits): no later answer came."""
+    commands: dict[str, CommandRun] = field(default_factory=dict)
+    """Each command's latest run, in the order they last ran."""
+    todos: list[tuple[str, str]] = field(default_factory=list)
+    """The agent's latest todo list: (status, text)."""
+    finished_earlier_turn: bool = False
+    """The span opens in the middle of a turn (an earlier summary holds its request) and
+    that turn ended with an answer that reports no problem and asks nothing."""
 
     succeeded_commands: list[str] = field(default_factory=list)
     """Shell commands whose latest run came back clean, oldest first."""
@@ -178,38 +259,45 @@ class Facts:
         return [item for error in self.errors if error.resolved for item in error.as_items()]
 
 
+@dataclass
+class _Walk:
+    """What the walk over the messages carries from one message to the next."""
+
+    calls: dict[str, ToolCall] = field(default_factory=dict)
+    answered: set[str] = field(default_factory=set)
+    checks: dict[str, str] = field(default_factory=dict)
+    successes: list[tuple[int, str]] = field(default_factory=list)
+    last_text: str = ""
+    turn_text: str = ""
+    """The assistant's latest text in the current turn: its conclusion when the turn ends."""
+    turn_decisions: list[str] = field(default_factory=list)
+    turn_ended: bool = False
+    """The last message is an assistant answer with no tool call pending: the turn is over."""
+    turn_ended_once: bool = False
+
+
 def extract_facts(messages: Sequence[Message]) -> Facts:
     facts = Facts()
-    calls: dict[str, ToolCall] = {}
-    answered: set[str] = set()
-    checks: dict[str, str] = {}
-    successes: list[tuple[int, str]] = []
-    last_text = ""
+    walk = _Walk()
     for index, message in enumerate(messages):
         if isinstance(message, UserMessage):
-            _read_user(message, facts)
+            walk.turn_ended = False
+            _end_turn(walk, facts)
+            _read_user(message, facts, walk)
         elif isinstance(message, AssistantMessage):
-            text = _assistant_text(message)
-            if text:
-                last_text = text
-                _read_assistant_text(text, facts)
-            for call in message.tool_calls:
-                calls[call.id] = call
-                _read_call(call, facts)
-            if message.stopReason == "error" and message.errorMessage:
-                facts.errors.append(ErrorSeen("assistant", [message.errorMessage.strip()], index))
+            _read_assistant(message, index, facts, walk)
         else:
-            answered.add(message.toolCallId)
-            answered_call = calls.get(message.toolCallId)
-            subject = _subject(answered_call, message.toolName)
-            if _read_result(message, answered_call, subject, index, facts, checks):
-                successes.append((index, subject))
-    _mark_resolved(facts.errors, successes)
-    facts.checks_passed = [_check_done(command, tail) for command, tail in checks.items()]
+            walk.turn_ended = False
+            walk.answered.add(message.toolCallId)
+            answered_call = walk.calls.get(message.toolCallId)
+            _read_result(message, answered_call, index, facts, walk)
+    _end_turn(walk, facts)
+    _mark_resolved(facts.errors, walk.successes)
+    facts.checks_passed = [_check_done(command, tail) for command, tail in walk.checks.items()]
     facts.done = _dedupe(facts.done)[-MAX_DONE_CLAIMS:]
-    pending = [call for call_id, call in calls.items() if call_id not in answered]
-    facts.unanswered = bool(messages) and isinstance(messages[-1], UserMessage)
-    _read_open_work(last_text, pending, facts)
+    pending = [call for call_id, call in walk.calls.items() if call_id not in walk.answered]
+    facts.unanswered = bool(messages) and isinstance(messages[-1], UserMessage) and bool(facts.requests)
+    _read_open_work(walk.last_text, pending, facts, walk.turn_ended)
     others = [path for path in _dedupe(facts.mentioned_files) if path not in facts.user_files]
     facts.mentioned_files = _dedupe([*facts.user_files, *others[-MAX_MENTIONED_FILES:]])
     return facts
@@ -218,7 +306,7 @@ def extract_facts(messages: Sequence[Message]) -> Facts:
 # --- per message -------------------------------------------------------------------------
 
 
-def _read_user(message: UserMessage, facts: Facts) -> None:
+def _read_user(message: UserMessage, facts: Facts, walk: _Walk) -> None:
     text = message_text(message.content).strip()
     if not text:
         return
@@ -226,16 +314,69 @@ def _read_user(message: UserMessage, facts: Facts) -> None:
         if text.startswith(preamble.strip()):
             facts.embedded_summaries.append(text[len(preamble.strip()):].strip())
             return
-    facts.requests.append(text)
-    facts.errors.extend(ErrorSeen("user", [line], -1) for line in _error_lines(text))
-    for sentence in sentences(text):
+    user = read_user_text(text)
+    if user.earlier_summary:
+        facts.embedded_summaries.append(user.earlier_summary)
+        return
+    if not user.said:
+        return
+    said = user.said
+    if rejects(said):
+        # The user turned down what the last turn concluded: its decisions do not stand.
+        facts.decisions = [d for d in facts.decisions if d not in walk.turn_decisions]
+    facts.requests.append(said)
+    if states_a_task(said) and not user.pasted_log:
+        facts.task = said
+    picks = picked_options(said)
+    offered = options_offered(walk.last_text)
+    chosen = [f"{pick}. {offered[pick]}" for pick in picks if pick in offered]
+    if chosen:
+        facts.decisions.append(f"The user chose {' and '.join(chosen)}")
+    for sentence in sentences(_unwrapped(said)):
         facts.sentences.append(sentence)
-        if CONSTRAINT.search(sentence) and not sentence.endswith("?"):
+        if CONSTRAINT.search(sentence) and _states_a_rule(sentence):
             facts.constraints.append(sentence)
-        elif DECISION.search(sentence):
-            facts.decisions.append(sentence)
-    facts.user_files += FILE_PATH.findall(text)
-    facts.links += URL.findall(text)
+    facts.user_files += FILE_PATH.findall(said)
+    facts.links += URL.findall(said)
+    walk.turn_decisions = []
+
+
+def _read_assistant(message: AssistantMessage, index: int, facts: Facts, walk: _Walk) -> None:
+    walk.turn_ended = not message.tool_calls and message.stopReason == "stop"
+    text = _assistant_text(message)
+    failed = message.stopReason in ("error", "aborted")
+    # A provider's failure (rate limit, credits, a dropped connection) is not the work's
+    # blocker; the last one matters only if no answer came after it.
+    if failed and message.stopReason == "error" and message.errorMessage:
+        facts.model_error = message.errorMessage.strip()
+    elif not failed and (text or message.tool_calls):
+        facts.model_error = ""
+    if text:
+        walk.last_text = text
+        walk.turn_text = text
+        facts.question = ""
+        _read_assistant_text(text, facts, walk)
+    for call in message.tool_calls:
+        walk.calls[call.id] = call
+        _read_call(call, facts)
+
+
+def _end_turn(walk: _Walk, facts: Facts) -> None:
+    """The turn's last assistant text is its conclusion: root causes stated there count,
+    and a question at its end waits for the user."""
+    text = walk.turn_text
+    walk.turn_text = ""
+    if not text:
+        return
+    if not facts.requests and not walk.turn_ended_once:
+        facts.finished_earlier_turn = walk.turn_ended and not _closing_question(text) and not (
+            PROBLEM_WORDS.search(_first_sentences(text, 2))
+        )
+    walk.turn_ended_once = True
+    for sentence in sentences(text):
+        if ROOT_CAUSE.search(sentence) and not sentence.endswith("?") and not NARRATION.match(sentence):
+            facts.root_causes.append(sentence)
+    facts.question = _closing_question(text)
 
 
 def _assistant_text(message: AssistantMessage) -> str:
@@ -245,14 +386,32 @@ def _assistant_text(message: AssistantMessage) -> str:
     ).strip()
 
 
-def _read_assistant_text(text: str, facts: Facts) -> None:
+def _read_assistant_text(text: str, facts: Facts, walk: _Walk) -> None:
+    agreed = False
     for sentence in sentences(text):
         facts.sentences.append(sentence)
-        if DECISION.search(sentence) and not NARRATION.match(sentence):
+        if AGREEMENT.match(sentence):
+            agreed = True  # the next sentence restates the user's correction
+            continue
+        if agreed and CONSTRAINT_RESTATED.search(sentence):
+            facts.constraints.append(sentence)
+        agreed = False
+        if OFFER.match(sentence):
+            continue
+        if DECISION.search(sentence) and not _narrates(sentence):
             facts.decisions.append(sentence)
-        elif DONE_CLAIM.search(sentence) and not sentence.endswith("?"):
+            walk.turn_decisions.append(sentence)
+        elif DONE_CLAIM.search(sentence) and not sentence.endswith("?") and not PROBLEM_WORDS.search(sentence):
             facts.done.append(sentence)
+        elif SPECIFIC.search(sentence) and _is_prose(sentence) and not _narrates(sentence) and not sentence.endswith("?"):
+            facts.findings.append(sentence)
     facts.mentioned_files += FILE_PATH.findall(_outside_fences(text))
+
+
+def _narrates(sentence: str) -> bool:
+    """The assistant saying what it does next ("Let me fix it:"), not a choice about the work."""
+    return bool(NARRATION.match(sentence) or STEP_NARRATION.match(sentence) and not CHOICE.search(sentence)
+                or sentence.rstrip().endswith(":"))
 
 
 def _read_call(call: ToolCall, facts: Facts) -> None:
@@ -266,38 +425,93 @@ def _read_call(call: ToolCall, facts: Facts) -> None:
     command = _command(call.arguments)
     if command:
         facts.mentioned_files += FILE_PATH.findall(command)
+    if call.name.lower() in TODO_TOOLS and isinstance(call.arguments.get("todos"), list):
+        facts.todos = [
+            (str(todo.get("status", "")), str(todo.get("content", "")).strip())
+            for todo in call.arguments["todos"]
+            if isinstance(todo, dict) and str(todo.get("content", "")).strip()
+        ]
 
 
 def _read_result(
-    result: ToolResultMessage,
-    call: ToolCall | None,
-    subject: str,
-    index: int,
-    facts: Facts,
-    checks: dict[str, str],
-) -> bool:
-    """Records what a tool result shows; True when it is a clean success."""
-    text = message_text(result.content).strip()
+    result: ToolResultMessage, call: ToolCall | None, index: int, facts: Facts, walk: _Walk
+) -> None:
+    """Records what a tool result shows: a success, a failure, or nothing."""
     command = _command(call.arguments) if call else ""
-    texts = _error_texts(text, result.isError, _may_report_errors(command))
+    outcome, output = verdict(message_text(result.content), result.isError, command)
+    text = output.text
+    if outcome == "unknown":
+        found = _error_lines(text) if _may_report_errors(command) else []
+        outcome = "failed" if found else "ok"
+    if outcome == "failed" and command and not _may_report_errors(command):
+        outcome = "neutral"  # a read or search that found nothing is an answer, not a blocker
+    if outcome == "neutral":
+        if command:
+            _record_run(facts, command, "neutral", "")
+        return
+    subject = _subject(call, result.toolName)
+    texts = _error_texts(text, True, True) if outcome == "failed" else []
+    if outcome == "failed" and call is not None and call.name in DEFAULT_READ_TOOLS:
+        outcome = "ok"  # a read that found no file is an answer, not a blocker
+        texts = []
     if texts:
-        facts.errors.append(ErrorSeen(subject, texts, index, command=command))
+        probes = tuple(f"probe:{label}" for label, code in _PROBE.findall(text) if not code.startswith(("2", "3")))
+        facts.errors.append(ErrorSeen(subject, texts, index, command=command, probes=probes))
     if command:
+        detail = texts[0] if texts else _last_line(_without_noise(text))
+        _record_run(facts, command, outcome, _clip(detail, 200))
         if command in facts.succeeded_commands:
             facts.succeeded_commands.remove(command)
-        if not texts:
+        if outcome == "ok":
             facts.succeeded_commands.append(command)
-    if command and CHECK_COMMAND.search(command):
-        checks.pop(command, None)  # the latest run of a check is the one that counts
-        if not texts:
-            checks[command] = _last_line(text)
-    return not texts
+            facts.shipped += _shipped(command, text)
+    if command and _is_check(command):
+        walk.checks.pop(command, None)  # the latest run of a check is the one that counts
+        if outcome == "ok":
+            walk.checks[command] = _last_line(_without_noise(text))
+    if outcome == "ok":
+        walk.successes.append((index, subject))
+        walk.successes += [(index, f"file:{path}") for path in FILE_PATH.findall(command)]
+        walk.successes += [
+            (index, f"probe:{label}") for label, code in _PROBE.findall(text) if code.startswith(("2", "3"))
+        ]
+
+
+def _record_run(facts: Facts, command: str, outcome: Verdict, detail: str) -> None:
+    facts.commands.pop(command, None)  # the latest run wins and moves to the end
+    facts.commands[command] = CommandRun(command, outcome, detail)
+
+
+def _is_check(command: str) -> bool:
+    """A test, build or lint run, not a search through its output (`tsc | grep error | wc -l`)."""
+    segments = pipeline(command)
+    return bool(segments and CHECK_COMMAND.search(segments[0])) and not (
+        is_search(command) or any(program(s) == "wc" for s in segments)
+    )
+
+
+def _shipped(command: str, output: str) -> list[str]:
+    """What a successful git or gh command delivered: a commit, a push, a PR, a tag."""
+    main = main_command(command)
+    found: list[str] = []
+    for step in re.split(r"\s*&&\s*", main):
+        if match := re.match(r"git commit\b.*?-m\s+(\"[^\"]+\"|'[^']+'|\S+)", step):
+            message = match.group(1).strip("\"'").splitlines()[0]
+            found.append(f"Committed: {message}")
+        elif re.match(r"git push\b", step):
+            found.append(f"Pushed: `{step}`")
+        elif re.match(r"git tag\b", step):
+            found.append(f"Tagged: `{step}`")
+        elif re.match(r"gh pr create\b", step):
+            urls = URL.findall(output)
+            found.append("Opened a pull request" + (f": {urls[-1]}" if urls else ""))
+    return found
 
 
 def _may_report_errors(command: str) -> bool:
     """Whether a successful result can still report errors in its text: a command's output
     can (a test run), a file's or a search's content cannot (`except KeyError:` is code)."""
-    return bool(command) and not CONTENT_COMMAND.match(command)
+    return bool(command) and not CONTENT_COMMAND.match(main_command(command))
 
 
 def _error_texts(text: str, is_error: bool, scan_success: bool) -> list[str]:
@@ -321,7 +535,7 @@ def _error_lines(text: str) -> list[str]:
     """Lines that report an error, verbatim; for a Python traceback also its innermost frame."""
     found: list[str] = []
     frame = ""
-    for line in text.splitlines():
+    for line in _ANSI.sub("", text).splitlines():
         if TRACEBACK.match(line):
             frame = ""
             continue
@@ -338,24 +552,115 @@ def _error_lines(text: str) -> list[str]:
 
 def _mark_resolved(errors: list[ErrorSeen], successes: list[tuple[int, str]]) -> None:
     """An error is resolved once the same command or file later succeeds; one the user
-    pasted is context, not a blocker."""
+    pasted is context, not a blocker. A failed edit is resolved by any later success on
+    its file (a retry, or a `cp` over it)."""
     for error in errors:
+        fixed_by = {error.subject, *error.probes}
         error.resolved = error.subject == "user" or any(
-            index > error.index and subject == error.subject for index, subject in successes
+            index > error.index and subject in fixed_by for index, subject in successes
         )
 
 
-def _read_open_work(last_text: str, pending: list[ToolCall], facts: Facts) -> None:
-    facts.in_progress += [f"Waiting on `{_describe_call(call)}`" for call in pending]
+def _read_open_work(last_text: str, pending: list[ToolCall], facts: Facts, turn_ended: bool) -> None:
+    """In Progress and Next Steps from where the span ends. A finished turn's last message
+    is a report: its points are findings, and only what it says is next is a next step; an
+    unfinished turn is in the middle of what its last message says."""
+    facts.in_progress += [
+        f"Waiting on `{_describe_call(call)}`" for call in pending if call.name.lower() not in TODO_TOOLS
+    ]
     claims_done = bool(last_text) and bool(DONE_CLAIM.search(_first_sentences(last_text, 1)))
-    if last_text and not claims_done and not facts.unanswered:
+    # A finished turn that reports an open problem is still work in progress.
+    reports_problem = bool(PROBLEM_WORDS.search(_first_sentences(last_text, 2)))
+    if last_text and (not turn_ended or reports_problem) and not claims_done and not facts.unanswered and not facts.question:
         # What the work is in the middle of, without the narration of the next tool call.
         state = [s for s in list(sentences(last_text))[:2] if not STEP_NARRATION.match(s)]
         if state:
             facts.in_progress.append(" ".join(state))
-    steps = [line for line in _list_items(last_text) if not DONE_CLAIM.search(line)]
-    steps += [s for s in sentences(last_text) if NEXT_STEP.search(s) and s not in steps]
+    listed = _list_items_by_heading(last_text)
+    steps = [item for heading, item in listed if NEXT_HEADING.search(heading) and not DONE_CLAIM.search(item)]
+    if not turn_ended:
+        steps += [item for heading, item in listed if not heading and not DONE_CLAIM.search(item)]
+    else:
+        facts.findings += [item for heading, item in listed if not NEXT_HEADING.search(heading)]
+    steps += [
+        s for s in sentences(last_text)
+        if NEXT_STEP.search(s) and _is_prose(s) and s not in steps and not _narrates(s) and not _is_listed(s, listed)
+    ]
     facts.next_steps = _dedupe(steps)[:MAX_NEXT_STEPS]
+
+
+NEXT_HEADING = re.compile(r"\b(?:next|to ?do|remaining|pending|follow[- ]ups?|options?)\b", re.IGNORECASE)
+
+
+def _list_items_by_heading(text: str) -> list[tuple[str, str]]:
+    """List items with the heading (or bold lead line) they sit under."""
+    found: list[tuple[str, str]] = []
+    heading = ""
+    for line in _outside_fences(text).splitlines():
+        stripped = line.strip()
+        if re.match(r"^(?:#+\s+.+|\*\*[^*]+\*\*:?|[^-*+\d].{0,60}:)$", stripped):
+            heading = stripped
+        elif re.match(r"^\s*(?:[-*+]|\d+[.)])\s+\S", line):
+            found.append((heading, _clip(_LIST_MARK.sub("", line).strip(), MAX_SENTENCE_CHARS)))
+    return found
+
+
+def _is_prose(sentence: str) -> bool:
+    """A sentence, not a bold heading like "**Next steps**" or a three-word label."""
+    return len(re.sub(r"[*_`#]", "", sentence).split()) >= MIN_PROSE_WORDS
+
+
+MIN_PROSE_WORDS = 4
+
+
+def _is_listed(sentence: str, listed: list[tuple[str, str]]) -> bool:
+    return any(sentence in item for _, item in listed)
+
+
+def _closing_question(text: str) -> str:
+    """The question an assistant message ends on, with the options it lists."""
+    said = list(sentences(text))
+    if not said or not said[-1].endswith("?"):
+        questions = [s for s in said[-3:] if s.endswith("?")]
+        if not questions or not _list_items(text):
+            return ""
+        return questions[-1]
+    return said[-1]
+
+
+def _states_a_rule(sentence: str) -> bool:
+    """A constraint is a statement, not a question, a bug report or a request for help."""
+    return not sentence.endswith("?") and not PROBLEM_REPORT_WORDS.search(sentence)
+
+
+PROBLEM_REPORT_WORDS = re.compile(
+    r"\b(?:errors?(?!\s+(?:budget|rate|handling|messages?|codes?|pages?|boundar|reporting))|not working|doesn'?t work|isn'?t working|can'?t (?:find|see)|cannot find|still no|"
+    r"broken|crash(?:es|ed)?|fails?)\b",
+    re.IGNORECASE,
+)
+
+
+def _unwrapped(text: str) -> str:
+    """Prose with hard-wrapped lines joined, so a sentence is never cut into fragments."""
+    paragraphs = re.split(r"\n\s*\n", text)
+    joined = []
+    for paragraph in paragraphs:
+        lines = paragraph.splitlines()
+        out: list[str] = []
+        for line in lines:
+            if out and not _LIST_MARK.match(line) and not re.search(r"[.!?:]\s*$", out[-1]):
+                out[-1] = f"{out[-1]} {line.strip()}"
+            else:
+                out.append(line)
+        joined.append("\n".join(out))
+    return "\n\n".join(joined)
+
+
+def _without_noise(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not is_noise(line))
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\[[0-9;]{1,8}m")
 
 
 def _check_done(command: str, tail: str) -> str:
@@ -394,6 +699,7 @@ def _command(arguments: dict[str, Any]) -> str:
 def command_subject(command: str) -> str:
     """The program a command runs (with its subcommand for runners like `npm test`), so that
     `python -m pytest x` and `pytest` count as the same check."""
+    command = main_command(command)
     if check := CHECK_COMMAND.search(command):
         return check.group(0)
     try:
@@ -410,7 +716,7 @@ def _subject(call: ToolCall | None, tool_name: str) -> str:
         return tool_name
     paths = _call_paths(call.arguments)
     if paths:
-        return f"{call.name}:{paths[0]}"
+        return f"file:{paths[0]}"
     command = _command(call.arguments)
     if command:
         return f"{call.name}:{command_subject(command)}"

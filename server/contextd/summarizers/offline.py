@@ -16,33 +16,47 @@ from contextd.model import SummarizerSettings
 from contextd.summarizers.base import SummaryKind, SummaryRequest
 from contextd.summarizers.checkpoint import (
     BLOCKED,
+    COMMANDS,
     CONSTRAINTS,
     CRITICAL,
     DECISIONS,
     DONE,
+    EARLIER,
     GOAL,
     IN_PROGRESS,
     MODIFIED_FILES,
     NEXT,
     READ_FILES,
+    USER_MESSAGES,
     Checkpoint,
     Layout,
     Part,
+    count_tokens,
     fit,
     parse_summary,
 )
 from contextd.summarizers.extract import (
+    CHECK_COMMAND,
+    CONTENT_COMMAND,
     ERROR_LINE,
     FILE_PATH,
     Facts,
     command_subject,
     extract_facts,
 )
+from contextd.summarizers.outcomes import main_command
+from contextd.summarizers.user_messages import one_line
 
 MAX_GOAL_CHARS = 400
 MAX_FOCUS_SENTENCES = 6
 MIN_REQUEST_WORDS = 4
 """Shorter user messages ("yes", "go on") steer the work but do not state a goal."""
+USER_MESSAGES_SHARE = 0.3
+"""At most this share of the budget quotes the user's messages."""
+RECENT_USER_MESSAGES = 5
+MAX_COMMANDS = 15
+MAX_ROOT_CAUSES = 6
+MAX_FINDINGS = 12
 MENTIONED = "Files mentioned: "
 LINKS = "Links: "
 
@@ -66,11 +80,14 @@ _FILE_TAGS = (
 )
 CHECKPOINT_LAYOUT: Layout = (
     Part("## Goal", (GOAL,)),
+    Part("## User Messages (newest first)", (USER_MESSAGES,), optional=True),
     Part("## Constraints & Preferences", (CONSTRAINTS,)),
     *_PROGRESS,
     Part("## Key Decisions", (DECISIONS,)),
     Part("## Next Steps", (NEXT,)),
     Part("## Critical Context", (CRITICAL,)),
+    Part("## Commands (latest run)", (COMMANDS,), optional=True),
+    Part("## Earlier Summary (carried forward)", (EARLIER,), optional=True),
     *_FILE_TAGS,
 )
 TURN_PREFIX_LAYOUT: Layout = (
@@ -78,18 +95,22 @@ TURN_PREFIX_LAYOUT: Layout = (
     Part("## Constraints & Preferences", (CONSTRAINTS,)),
     Part("## Key Decisions", (DECISIONS,)),
     Part("## Early Progress", (DONE, IN_PROGRESS)),
-    Part("### Blocked", (BLOCKED,)),
+    # Errors of a turn's beginning: the kept end of the turn shows what came of them.
+    Part("### Errors So Far", (BLOCKED,)),
     Part("## Context for the Rest of the Turn", (CRITICAL, NEXT)),
     *_FILE_TAGS,
 )
 HANDOFF_LAYOUT: Layout = (
     Part("## Goal", (GOAL,)),
+    Part("## User Messages (newest first)", (USER_MESSAGES,), optional=True),
     Part("## Constraints & Preferences", (CONSTRAINTS,)),
     Part("## Key Decisions", (DECISIONS,)),
     *_PROGRESS,
     Part("## Files", (MODIFIED_FILES, READ_FILES)),
     Part("## Critical Context", (CRITICAL,)),
+    Part("## Commands (latest run)", (COMMANDS,), optional=True),
     Part("## Next Steps", (NEXT,)),
+    Part("## Earlier Summary (carried forward)", (EARLIER,), optional=True),
 )
 LAYOUTS: dict[SummaryKind, Layout] = {
     "compaction": CHECKPOINT_LAYOUT,
@@ -115,15 +136,20 @@ def summarize_offline(request: SummaryRequest) -> str:
     """The checkpoint for `request`: the same request always gives the same text."""
     facts = extract_facts(request.messages)
     earlier: dict[str, list[str]] = {}
+    carried_text: list[str] = []
     for summary in [request.previous_summary or "", *facts.embedded_summaries]:
+        if _is_foreign(summary):
+            carried_text.append(summary)  # free text (a Claude Code or Codex summary): kept as is
+            continue
         for key, items in parse_summary(summary).items():
             earlier.setdefault(key, []).extend(items)
     checkpoint = Checkpoint()
     _add_goals(checkpoint, request, facts, earlier.get(GOAL, []))
+    _add_user_messages(checkpoint, request, facts, earlier.get(USER_MESSAGES, []))
     checkpoint.add_all(CONSTRAINTS, [*earlier.get(CONSTRAINTS, []), *facts.constraints], ESSENTIAL)
     _add_progress(checkpoint, facts, earlier)
     checkpoint.add_all(DECISIONS, [*earlier.get(DECISIONS, []), *facts.decisions], ESSENTIAL)
-    _add_next_steps(checkpoint, facts, earlier.get(NEXT, []))
+    _add_next_steps(checkpoint, facts, earlier.get(NEXT, []), earlier.get(GOAL, []))
     _add_critical_context(
         checkpoint,
         request,
@@ -131,6 +157,8 @@ def summarize_offline(request: SummaryRequest) -> str:
         earlier.get(CRITICAL, []),
         [*earlier.get(READ_FILES, []), *earlier.get(MODIFIED_FILES, [])],
     )
+    _add_commands(checkpoint, facts, earlier.get(COMMANDS, []))
+    _add_earlier_text(checkpoint, [*earlier.get(EARLIER, []), *_carried_lines(carried_text)])
     _add_files(checkpoint, request, facts, earlier)
     return fit(checkpoint, LAYOUTS[request.kind], request.max_tokens)
 
@@ -138,16 +166,97 @@ def summarize_offline(request: SummaryRequest) -> str:
 def _add_goals(
     checkpoint: Checkpoint, request: SummaryRequest, facts: Facts, earlier: list[str]
 ) -> None:
+    """The goal is the current task: the latest message that says what to do, not the first
+    message (often a pasted log or an agent's injected instructions)."""
     if request.goal:
         checkpoint.add(GOAL, _one_line(request.goal), CORE)
+    # With no message that states a task, the latest substantial one stands in, unless an
+    # earlier summary already says what the work is for.
+    task = facts.task or ("" if earlier else next(
+        (r for r in reversed(facts.requests) if len(r.split()) >= MIN_REQUEST_WORDS), ""
+    ))
+    if task:
+        checkpoint.add(GOAL, _one_line(task), ESSENTIAL if request.goal else CORE)
     for position, goal in enumerate(earlier):
-        checkpoint.add(GOAL, goal, ESSENTIAL if position == 0 else BACKGROUND)
-    requests = [r for r in facts.requests if len(r.split()) >= MIN_REQUEST_WORDS] or facts.requests
-    if not requests:
-        return
-    first_rank = BACKGROUND if earlier else ESSENTIAL
-    checkpoint.add(GOAL, _one_line(requests[0]), first_rank)
-    checkpoint.add(GOAL, _one_line(requests[-1]), ESSENTIAL if request.goal else CORE)
+        if position == 0 and facts.finished_earlier_turn:
+            # The request of the turn the span finished is done, not the goal any more.
+            checkpoint.add(DONE, goal, USEFUL)
+            continue
+        checkpoint.add(GOAL, goal, ESSENTIAL if position == 0 and not task else BACKGROUND)
+
+
+def _add_user_messages(
+    checkpoint: Checkpoint, request: SummaryRequest, facts: Facts, earlier: list[str]
+) -> None:
+    """Every user message verbatim, newest first, within a share of the budget: the next
+    session reads what was asked in the user's own words."""
+    budget = int(request.max_tokens * USER_MESSAGES_SHARE)
+    quoted = [_quoted(text) for text in reversed(facts.requests)]
+    used = 0
+    for position, text in enumerate([*quoted, *earlier]):
+        used += count_tokens(text)
+        if used > budget and position > 0:
+            break
+        rank = ESSENTIAL if position == 0 else IMPORTANT if position < RECENT_USER_MESSAGES else BACKGROUND
+        if position >= len(quoted):
+            rank = min(rank, USEFUL)
+        checkpoint.add(USER_MESSAGES, text, rank)
+
+
+def _quoted(text: str) -> str:
+    return f"\"{one_line(text)}\""
+
+
+def _add_commands(checkpoint: Checkpoint, facts: Facts, earlier: list[str]) -> None:
+    """The artifact trail's commands: each one's latest run, the newest last."""
+    runs = [run for run in facts.commands.values() if _worth_listing(run.command)]
+    latest = {run.command for run in runs}
+    kept_earlier = [item for item in earlier if _listed_command(item) not in latest]
+    checkpoint.add_all(COMMANDS, kept_earlier, BACKGROUND)
+    for run in runs[-MAX_COMMANDS:]:
+        important = run.verdict == "failed" or CHECK_COMMAND.search(run.command)
+        checkpoint.add(COMMANDS, run.as_item(), USEFUL if important else BACKGROUND)
+
+
+def _worth_listing(command: str) -> bool:
+    """Commands that changed or checked something; reading and searching are not listed."""
+    main = main_command(command)
+    return bool(main) and not CONTENT_COMMAND.match(main) and not re.match(
+        r"(?:echo|pwd|cd|which|command -v|sleep|git (?:status|log|diff|show|branch)|ps|date|"
+        r"nl|file|stat|du|df|type)\b", main
+    )
+
+
+def _listed_command(item: str) -> str:
+    match = re.match(r"^`([^`]+)`", item)
+    return match.group(1) if match else ""
+
+
+def _is_foreign(summary: str) -> bool:
+    """A summary not written in the checkpoint's shape (an imported Claude Code or Codex
+    summary): it cannot be merged section by section, so it is carried forward as text."""
+    return bool(summary.strip()) and not re.search(r"^## Goal\s*$", summary, re.MULTILINE)
+
+
+def _carried_lines(texts: list[str]) -> list[str]:
+    """A free-text summary as lines, code blocks left out (the files hold the code)."""
+    lines: list[str] = []
+    for text in texts:
+        fenced = False
+        for line in text.splitlines():
+            if line.strip().startswith("```"):
+                fenced = not fenced
+                continue
+            stripped = re.sub(r"^\s*(?:[-*+]\s+)", "", line).strip()
+            if not fenced and stripped:
+                lines.append(stripped)
+    return lines
+
+
+def _add_earlier_text(checkpoint: Checkpoint, lines: list[str]) -> None:
+    # Oldest first: when the budget is short, the start of an old summary (its analysis
+    # preamble) goes before its conclusions.
+    checkpoint.add_all(EARLIER, lines, BACKGROUND)
 
 
 def _add_progress(checkpoint: Checkpoint, facts: Facts, earlier: dict[str, list[str]]) -> None:
@@ -169,19 +278,30 @@ def _add_progress(checkpoint: Checkpoint, facts: Facts, earlier: dict[str, list[
     )
     checkpoint.add_all(DONE, earlier_done, BACKGROUND)
     checkpoint.add_all(DONE, checks, USEFUL)
+    checkpoint.add_all(DONE, facts.shipped, USEFUL)
+    checkpoint.add_all(DONE, [text for status, text in facts.todos if status == "completed"], USEFUL)
     checkpoint.add_all(DONE, claims, BACKGROUND)
     checkpoint.add_all(IN_PROGRESS, still_open, BACKGROUND)
     checkpoint.add_all(IN_PROGRESS, facts.in_progress, USEFUL)
+    checkpoint.add_all(
+        IN_PROGRESS, [text for status, text in facts.todos if status == "in_progress"], USEFUL
+    )
 
 
-def _add_next_steps(checkpoint: Checkpoint, facts: Facts, earlier: list[str]) -> None:
+def _add_next_steps(
+    checkpoint: Checkpoint, facts: Facts, earlier: list[str], earlier_goals: list[str]
+) -> None:
     steps = list(facts.next_steps)
+    if facts.question and not facts.unanswered:
+        steps.insert(0, f"Wait for the user's answer to: {facts.question}")
     if facts.unanswered:
         steps.insert(0, "Answer the latest user request (see Goal).")
-    if not steps and facts.blocked:
-        steps.append("Resolve the blocking error quoted above.")
+    steps += [text for status, text in facts.todos if status == "pending"]
     checkpoint.add_all(NEXT, steps, USEFUL)
-    pending, _ = _split(earlier, [*facts.done, *facts.checks_passed])
+    # A step the user has since asked for is the current task (or done), not a next step.
+    pending, _ = _split(
+        earlier, [*facts.done, *facts.checks_passed, *facts.requests, *earlier_goals]
+    )
     checkpoint.add_all(NEXT, pending, BACKGROUND)
 
 
@@ -197,7 +317,11 @@ def _add_critical_context(
     for item in earlier:
         if item not in earlier_mentions and item not in earlier_links:
             checkpoint.add(CRITICAL, item, IMPORTANT if _is_fact(item) else BACKGROUND)
-    checkpoint.add_all(CRITICAL, facts.resolved_errors, IMPORTANT)
+    if facts.model_error:
+        checkpoint.add(CRITICAL, f"The last model call failed: {_one_line(facts.model_error)}", USEFUL)
+    checkpoint.add_all(CRITICAL, _unique(facts.root_causes)[-MAX_ROOT_CAUSES:], IMPORTANT)
+    checkpoint.add_all(CRITICAL, _unique(facts.findings)[-MAX_FINDINGS:], USEFUL)
+    checkpoint.add_all(CRITICAL, facts.resolved_errors, USEFUL)
     checkpoint.add_all(CRITICAL, _focus_sentences(checkpoint, request, facts), IMPORTANT)
     known = {*facts.read_files, *facts.modified_files, *request.files.readFiles,
              *request.files.modifiedFiles, *earlier_files}

@@ -1,0 +1,158 @@
+"""What a tool result says about the work: a success, a failure, or nothing at all.
+
+Real transcripts taught these rules (tests/fixtures/real):
+- an exit code decides success, not the words in the output: a migration log that prints
+  "FAIL" for a skipped check exits 0, and a build whose output says nothing alarming can
+  exit 126. Codex wraps output as `{"output", "metadata": {"exit_code"}}` or as
+  `Exit code: N / Wall time / Output:` text, pi appends `Command exited with code N`, Claude
+  Code starts a failed Bash result with `Exit code N`;
+- a search that found nothing (grep, rg, ... exiting 1 with no output) is an answer, not a
+  failure;
+- some results say nothing about the work: the importer's placeholder for a result the
+  agent never recorded, a command the user aborted, output that is only debugger noise
+  ("Waiting for the debugger to disconnect...").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Literal
+
+Verdict = Literal["ok", "failed", "neutral", "unknown"]
+"""`neutral`: the result neither shows the work succeeding nor failing; `unknown`: only the
+output can tell (a pipeline ending in a filter reports the filter's status)."""
+
+PLACEHOLDER = re.compile(r"^\[No result was recorded", re.IGNORECASE)
+ABORTED = re.compile(
+    r"^(?:aborted|terminated|interrupted|cancell?ed)\b|\b(?:operation|request|command) "
+    r"(?:was )?(?:aborted|cancell?ed|interrupted)\b|^\[Request interrupted by user",
+    re.IGNORECASE,
+)
+DEBUGGER_NOISE = re.compile(
+    r"^(?:Waiting for the debugger to disconnect(?:\.*|…)|Debugger (?:attached|listening on \S+)\.*|"
+    r"For help, see: https://nodejs\.org/en/docs/inspector|Debugger ending on \S+)\s*$",
+    re.IGNORECASE,
+)
+_CODEX_TEXT = re.compile(r"^Exit code: (-?\d+)\s*\n(?:Wall time:[^\n]*\n)?(?:Output:\n?)?", re.DOTALL)
+_CLAUDE_FAILED = re.compile(r"^Exit code (-?\d+)\s*(?:\n|$)")
+_PI_TRAILER = re.compile(r"\n*\s*Command exited with code (-?\d+)\s*$")
+TIMED_OUT = re.compile(r"^Command timed out after\b", re.IGNORECASE)
+
+SEARCH_PROGRAMS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "git grep"})
+"""Programs whose exit status 1 with no output means "no match"."""
+FILTERS = frozenset({"tail", "head", "grep", "egrep", "rg", "wc", "sed", "awk", "cut", "sort",
+                     "uniq", "tee", "less", "more", "cat", "tr", "column", "jq", "xargs"})
+"""Programs at the end of a pipeline whose exit status hides the status of the command."""
+WRAPPERS = frozenset({"sudo", "env", "time", "timeout", "nohup", "exec", "command"})
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """A tool result read for its outcome: the text without exit-code framing."""
+
+    text: str
+    exit_code: int | None
+
+
+def read_output(text: str) -> ToolOutput:
+    """The output text and exit code of a tool result, whatever agent wrote it."""
+    stripped = text.strip()
+    if stripped.startswith("{") and '"output"' in stripped[:200]:
+        try:
+            data = json.loads(stripped)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("output"), str):
+            metadata = data.get("metadata")
+            code = metadata.get("exit_code") if isinstance(metadata, dict) else None
+            return ToolOutput(data["output"].strip(), code if isinstance(code, int) else None)
+    if match := _CODEX_TEXT.match(stripped):
+        return ToolOutput(stripped[match.end():].strip(), int(match.group(1)))
+    if match := _PI_TRAILER.search(stripped):
+        return ToolOutput(stripped[: match.start()].strip(), int(match.group(1)))
+    if match := _CLAUDE_FAILED.match(stripped):
+        return ToolOutput(stripped[match.end():].strip(), int(match.group(1)))
+    return ToolOutput(stripped, None)
+
+
+def main_command(command: str) -> str:
+    """The command without what does not change what it runs: leading `cd DIR &&`, env
+    assignments and wrappers like `timeout 30`."""
+    rest = command.strip()
+    while True:
+        match = re.match(r"^(?:cd\s+(?:\"[^\"]*\"|'[^']*'|\S+)\s*(?:&&|;)\s*|[A-Z_][A-Z0-9_]*=\S*\s+)", rest)
+        if not match:
+            break
+        rest = rest[match.end():]
+    words = rest.split()
+    while words and words[0] in WRAPPERS:
+        words = words[1:]
+        while words and (words[0].startswith("-") or re.fullmatch(r"\d+[smh]?", words[0])):
+            words = words[1:]
+    return " ".join(words)
+
+
+def pipeline(command: str) -> list[str]:
+    """The programs of a command's last `&&`-chained step, split at pipes."""
+    last_step = re.split(r"&&|;|\|\|", main_command(command))[-1]
+    return [segment.strip() for segment in last_step.split("|") if segment.strip()]
+
+
+def program(segment: str) -> str:
+    try:
+        words = shlex.split(segment)
+    except ValueError:
+        words = segment.split()
+    words = [w for w in words if not re.match(r"^[A-Z_][A-Z0-9_]*=", w)]
+    while words and words[0] in WRAPPERS:
+        words = words[1:]
+    if not words:
+        return ""
+    first = words[0].rsplit("/", 1)[-1]
+    if first == "git" and len(words) > 1:
+        return f"git {words[1]}"
+    return first
+
+
+def is_search(command: str) -> bool:
+    programs = [program(segment) for segment in pipeline(command)]
+    return bool(programs) and any(p in SEARCH_PROGRAMS for p in programs)
+
+
+def ends_in_filter(command: str) -> bool:
+    """Whether the exit status is a filter's (`make 2>&1 | tail -20`), not the command's."""
+    segments = pipeline(command)
+    return len(segments) > 1 and program(segments[-1]) in FILTERS
+
+
+def is_noise(text: str) -> bool:
+    """Output that is only debugger chatter says nothing about the work."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return bool(lines) and all(DEBUGGER_NOISE.search(line) for line in lines)
+
+
+def verdict(text: str, is_error: bool, command: str) -> tuple[Verdict, ToolOutput]:
+    """How a tool result ended, from its framing (exit code, error flag, placeholders) and
+    never from words in a successful output."""
+    output = read_output(text)
+    body = output.text
+    if PLACEHOLDER.match(body) or ABORTED.search(body[:200]) and len(body) < 200:
+        return "neutral", output
+    if is_noise(body):
+        return "neutral", output
+    code = output.exit_code
+    filtered = bool(command) and ends_in_filter(command)
+    if filtered and not is_error and (code is None or code == 0):
+        return "unknown", output  # the filter's status; the output has to tell
+    if code is not None:
+        if code == 0:
+            return "ok", output
+        if code == 1 and not body.strip() and command and is_search(command):
+            return "neutral", output  # no match
+        return "failed", output
+    if is_error:
+        return "failed", output
+    return "ok", output
