@@ -168,9 +168,20 @@ class SummarizerInfo(Strict):
     model: str | None = None
 
 
+class SourcedItem(Strict):
+    """One item of a summary and the entries it was taken from."""
+
+    section: str
+    text: str
+    entryIds: list[str]
+
+
 class FileDetails(Strict):
     readFiles: list[str] = Field(default_factory=list)
     modifiedFiles: list[str] = Field(default_factory=list)
+    sources: list[SourcedItem] | None = None
+    """Where each item of the summary came from: entry ids a client can jump to (an item
+    carried from an earlier summary names that compaction entry)."""
 
 
 CompactionReason = Literal["manual", "threshold", "overflow", "incomplete", "idle"]

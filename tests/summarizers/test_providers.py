@@ -28,6 +28,21 @@ def chain(name: str, provider: FakeProvider, **changes: object):
 
 
 @pytest.mark.parametrize("name", PROVIDERS)
+async def test_a_model_summary_gets_the_computed_artifact_trail(
+    name: str, provider: FakeProvider, api_key: str, summary_request: SummaryRequest
+) -> None:
+    provider.script(Reply.with_summary(SUMMARY))
+
+    text = (await chain(name, provider).summarize_with_info(summary_request)).text
+
+    trail = text[len(SUMMARY):]
+    assert "## Commands (latest run)" in trail
+    assert "`pytest tests/test_ratelimit.py -q` ok: ............ [100%] | 12 passed in 0.84s" in trail
+    assert "## Open Errors (computed)" in trail
+    assert "`mypy services` failed: services/api/ratelimit.py:42: error: Incompatible return value" in trail
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
 async def test_success_sends_the_prompt_and_returns_the_text(
     name: str, provider: FakeProvider, api_key: str, summary_request: SummaryRequest
 ) -> None:
@@ -35,7 +50,7 @@ async def test_success_sends_the_prompt_and_returns_the_text(
 
     summary = await chain(name, provider).summarize_with_info(summary_request)
 
-    assert summary.text == SUMMARY
+    assert summary.text.startswith(SUMMARY)
     assert (summary.summarizer.provider, summary.summarizer.model) == (name, f"{name}-test-model")
     [sent] = provider.requests
     assert sent.path == {"anthropic": ANTHROPIC_PATH, "openai": OPENAI_PATH}[name]
@@ -59,7 +74,7 @@ async def test_rate_limit_is_retried(
 ) -> None:
     provider.script(Reply.error(429, "slow down"), Reply.with_summary(SUMMARY))
 
-    assert await chain(name, provider).summarize(summary_request) == SUMMARY
+    assert (await chain(name, provider).summarize(summary_request)).startswith(SUMMARY)
     assert len(provider.requests) == 2
 
 
@@ -98,7 +113,7 @@ async def test_a_slow_answer_times_out_and_is_retried(
     provider.script(Reply.hang(10), Reply.with_summary(SUMMARY))
 
     summarizer = chain(name, provider, timeoutSeconds=0.5, maxRetries=1)
-    assert await summarizer.summarize(summary_request) == SUMMARY
+    assert (await summarizer.summarize(summary_request)).startswith(SUMMARY)
     assert len(provider.requests) == 2
 
 
@@ -224,7 +239,7 @@ async def test_openai_compatible_local_server_needs_no_key(
     provider.script(Reply.with_summary(SUMMARY))
 
     summarizer = chain("openai", provider, apiKeyEnv=None, model="llama3.1:8b")
-    assert await summarizer.summarize(summary_request) == SUMMARY
+    assert (await summarizer.summarize(summary_request)).startswith(SUMMARY)
     assert provider.requests[0].body["model"] == "llama3.1:8b"
 
 

@@ -79,6 +79,8 @@ class CompactionPreparation:
     turn_prefix_request: SummaryRequest | None
     reason: CompactionReason
     instructions: str | None
+    previous_entry_id: str | None = None
+    """The compaction whose summary this one updates: items carried from it name it."""
 
     @property
     def requests(self) -> tuple[SummaryRequest, ...]:
@@ -163,6 +165,7 @@ def prepare_compaction(
         turn_prefix_request=turn_prefix_request,
         reason=reason,
         instructions=instructions,
+        previous_entry_id=previous.id if previous else None,
     )
 
 

@@ -21,6 +21,7 @@ from contextd.compaction.prepare import (
     offline_summary,
     prepare_compaction,
 )
+from contextd.compaction.provenance import compaction_details
 from contextd.compaction.prune import plan_prune
 from contextd.compaction.short_summary import short_summary
 from contextd.model import (
@@ -251,6 +252,7 @@ class CompactionJobs(LiveState):
         draft = self._compaction_draft(prepared, text, author)
         tokens_after = self.figure_with_compaction(draft).tokens
         fields = draft.model_dump(include=COMPACTION_FIELDS)
+        fields["details"] = compaction_details(prepared, text)  # where each item came from
         entry = self.append_node(CompactionEntry, **{**fields, "tokensAfter": tokens_after})
         assert isinstance(entry, CompactionEntry)
         return entry

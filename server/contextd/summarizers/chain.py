@@ -17,9 +17,12 @@ from dataclasses import dataclass
 from contextd.model import Provider, SummarizerInfo, SummarizerSettings
 from contextd.summarizers.base import Summarizer, SummarizerError, SummaryRequest
 from contextd.summarizers.errors import ProviderError, SummarizerFailed
+from contextd.summarizers.trail import with_artifact_trail
 
 log = logging.getLogger(__name__)
 
+OFFLINE = "offline"
+"""The extractive summarizer writes the trail into its own checkpoint."""
 DEFAULT_BASE_DELAY = 0.5
 DEFAULT_MAX_DELAY = 8.0
 
@@ -74,6 +77,9 @@ class SummarizerChain:
                 continue
             if failures:
                 log.info("summary written by fallback %s", summarizer.provider)
+            if summarizer.provider != OFFLINE:
+                # A model's summary forgets commands and their outcomes: code appends them.
+                text = with_artifact_trail(text, request)
             return Summary(text, SummarizerInfo(provider=summarizer.provider, model=summarizer.model))
         raise SummarizerFailed(failures)
 

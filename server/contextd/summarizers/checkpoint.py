@@ -33,6 +33,7 @@ READ_FILES = "read_files"
 MODIFIED_FILES = "modified_files"
 USER_MESSAGES = "user_messages"
 COMMANDS = "commands"
+OPEN_ERRORS = "open_errors"
 EARLIER = "earlier"
 
 _BULLETS = {DONE: "- [x] ", IN_PROGRESS: "- [ ] "}
@@ -225,6 +226,8 @@ _HEADING_KEYS = {
     "user messages (newest first)": USER_MESSAGES,
     "commands": COMMANDS,
     "commands (latest run)": COMMANDS,
+    "open errors": OPEN_ERRORS,
+    "open errors (computed)": OPEN_ERRORS,
     "earlier summary": EARLIER,
     "earlier summary (carried forward)": EARLIER,
 }

@@ -40,6 +40,7 @@ from contextd.summarizers.outcomes import (
     verdict,
 )
 from contextd.summarizers.user_messages import (
+    one_line,
     options_offered,
     picked_options,
     read_user_text,
@@ -181,8 +182,15 @@ class ErrorSeen:
         """A command's failure is one item that names the command, so that a later summary
         can tell when a clean run of it fixed the error; other errors are line by line."""
         if self.command:
-            return [f"`{_clip(self.command, MAX_COMMAND_CHARS)}` failed: " + " | ".join(self.texts)]
+            return [f"`{shown_command(self.command)}` failed: " + " | ".join(self.texts)]
         return list(self.texts)
+
+
+def shown_command(command: str) -> str:
+    """A command as a summary shows it: env assignments (`PGPASSWORD=...`) left out, a long
+    one cut in the middle, since its start says what runs and its end what it runs on."""
+    shown = main_command(command) or command
+    return one_line(shown, MAX_COMMAND_CHARS).replace("`", "'")
 
 
 @dataclass(frozen=True)
@@ -196,7 +204,7 @@ class CommandRun:
 
     def as_item(self) -> str:
         mark = {"ok": "ok", "failed": "failed", "neutral": "no result", "unknown": "ran"}[self.verdict]
-        return f"`{self.command}` {mark}" + (f": {self.detail}" if self.detail else "")
+        return f"`{shown_command(self.command)}` {mark}" + (f": {self.detail}" if self.detail else "")
 
 
 @dataclass
@@ -381,9 +389,12 @@ def _end_turn(walk: _Walk, facts: Facts) -> None:
 
 def _assistant_text(message: AssistantMessage) -> str:
     # Thinking is the model's scratchpad: its conclusions reappear in the visible text.
-    return "\n".join(
-        block.text for block in message.content if isinstance(block, TextContent)
-    ).strip()
+    # Some models (DeepSeek, Qwen behind pi) write it into the text between <think> tags.
+    text = "\n".join(block.text for block in message.content if isinstance(block, TextContent))
+    return _THINK.sub("", text).strip()
+
+
+_THINK = re.compile(r"<think>.*?(?:</think>|\Z)|\A.*?</think>", re.DOTALL)
 
 
 def _read_assistant_text(text: str, facts: Facts, walk: _Walk) -> None:
@@ -458,7 +469,8 @@ def _read_result(
         probes = tuple(f"probe:{label}" for label, code in _PROBE.findall(text) if not code.startswith(("2", "3")))
         facts.errors.append(ErrorSeen(subject, texts, index, command=command, probes=probes))
     if command:
-        detail = texts[0] if texts else _last_line(_without_noise(text))
+        # One line per command: a failure's whole text is the open error's, not the trail's.
+        detail = texts[0].strip().splitlines()[0] if texts else _short_output(_without_noise(text))
         _record_run(facts, command, outcome, _clip(detail, 200))
         if command in facts.succeeded_commands:
             facts.succeeded_commands.remove(command)
@@ -759,6 +771,16 @@ def _list_items(text: str) -> list[str]:
         for line in _outside_fences(text).splitlines()
         if re.match(r"^\s*(?:[-*+]|\d+[.)])\s+\S", line)
     ]
+
+
+def _short_output(text: str) -> str:
+    """A short output whole (versions, counts, a status), a long one by its last line."""
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    joined = " | ".join(lines)
+    return joined if len(joined) <= SHORT_OUTPUT_CHARS else _last_line(text)
+
+
+SHORT_OUTPUT_CHARS = 200
 
 
 def _last_line(text: str) -> str:

@@ -36,15 +36,12 @@ from contextd.summarizers.checkpoint import (
     parse_summary,
 )
 from contextd.summarizers.extract import (
-    CHECK_COMMAND,
-    CONTENT_COMMAND,
     ERROR_LINE,
     FILE_PATH,
     Facts,
-    command_subject,
     extract_facts,
 )
-from contextd.summarizers.outcomes import main_command
+from contextd.summarizers.trail import add_commands, fixed_by_clean_runs
 from contextd.summarizers.user_messages import one_line
 
 MAX_GOAL_CHARS = 400
@@ -54,9 +51,9 @@ MIN_REQUEST_WORDS = 4
 USER_MESSAGES_SHARE = 0.3
 """At most this share of the budget quotes the user's messages."""
 RECENT_USER_MESSAGES = 5
-MAX_COMMANDS = 15
 MAX_ROOT_CAUSES = 6
-MAX_FINDINGS = 12
+MAX_FINDINGS = 40
+RECENT_FINDINGS = 15
 MENTIONED = "Files mentioned: "
 LINKS = "Links: "
 
@@ -98,6 +95,7 @@ TURN_PREFIX_LAYOUT: Layout = (
     # Errors of a turn's beginning: the kept end of the turn shows what came of them.
     Part("### Errors So Far", (BLOCKED,)),
     Part("## Context for the Rest of the Turn", (CRITICAL, NEXT)),
+    Part("## Commands (latest run)", (COMMANDS,), optional=True),
     *_FILE_TAGS,
 )
 HANDOFF_LAYOUT: Layout = (
@@ -157,7 +155,7 @@ def summarize_offline(request: SummaryRequest) -> str:
         earlier.get(CRITICAL, []),
         [*earlier.get(READ_FILES, []), *earlier.get(MODIFIED_FILES, [])],
     )
-    _add_commands(checkpoint, facts, earlier.get(COMMANDS, []))
+    add_commands(checkpoint, facts, earlier.get(COMMANDS, []))
     _add_earlier_text(checkpoint, [*earlier.get(EARLIER, []), *_carried_lines(carried_text)])
     _add_files(checkpoint, request, facts, earlier)
     return fit(checkpoint, LAYOUTS[request.kind], request.max_tokens)
@@ -175,6 +173,8 @@ def _add_goals(
     task = facts.task or ("" if earlier else next(
         (r for r in reversed(facts.requests) if len(r.split()) >= MIN_REQUEST_WORDS), ""
     ))
+    if request.kind == "turn_prefix" and facts.requests:
+        task = facts.requests[-1]  # the turn's own request, however short ("it's not working")
     if task:
         checkpoint.add(GOAL, _one_line(task), ESSENTIAL if request.goal else CORE)
     for position, goal in enumerate(earlier):
@@ -205,31 +205,6 @@ def _add_user_messages(
 
 def _quoted(text: str) -> str:
     return f"\"{one_line(text)}\""
-
-
-def _add_commands(checkpoint: Checkpoint, facts: Facts, earlier: list[str]) -> None:
-    """The artifact trail's commands: each one's latest run, the newest last."""
-    runs = [run for run in facts.commands.values() if _worth_listing(run.command)]
-    latest = {run.command for run in runs}
-    kept_earlier = [item for item in earlier if _listed_command(item) not in latest]
-    checkpoint.add_all(COMMANDS, kept_earlier, BACKGROUND)
-    for run in runs[-MAX_COMMANDS:]:
-        important = run.verdict == "failed" or CHECK_COMMAND.search(run.command)
-        checkpoint.add(COMMANDS, run.as_item(), USEFUL if important else BACKGROUND)
-
-
-def _worth_listing(command: str) -> bool:
-    """Commands that changed or checked something; reading and searching are not listed."""
-    main = main_command(command)
-    return bool(main) and not CONTENT_COMMAND.match(main) and not re.match(
-        r"(?:echo|pwd|cd|which|command -v|sleep|git (?:status|log|diff|show|branch)|ps|date|"
-        r"nl|file|stat|du|df|type)\b", main
-    )
-
-
-def _listed_command(item: str) -> str:
-    match = re.match(r"^`([^`]+)`", item)
-    return match.group(1) if match else ""
 
 
 def _is_foreign(summary: str) -> bool:
@@ -265,7 +240,7 @@ def _add_progress(checkpoint: Checkpoint, facts: Facts, earlier: dict[str, list[
     evidence = [*facts.done, *facts.checks_passed]
     finished_work = [*evidence, *facts.modified_files]
     # Blocked first: an error string is kept in the first section that takes it.
-    still_blocked, fixed_by_runs = _fixed_by_clean_runs(earlier.get(BLOCKED, []), facts.succeeded_commands)
+    still_blocked, fixed_by_runs = fixed_by_clean_runs(earlier.get(BLOCKED, []), facts.succeeded_commands)
     still_blocked, now_resolved = _split(still_blocked, evidence)
     now_resolved = [*fixed_by_runs, *now_resolved]
     checkpoint.add_all(BLOCKED, [*still_blocked, *facts.blocked], ESSENTIAL)
@@ -320,7 +295,10 @@ def _add_critical_context(
     if facts.model_error:
         checkpoint.add(CRITICAL, f"The last model call failed: {_one_line(facts.model_error)}", USEFUL)
     checkpoint.add_all(CRITICAL, _unique(facts.root_causes)[-MAX_ROOT_CAUSES:], IMPORTANT)
-    checkpoint.add_all(CRITICAL, _unique(facts.findings)[-MAX_FINDINGS:], USEFUL)
+    findings = _unique(facts.findings)[-MAX_FINDINGS:]
+    recent = len(findings) - RECENT_FINDINGS
+    for position, finding in enumerate(findings):
+        checkpoint.add(CRITICAL, finding, USEFUL if position >= recent else BACKGROUND)
     checkpoint.add_all(CRITICAL, facts.resolved_errors, USEFUL)
     checkpoint.add_all(CRITICAL, _focus_sentences(checkpoint, request, facts), IMPORTANT)
     known = {*facts.read_files, *facts.modified_files, *request.files.readFiles,
@@ -382,21 +360,6 @@ def _split(items: list[str], finished_work: list[str]) -> tuple[list[str], list[
 
 
 PROBLEM_REPORT = re.compile(r"\b(?:fail(?:s|ed|ure|ing)?|errors?|broken|breaks)\b", re.IGNORECASE)
-FAILED_COMMAND = re.compile(r"^`([^`]+)` failed: ")
-
-
-def _fixed_by_clean_runs(items: list[str], clean_commands: list[str]) -> tuple[list[str], list[str]]:
-    """Earlier blockers into (still blocked, fixed): a command's failure is fixed once the
-    same program has since run clean."""
-    clean = {command_subject(command) for command in clean_commands}
-    still: list[str] = []
-    fixed: list[str] = []
-    for item in items:
-        failed = FAILED_COMMAND.match(item)
-        (fixed if failed and command_subject(failed.group(1)) in clean else still).append(item)
-    return still, fixed
-
-
 CHECK_RESULT = re.compile(r"^(?:\[x\] )?`([^`]+)` (?:passed|failed)")
 TEST_COUNT_CLAIM = re.compile(r"^(?:\[x\] )?(?:all )?\d+ tests? pass(?:es|ed)?\.?$", re.IGNORECASE)
 
