@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,21 @@ async def test_manual_compaction_summarizes_and_keeps_the_recent_part(daemon):
     assert first["role"] == "user" and "compacted" in first["content"]
     assert after["messages"][-1] == before["messages"][-1]
     assert after["tokens"] == compacted["tokensAfter"]
+
+
+async def test_the_compaction_entry_names_the_sources_of_its_items(daemon):
+    session = (await daemon.open_session())["sessionId"]
+    appended = await append_turns(daemon, session, range(6))
+    compacted = await daemon.request("contextd/compact", {"sessionId": session})
+
+    path = Path((await daemon.request("contextd/session/state", {"sessionId": session}))["path"])
+    [entry] = [e for e in map(json.loads, path.read_text().splitlines()) if e.get("id") == compacted["entryId"]]
+    sources = entry["details"]["sources"]
+    ids_in_file = {e.get("id") for e in map(json.loads, path.read_text().splitlines())}
+    goal = [item for item in sources if item["section"] == "Goal"]
+    assert goal and goal[0]["text"] in compacted["summary"]
+    assert all(set(item["entryIds"]) <= ids_in_file for item in sources), "ids a client can jump to"
+    assert appended["entryIds"][0] not in {i for item in sources for i in item["entryIds"]}, "kept, not summarized"
 
 
 async def test_repeated_compactions_keep_what_the_previous_one_kept(daemon):

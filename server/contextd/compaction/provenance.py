@@ -19,7 +19,7 @@ MAX_SOURCES_PER_ITEM = 3
 MIN_PROBE_CHARS = 12
 _HEADING = re.compile(r"^#{2,3}\s+(.+?)\s*$")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.+)$")
-_CUT = re.compile(r"\s*(?:\[…\]|…|\[\.\.\. [^\]]*\])\s*")
+_CUT = re.compile(r"\s*(?:\[…\]|…|\[\.\.\. [^\]]*\]|\s\|\s|\bfailed: )\s*")
 _QUOTED = re.compile(r"`([^`]{6,})`|\"([^\"]{6,})\"")
 
 
@@ -38,20 +38,25 @@ def trace_sources(
     earlier = normalized(previous[1]) if previous else ""
     traced: list[SourcedItem] = []
     section = ""
-    fenced = False
+    block: list[str] | None = None
     for line in summary.splitlines():
         if line.strip().startswith("```"):
-            fenced = not fenced
+            if block is None:
+                block = []
+                continue
+            text, block = "\n".join(block), None  # a verbatim block is one item
+        elif block is not None:
+            block.append(line)
             continue
-        if fenced:
-            continue
-        if heading := _HEADING.match(line):
+        elif heading := _HEADING.match(line):
             section = heading.group(1)
             continue
-        item = _ITEM.match(line)
-        if not item or not section:
+        elif item := _ITEM.match(line):
+            text = item.group(1).strip()
+        else:
             continue
-        text = item.group(1).strip()
+        if not section or not text.strip():
+            continue
         probes = _probes(text)
         ids = _holders(probes, texts)
         if not ids and previous and any(p in earlier for p in probes):

@@ -66,7 +66,7 @@ _PROBE = re.compile(r"^\s*([A-Za-z][\w .-]{0,20}?):\s+(\d{3})\s*$", re.MULTILINE
 
 CONSTRAINT = re.compile(
     r"\b(?:must|mustn't|never|always|don'?t|do not|prefer(?:ably|red)?|"
-    r"should|shouldn't|only|avoid|make sure|ensure|required?|requirement|no need to|"
+    r"should|shouldn't|only|avoid|no need to|"
     r"not allowed|forbidden|stick to|stay|keep)\b",
     re.IGNORECASE,
 )
@@ -95,6 +95,17 @@ DONE_CLAIM = re.compile(
     r"is (?:now )?complete|works now|now works|successfully)\b",
     re.IGNORECASE,
 )
+STILL_FAILING = re.compile(
+    r"\b(?:failing|failed|fails|broken|blocked|still (?:not|failing|broken)|doesn'?t work|not working)\b",
+    re.IGNORECASE,
+)
+OWN_ERROR = re.compile(
+    r"^\s*(?:\S+:\s*)?(?:error|fatal|err!)(?:\[|:|\s)|^\s*(?:Traceback|\w+(?:Error|Exception):)|"
+    r"command not found|No such file or directory|exited with (?:code )?[1-9]|Command failed|"
+    r"^\s*FAILED\b|^\s*npm ERR!|Failed to compile",
+    re.IGNORECASE,
+)
+"""A line in which a command reports its own failure."""
 ROOT_CAUSE = re.compile(
     r"\b(?:root cause|the (?:issue|problem|bug|cause) (?:is|was)|caused by|because|the reason|"
     r"this happens when|that'?s why)\b",
@@ -174,6 +185,8 @@ class ErrorSeen:
     resolved: bool = False
     command: str = ""
     """The shell command whose output showed the error, when there was one."""
+    superseded: bool = False
+    """A later run of the same command failed again: only the latest failure is reported."""
     probes: tuple[str, ...] = ()
     """Status probes the failure reported (`HTML: 000`): a later healthy answer to the same
     probe (`HTML: 200`) fixes it, whatever command gave it."""
@@ -251,6 +264,8 @@ class Facts:
     """Each command's latest run, in the order they last ran."""
     todos: list[tuple[str, str]] = field(default_factory=list)
     """The agent's latest todo list: (status, text)."""
+    environment: list[str] = field(default_factory=list)
+    """Facts about the machine the commands showed: programs that are not installed."""
     finished_earlier_turn: bool = False
     """The span opens in the middle of a turn (an earlier summary holds its request) and
     that turn ended with an answer that reports no problem and asks nothing."""
@@ -260,11 +275,15 @@ class Facts:
 
     @property
     def blocked(self) -> list[str]:
-        return [item for error in self.errors if not error.resolved for item in error.as_items()]
+        return [
+            item for error in self.errors if not (error.resolved or error.superseded) for item in error.as_items()
+        ]
 
     @property
     def resolved_errors(self) -> list[str]:
-        return [item for error in self.errors if error.resolved for item in error.as_items()]
+        return [
+            item for error in self.errors if error.resolved and not error.superseded for item in error.as_items()
+        ]
 
 
 @dataclass
@@ -377,8 +396,10 @@ def _end_turn(walk: _Walk, facts: Facts) -> None:
     if not text:
         return
     if not facts.requests and not walk.turn_ended_once:
-        facts.finished_earlier_turn = walk.turn_ended and not _closing_question(text) and not (
-            PROBLEM_WORDS.search(_first_sentences(text, 2))
+        # Finished only when the turn's answer says so and reports no failure anywhere.
+        facts.finished_earlier_turn = (
+            walk.turn_ended and not _closing_question(text)
+            and bool(DONE_CLAIM.search(_first_sentences(text, 2))) and not STILL_FAILING.search(text)
         )
     walk.turn_ended_once = True
     for sentence in sentences(text):
@@ -412,7 +433,8 @@ def _read_assistant_text(text: str, facts: Facts, walk: _Walk) -> None:
         if DECISION.search(sentence) and not _narrates(sentence):
             facts.decisions.append(sentence)
             walk.turn_decisions.append(sentence)
-        elif DONE_CLAIM.search(sentence) and not sentence.endswith("?") and not PROBLEM_WORDS.search(sentence):
+        elif (DONE_CLAIM.search(sentence) and not sentence.endswith(("?", ":"))
+              and not PROBLEM_WORDS.search(sentence)):
             facts.done.append(sentence)
         elif SPECIFIC.search(sentence) and _is_prose(sentence) and not _narrates(sentence) and not sentence.endswith("?"):
             facts.findings.append(sentence)
@@ -452,8 +474,10 @@ def _read_result(
     outcome, output = verdict(message_text(result.content), result.isError, command)
     text = output.text
     if outcome == "unknown":
-        found = _error_lines(text) if _may_report_errors(command) else []
-        outcome = "failed" if found else "ok"
+        # The pipeline's status is a filter's: only the command's own error report counts,
+        # not a listing that shows "Error" in a status column.
+        reported = _may_report_errors(command) and any(OWN_ERROR.search(line) for line in text.splitlines())
+        outcome = "failed" if reported else "ok"
     if outcome == "failed" and command and not _may_report_errors(command):
         outcome = "neutral"  # a read or search that found nothing is an answer, not a blocker
     if outcome == "neutral":
@@ -465,6 +489,12 @@ def _read_result(
     if outcome == "failed" and call is not None and call.name in DEFAULT_READ_TOOLS:
         outcome = "ok"  # a read that found no file is an answer, not a blocker
         texts = []
+    if texts and (missing := _missing_program(texts)):
+        # A probe for a tool that is not installed is a fact about the machine, not a
+        # blocker: the agent goes on with another tool.
+        facts.environment.append(f"`{missing}` is not installed here (command not found)")
+        texts = []
+        outcome = "neutral"
     if texts:
         probes = tuple(f"probe:{label}" for label, code in _PROBE.findall(text) if not code.startswith(("2", "3")))
         facts.errors.append(ErrorSeen(subject, texts, index, command=command, probes=probes))
@@ -476,7 +506,7 @@ def _read_result(
             facts.succeeded_commands.remove(command)
         if outcome == "ok":
             facts.succeeded_commands.append(command)
-            facts.shipped += _shipped(command, text)
+            facts.shipped += _shipped(_raw_command(call.arguments) if call else command, text)
     if command and _is_check(command):
         walk.checks.pop(command, None)  # the latest run of a check is the one that counts
         if outcome == "ok":
@@ -487,6 +517,16 @@ def _read_result(
         walk.successes += [
             (index, f"probe:{label}") for label, code in _PROBE.findall(text) if code.startswith(("2", "3"))
         ]
+
+
+_NOT_FOUND = re.compile(r"^(?:(?:\S+: )*(?:line \d+: )?)([\w.+-]+): (?:command )?not found$")
+
+
+def _missing_program(texts: list[str]) -> str:
+    """The program a failure says is not installed, when that is all it says."""
+    lines = [line.strip() for text in texts for line in text.splitlines() if line.strip()]
+    found = [m.group(1) for line in lines if (m := _NOT_FOUND.match(line))]
+    return found[0] if found and len(found) == len(lines) else ""
 
 
 def _record_run(facts: Facts, command: str, outcome: Verdict, detail: str) -> None:
@@ -503,13 +543,13 @@ def _is_check(command: str) -> bool:
 
 
 def _shipped(command: str, output: str) -> list[str]:
-    """What a successful git or gh command delivered: a commit, a push, a PR, a tag."""
-    main = main_command(command)
+    """What a successful git or gh command delivered: a commit, a push, a PR, a tag.
+    `command` is as written, line breaks kept: a commit message's first line is its title."""
     found: list[str] = []
-    for step in re.split(r"\s*&&\s*", main):
-        if match := re.match(r"git commit\b.*?-m\s+(\"[^\"]+\"|'[^']+'|\S+)", step):
-            message = match.group(1).strip("\"'").splitlines()[0]
-            found.append(f"Committed: {message}")
+    for step in re.split(r"\s*(?:&&|;|\n)\s*(?=\S)", command.strip()):
+        step = main_command(step)
+        if re.match(r"git commit\b", step):
+            found.append(f"Committed: {_commit_title(command)}")
         elif re.match(r"git push\b", step):
             found.append(f"Pushed: `{step}`")
         elif re.match(r"git tag\b", step):
@@ -518,6 +558,16 @@ def _shipped(command: str, output: str) -> list[str]:
             urls = URL.findall(output)
             found.append("Opened a pull request" + (f": {urls[-1]}" if urls else ""))
     return found
+
+
+def _commit_title(command: str) -> str:
+    """The first line of the message a `git commit` command gives, heredoc or `-m`."""
+    if heredoc := re.search(r"<<\s*'?(\w+)'?\s*\n\s*(.+)", command):
+        return _clip(heredoc.group(2).strip(), 120)
+    if message := re.search(r"-m\s+(?:\"([^\"]+)\"|'([^']+)'|(\S+))", command):
+        text = next(group for group in message.groups() if group)
+        return _clip(text.strip().splitlines()[0], 120)
+    return "(message not given on the command line)"
 
 
 def _may_report_errors(command: str) -> bool:
@@ -566,7 +616,9 @@ def _mark_resolved(errors: list[ErrorSeen], successes: list[tuple[int, str]]) ->
     """An error is resolved once the same command or file later succeeds; one the user
     pasted is context, not a blocker. A failed edit is resolved by any later success on
     its file (a retry, or a `cp` over it)."""
+    latest_failure = {error.subject: error.index for error in errors if error.command}
     for error in errors:
+        error.superseded = bool(error.command) and latest_failure[error.subject] > error.index
         fixed_by = {error.subject, *error.probes}
         error.resolved = error.subject == "user" or any(
             index > error.index and subject in fixed_by for index, subject in successes
@@ -701,11 +753,25 @@ def _patch_text(arguments: dict[str, Any]) -> str:
 
 
 def _command(arguments: dict[str, Any]) -> str:
+    """The command a tool call runs, on one line."""
+    return " ".join(_raw_command(arguments).split())
+
+
+def _raw_command(arguments: dict[str, Any]) -> str:
+    """The command as written; Codex gives it as argv (`["bash", "-lc", "npm test"]`)."""
     for key in COMMAND_ARGUMENTS:
         value = arguments.get(key)
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            if len(value) >= 3 and value[1] in ("-c", "-lc", "-ic") and value[0].rsplit("/", 1)[-1] in SHELLS:
+                value = value[-1]
+            else:
+                value = shlex.join(value)
         if isinstance(value, str) and value.strip():
-            return " ".join(value.split())
+            return value
     return ""
+
+
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "fish"})
 
 
 def command_subject(command: str) -> str:

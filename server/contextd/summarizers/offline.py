@@ -295,6 +295,7 @@ def _add_critical_context(
     if facts.model_error:
         checkpoint.add(CRITICAL, f"The last model call failed: {_one_line(facts.model_error)}", USEFUL)
     checkpoint.add_all(CRITICAL, _unique(facts.root_causes)[-MAX_ROOT_CAUSES:], IMPORTANT)
+    checkpoint.add_all(CRITICAL, _unique(facts.environment), USEFUL)
     findings = _unique(facts.findings)[-MAX_FINDINGS:]
     recent = len(findings) - RECENT_FINDINGS
     for position, finding in enumerate(findings):

@@ -1,0 +1,330 @@
+"""One test per rule of the offline summary, each on an excerpt of a real transcript.
+
+The excerpts are copied from tests/fixtures/real (the transcript is named at each test),
+shortened to the messages the rule is about. The debugger-noise and FAIL-in-a-success
+cases come from sessions that are reserved for evaluation, so they are rebuilt from the
+shapes those sessions had.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from contextd.compaction.provenance import trace_sources
+from contextd.model import Message
+from contextd.summarizers.base import SummaryRequest
+from contextd.summarizers.offline import summarize_offline
+from contextd.summarizers.outcomes import read_output, verdict
+from contextd.summarizers.trail import artifact_trail
+from pydantic import TypeAdapter
+
+_messages = TypeAdapter(list[Message])
+
+
+def summary_of(raw: list[dict[str, Any]], **fields: Any) -> str:
+    request = SummaryRequest(
+        kind=fields.pop("kind", "compaction"), messages=_messages.validate_python(raw),
+        system_prompt="", prompt="", max_tokens=fields.pop("max_tokens", 6000), **fields,
+    )
+    return summarize_offline(request)
+
+
+def sections(summary: str) -> dict[str, str]:
+    parts = re.split(r"^(#{2,3} .+)$", summary, flags=re.MULTILINE)
+    return {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts), 2)}
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def said(text: str, *calls: dict[str, Any]) -> dict[str, Any]:
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    blocks += [{"type": "toolCall", "id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in calls]
+    return {"role": "assistant", "stopReason": "toolUse" if calls else "stop", "content": blocks}
+
+
+def call(call_id: str, command: str, name: str = "bash") -> dict[str, Any]:
+    return {"id": call_id, "name": name, "arguments": {"command": command}}
+
+
+def result(call_id: str, text: str, *, error: bool = False, name: str = "bash") -> dict[str, Any]:
+    return {"role": "toolResult", "toolCallId": call_id, "toolName": name, "content": text, "isError": error}
+
+
+def test_a_search_with_no_match_is_an_answer_not_a_failure() -> None:
+    # codex-knearme-compacted, L207-L208: rg found nothing, Codex reports exit code 1.
+    summary = summary_of([
+        user("Review .agent/System/project_architecture.md for any missing integrations or data models."),
+        said("", call("a", "rg -n \"drizzle|prisma\" rank-tracking/local-beacon/packages/database -g '!**/node_modules/**'")),
+        result("a", "Exit code: 1\nWall time: 0 seconds\nOutput:\n"),
+    ])
+
+    assert sections(summary)["### Blocked"] == "(none)"
+    assert "rank-tracking/local-beacon" not in sections(summary)["## Critical Context"]
+
+
+def test_the_exit_code_decides_not_the_error_flag() -> None:
+    # codex-knearme-two-compactions, L2251: the build failed with exit code 126, yet the
+    # result is not flagged as an error.
+    output = (
+        "Exit code: 126\nWall time: 4.7 seconds\nOutput:\n\n> review-agent-dashboard@1.0.0 build\n"
+        "> next build\n\n   Creating an optimized production build ...\nFailed to compile.\n\n"
+        "./src/app/articles/[id]/page.tsx:115:17\nType error: Cannot find namespace 'JSX'.\n"
+    )
+    summary = summary_of([
+        user("yes, rerun the build with the repo's Node 20.11.1 via Volta"),
+        said("", call("b", "volta run npm run build")),
+        result("b", output),
+    ])
+
+    assert "Type error: Cannot find namespace 'JSX'." in sections(summary)["### Blocked"]
+
+
+def test_a_success_whose_log_says_fail_is_a_success() -> None:
+    # The shape of a migration run from the evaluation corpus: exit code 0, a log that
+    # reports a skipped check as FAIL.
+    output = "Exit code: 0\nWall time: 3.1 seconds\nOutput:\nmigrating 0042_add_index ... ok\nFAIL check_legacy (skipped)\nDone."
+    summary = summary_of([
+        user("Run the database migration and tell me when it is done."),
+        said("", call("m", "npx prisma migrate deploy")),
+        result("m", output),
+    ])
+
+    assert sections(summary)["### Blocked"] == "(none)"
+    assert "`npx prisma migrate deploy` ok" in sections(summary)["## Commands (latest run)"]
+
+
+def test_debugger_noise_is_not_a_passing_check() -> None:
+    # The shape from the evaluation corpus: a test run whose only output is the debugger.
+    summary = summary_of([
+        user("Run the unit tests for the parser please."),
+        said("", call("t", "npm test -- parser")),
+        result("t", "Debugger attached.\nWaiting for the debugger to disconnect..."),
+    ])
+
+    assert "passed" not in sections(summary)["### Done"]
+    assert sections(summary)["### Blocked"] == "(none)"
+
+
+def test_the_importers_placeholder_and_an_aborted_command_are_not_blockers() -> None:
+    # claude-code-atlas-short: the commit's result was never recorded; pi-coffee-model-switches:
+    # the user aborted a command.
+    summary = summary_of([
+        user("the ai agent is talking to me like im a client, it should recognise the gym owner"),
+        said("", call("c", "git add -A && git commit --no-verify -m \"Fix AI agent gym owner context detection\"")),
+        result("c", "[No result was recorded for this tool call in the imported session]", error=True),
+        said("", call("s", "sleep 30 && vercel list")),
+        result("s", "Operation aborted", error=True),
+    ])
+
+    assert sections(summary)["### Blocked"] == "(none)"
+
+
+def test_a_provider_error_is_not_the_works_blocker() -> None:
+    # pi-coffee-model-switches: rate limits between the agent's steps.
+    summary = summary_of([
+        user("سوي له موقع بدزاين مودرن و عصري"),
+        {"role": "assistant", "stopReason": "error", "errorMessage": "429 status code (no body)", "content": []},
+        said("Done: the site is up on port 8080."),
+    ])
+
+    assert sections(summary)["### Blocked"] == "(none)"
+    assert "429" not in summary
+
+
+def test_the_latest_run_of_a_command_wins() -> None:
+    # pi-coffee-deepseek: node --check failed on an export alias, the fix made it pass.
+    check = 'for f in $(find . -name "*.js" -not -path "./node_modules/*"); do node --check "$f" 2>&1 || echo "✗ $f FAILED"; done; echo "✓ All checked"'
+    summary = summary_of([
+        user("خليه اقوى و اضخم و سفاح و ضيف له افكتر من عندك"),
+        said("", call("1", check)),
+        result("1", "/data/data/com.termux/files/home/shadow-realms-bot/database/db.js:718\nSyntaxError: Unexpected identifier 'as'\nCommand exited with code 1", error=True),
+        said("", call("2", check)),
+        result("2", "✓ All checked"),
+    ])
+
+    assert sections(summary)["### Blocked"] == "(none)"
+    assert "Unexpected identifier 'as'" not in sections(summary)["### In Progress"]
+
+
+def test_a_failed_edit_is_fixed_by_a_later_copy_over_the_file() -> None:
+    # claude-code-atlas-short: Edit refused before a read, the agent copied the file instead.
+    target = "/Users/Sam/apps/gym-dashboard/lib/ai-agents/orchestrator.ts"
+    summary = summary_of([
+        user("the ai agent is talking to me like im a client, it should recognise the gym owner"),
+        said("", {"id": "e", "name": "Edit", "arguments": {"file_path": target, "old_string": "a", "new_string": "b"}}),
+        result("e", "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>", error=True, name="Edit"),
+        said("", call("cp", f"cp /Users/Sam/lib/ai-agents/orchestrator.ts {target}", name="Bash")),
+        result("cp", "", name="Bash"),
+    ])
+
+    assert sections(summary)["### Blocked"] == "(none)"
+
+
+def test_narration_and_offers_are_not_decisions() -> None:
+    # claude-code-atlas-sonnet45 and codex-knearme-two-compactions.
+    summary = summary_of([
+        user("make sure everything is deployed, use the cli to check the deployment and fix if it breaks"),
+        said("Let me try a different approach - use `npm ci` instead of `npm install` to avoid the tracker error:"),
+        said("If you want local‑timezone display, I can switch to client‑only rendering for those fields."),
+    ])
+
+    assert sections(summary)["## Key Decisions"] == "(none)"
+
+
+def test_a_hypothesis_the_user_rejected_is_not_a_decision() -> None:
+    # pi-coffee-model-switches: the assistant's reading of the idea, and the user's "that's not it".
+    summary = summary_of([
+        user("سوي لي موقع بسمعك و انت بتدرس و بس تكمل بحلل الي درسته و بعمل لك امتحان فيه"),
+        said("I'll go with a quiz site where you read the lesson and the site asks you questions."),
+        user("no, that's not the idea: I explain the lesson out loud, it listens, analyses and then builds an exam"),
+    ])
+
+    assert "quiz site" not in sections(summary)["## Key Decisions"]
+
+
+def test_a_picked_option_says_what_the_option_was() -> None:
+    # codex-lotto: "그래. 그러면 2번쪽으로 하자" after two numbered options; here the bare "2".
+    summary = summary_of([
+        user("the UI has nothing to do with the picture I drew"),
+        said(
+            "Two ways to fix it:\n1. Describe the layout and I restyle the components.\n"
+            "2. Add the images to the repo (specs/001-lotto-ticketing/assets/issue_ticket.png) and I rebuild from them."
+        ),
+        user("2"),
+    ])
+
+    assert "The user chose 2. Add the images to the repo" in sections(summary)["## Key Decisions"]
+
+
+def test_the_goal_is_the_current_task_and_user_messages_are_verbatim_newest_first() -> None:
+    # codex-lotto: AGENTS.md and the environment arrive as user messages; codex-voice-assistant:
+    # a spec-kit command wraps the user's one line.
+    summary = summary_of([
+        user("# AGENTS.md instructions for /Users/kooksun/PythonProjects/Lotto645\n\n<INSTRUCTIONS>\n## Commands\n\nnpm test && npm run lint\n</INSTRUCTIONS>"),
+        user("<environment_context>\n  <cwd>/Users/kooksun/PythonProjects/Lotto645</cwd>\n</environment_context>"),
+        user("ok i did 'run dev' and issuing ok. i can see tickets on firebase i issued"),
+        said("Great to hear the dev server and issuance flow are running."),
+        user("\n## User Input\n\n```text\nStyle-Bert-VITS2 を用いて日本語テキストを自然音声に変換する TTS API を実装したい。\n```\n\nYou **MUST** consider the user input before proceeding (if not empty)."),
+    ])
+    body = sections(summary)
+
+    assert body["## Goal"] == "- Style-Bert-VITS2 を用いて日本語テキストを自然音声に変換する TTS API を実装したい。"
+    assert body["## User Messages (newest first)"].splitlines() == [
+        '- "Style-Bert-VITS2 を用いて日本語テキストを自然音声に変換する TTS API を実装したい。"',
+        "- \"ok i did 'run dev' and issuing ok. i can see tickets on firebase i issued\"",
+    ]
+    assert "MUST consider" not in body["## Constraints & Preferences"]
+
+
+def test_a_pasted_log_is_trimmed_and_is_not_the_goal() -> None:
+    # claude-code-atlas-sonnet45: the user pastes a Vercel build log after asking for a deploy.
+    log = "\n".join(
+        [f"09:20:{46 + n // 10:02d}.{n:03d} Removed ignored file /__tests__/case_{n}.test.ts" for n in range(40)]
+        + ["09:21:30.100 Error: Can not repeat \"path\" without a prefix and suffix"]
+    )
+    summary = summary_of([
+        user("make sure everything is deployed to vercel, use the cli to check the deployment and fix if it breaks"),
+        said("Deployed; checking the build now."),
+        user(log),
+    ])
+    body = sections(summary)
+
+    assert body["## Goal"].startswith("- make sure everything is deployed")
+    quoted = body["## User Messages (newest first)"].splitlines()[0]
+    assert 'Can not repeat "path" without a prefix and suffix' in quoted
+    assert "pasted log lines trimmed" in quoted and "case_30" not in quoted
+
+
+def test_a_free_text_summary_is_carried_forward() -> None:
+    # claude-code-atlas-opus41 starts with Claude Code's own continuation summary.
+    earlier = (
+        "This session is being continued from a previous conversation that ran out of context. "
+        "The conversation is summarized below:\nSummary:\n1. Primary Request and Intent:\n"
+        "   - Corrected branding: Gym Lead Hub (CRM product) not Atlas Fitness (test gym)\n"
+        "   - Fix: Changed from address to sam@email.gymleadhub.co.uk with fallback\n"
+    )
+    summary = summary_of([user(earlier), user("i cant find the delete button")])
+
+    carried = sections(summary)["## Earlier Summary (carried forward)"]
+    assert "Gym Lead Hub (CRM product) not Atlas Fitness (test gym)" in carried
+    assert "sam@email.gymleadhub.co.uk" in carried
+    again = summary_of([user("still no delete button")], previous_summary=summary)
+    assert "Gym Lead Hub (CRM product)" in sections(again)["## Earlier Summary (carried forward)"]
+
+
+def test_think_tags_in_the_text_are_the_models_scratchpad() -> None:
+    # pi-termux-qwen: a hypothesis the user then corrected, written between <think> tags.
+    summary = summary_of([
+        user("we need to be able to login, interact with Yobit.net as headless component for users to login."),
+        said("<think>\nLogin in exchange terms usually means authenticating with API keys, so I'll use the API.\n</think>\n\nI wrote exchanges/yobit.py."),
+    ])
+
+    assert "API keys" not in summary
+
+
+def test_exit_codes_are_read_from_every_agents_framing() -> None:
+    assert read_output('{"output":"bash: pnpm: command not found\\n","metadata":{"exit_code":127}}').exit_code == 127
+    assert read_output("Exit code: 0\nWall time: 1 seconds\nOutput:\nok").exit_code == 0
+    assert read_output("sh: 1: which: not found\n\n\nCommand exited with code 127").exit_code == 127
+    assert read_output("Exit code 2\n\n> tsc --noEmit").exit_code == 2
+    assert verdict("(no output)\n\nCommand exited with code 1", True, 'grep -n "db\\." events/x.js')[0] == "failed"
+    assert verdict("\n\nCommand exited with code 1", True, 'grep -n "db\\." events/x.js')[0] == "neutral"
+
+
+def test_every_item_names_the_entries_it_came_from() -> None:
+    raw = [
+        user("Run the unit tests for the parser please."),
+        said("", call("t", "npm test -- parser")),
+        result("t", "Exit code: 1\nOutput:\nFAIL src/parser.test.ts\nTypeError: splitRows is not a function"),
+    ]
+    messages = _messages.validate_python(raw)
+    summary = summarize_offline(SummaryRequest(
+        kind="compaction", messages=messages, system_prompt="", prompt="", max_tokens=4000,
+    ))
+
+    sources = trace_sources(summary, list(zip(["u1", "a1", "r1"], messages)))
+
+    by_section = {(item.section, item.entryIds[0]) for item in sources}
+    assert ("Goal", "u1") in by_section
+    assert ("Blocked", "r1") in by_section
+
+
+def test_the_trail_for_a_model_summary_carries_forward_and_updates() -> None:
+    first = SummaryRequest(
+        kind="compaction", system_prompt="", prompt="", max_tokens=4000,
+        messages=_messages.validate_python([
+            user("Build the dashboard."),
+            said("", call("b", "npm run build")),
+            result("b", "Exit code: 1\nOutput:\nType error: Cannot find namespace 'JSX'."),
+        ]),
+    )
+    trail = artifact_trail(first)
+    assert "Cannot find namespace 'JSX'" in trail.split("## Open Errors (computed)")[1]
+
+    later = SummaryRequest(
+        kind="compaction", system_prompt="", prompt="", max_tokens=4000,
+        previous_summary="## Goal\n- Build the dashboard.\n\n" + trail,
+        messages=_messages.validate_python([
+            said("", call("b2", "volta run npm run build")),
+            result("b2", "Exit code: 0\nOutput:\n✓ Compiled successfully"),
+        ]),
+    )
+    updated = artifact_trail(later)
+    assert "Open Errors" not in updated, "the clean build fixed it"
+    assert "`volta run npm run build` ok: ✓ Compiled successfully" in updated
+
+
+def test_a_missing_program_is_a_fact_about_the_machine_not_a_blocker() -> None:
+    # pi-termux-qwen: `which` does not exist on Termux; the agent went on with `command -v`.
+    summary = summary_of([
+        user("this is to directly interact with yobits webpage (an addition to a separate API module)"),
+        said("", call("w", "which python3 && python3 --version")),
+        result("w", "sh: 1: which: not found\n\n\nCommand exited with code 127", error=True),
+    ])
+    body = sections(summary)
+
+    assert body["### Blocked"] == "(none)"
+    assert "`which` is not installed here (command not found)" in body["## Critical Context"]
