@@ -281,8 +281,13 @@ class Facts:
 
     @property
     def resolved_errors(self) -> list[str]:
+        return [item for error in self.errors if error.resolved for item in error.as_items()]
+
+    @property
+    def superseded_errors(self) -> list[str]:
+        """Earlier failures of a command that failed again later: history, not blockers."""
         return [
-            item for error in self.errors if error.resolved and not error.superseded for item in error.as_items()
+            item for error in self.errors if error.superseded and not error.resolved for item in error.as_items()
         ]
 
 

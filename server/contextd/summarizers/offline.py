@@ -301,6 +301,7 @@ def _add_critical_context(
     for position, finding in enumerate(findings):
         checkpoint.add(CRITICAL, finding, USEFUL if position >= recent else BACKGROUND)
     checkpoint.add_all(CRITICAL, facts.resolved_errors, USEFUL)
+    checkpoint.add_all(CRITICAL, facts.superseded_errors, BACKGROUND)
     checkpoint.add_all(CRITICAL, _focus_sentences(checkpoint, request, facts), IMPORTANT)
     known = {*facts.read_files, *facts.modified_files, *request.files.readFiles,
              *request.files.modifiedFiles, *earlier_files}
