@@ -194,8 +194,10 @@ class FakeProvider:
         with self._lock:
             return len(self._replies)
 
-    async def wait_for_requests(self, count: int, timeout: float = 5.0) -> None:
-        """Return once `count` requests have arrived (they may still be held)."""
+    async def wait_for_requests(self, count: int, timeout: float = 60.0) -> None:
+        """Return once `count` requests have arrived (they may still be held). The deadline
+        only stops a hung test: on a loaded machine the daemon takes seconds to import an
+        SDK before its first request."""
         deadline = time.monotonic() + timeout
         while len(self.requests) < count:
             if time.monotonic() > deadline:
