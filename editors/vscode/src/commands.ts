@@ -97,11 +97,12 @@ export const handoff: Command = (ctx, sessionId) =>
     if (choice === "Show Document") await ctx.ui.showDocument(result.document);
   });
 
-export const showTree: Command = (ctx, sessionId) =>
+/** Go to Entry: choose an entry in a quick pick, then how to leave the current branch. */
+export const goToEntry: Command = (ctx, sessionId) =>
   guarded(ctx, "navigation", async () => {
     const id = await resolveSession(ctx, sessionId);
     if (!id) return;
-    const target = await pickEntry(ctx, id, "contextd: Session Tree", "Choose an entry to continue from");
+    const target = await pickEntry(ctx, id, "contextd: Go to Entry", "Choose an entry to continue from");
     if (!target || target.isLeaf) return;
     const choice = await ctx.ui.pick(
       [
@@ -112,16 +113,30 @@ export const showTree: Command = (ctx, sessionId) =>
       { title: "contextd: Leave the current branch", placeholder: "Keep what the branch you leave found out?" },
     );
     if (!choice) return;
-    const instructions = choice === "instructions" ? await askSummaryInstructions(ctx) : undefined;
-    if (choice === "instructions" && instructions === undefined) return;
-    const summarize = choice !== "move";
-    const navigate = (token?: Parameters<SessionsApi["navigate"]>[3]) =>
-      ctx.sessions.navigate(id, target.node.id, { summarize, instructions }, token);
-    const result = summarize
-      ? await ctx.ui.progress("contextd: summarizing the branch you leave…", (_, token) => navigate(token))
-      : await navigate();
-    await reportNavigation(ctx, result.editorText ?? undefined);
+    await moveLeaf(ctx, id, target.node.id, choice);
   });
+
+/** The tree view's Move Here (`move`) and Move Here and Summarize (`summarize`, `instructions`). */
+export function moveTo(ctx: CommandContext, sessionId: string, entryId: string, how: "move" | "summarize" | "instructions") {
+  return guarded(ctx, "navigation", () => moveLeaf(ctx, sessionId, entryId, how));
+}
+
+async function moveLeaf(
+  ctx: CommandContext,
+  sessionId: string,
+  entryId: string,
+  how: "move" | "summarize" | "instructions",
+): Promise<void> {
+  const instructions = how === "instructions" ? await askSummaryInstructions(ctx) : undefined;
+  if (how === "instructions" && instructions === undefined) return;
+  const summarize = how !== "move";
+  const navigate = (token?: Parameters<SessionsApi["navigate"]>[3]) =>
+    ctx.sessions.navigate(sessionId, entryId, { summarize, instructions }, token);
+  const result = summarize
+    ? await ctx.ui.progress("contextd: summarizing the branch you leave…", (_, token) => navigate(token))
+    : await navigate();
+  await reportNavigation(ctx, result.editorText ?? undefined);
+}
 
 function askSummaryInstructions(ctx: CommandContext): Promise<string | undefined> {
   return ctx.ui.input({
@@ -144,29 +159,31 @@ async function reportNavigation(ctx: CommandContext, editorText?: string): Promi
   if (choice === "Copy Message") await ctx.ui.copy(editorText);
 }
 
-export const fork: Command = (ctx, sessionId) =>
+/** Fork From Here; `entry` comes from the tree view, else the user picks one. */
+export const fork = (ctx: CommandContext, sessionId?: string, entry?: TreeNode) =>
   guarded(ctx, "fork", async () => {
     const id = await resolveSession(ctx, sessionId);
     if (!id) return;
-    const entry = await pickEntry(ctx, id, "contextd: Fork From Here", "The new session's history ends at this entry");
-    if (!entry) return;
-    const result = await ctx.sessions.fork(id, entry.node.id);
+    const node = entry ?? (await pickEntry(ctx, id, "contextd: Fork From Here", "The new session's history ends at this entry"))?.node;
+    if (!node) return;
+    const result = await ctx.sessions.fork(id, node.id);
     await ctx.ui.info(`contextd: forked ${title(ctx, id)} into the new session ${title(ctx, result.sessionId)}.`);
   });
 
-export const label: Command = (ctx, sessionId) =>
+/** Label Entry; `entry` comes from the tree view, else the user picks one. */
+export const label = (ctx: CommandContext, sessionId?: string, entry?: TreeNode) =>
   guarded(ctx, "label", async () => {
     const id = await resolveSession(ctx, sessionId);
     if (!id) return;
-    const entry = await pickEntry(ctx, id, "contextd: Label Entry", "Choose the entry to label");
-    if (!entry) return;
+    const node = entry ?? (await pickEntry(ctx, id, "contextd: Label Entry", "Choose the entry to label"))?.node;
+    if (!node) return;
     const text = await ctx.ui.input({
       title: "contextd: Label Entry",
       prompt: "Label (empty removes it)",
-      value: entry.node.label ?? "",
+      value: node.label ?? "",
     });
     if (text === undefined) return;
-    await ctx.sessions.label(id, entry.node.id, text.trim() || null);
+    await ctx.sessions.label(id, node.id, text.trim() || null);
   });
 
 export const toggleAutoCompaction: Command = async (ctx) =>
@@ -265,7 +282,7 @@ const ACTIONS: Array<{ label: string; run: Command }> = [
   { label: "$(fold) Compact Now", run: compactNow },
   { label: "$(eye) Compact Preview", run: compactPreview },
   { label: "$(arrow-swap) Hand Off to New Session", run: handoff },
-  { label: "$(list-tree) Show Session Tree", run: showTree },
+  { label: "$(list-tree) Go to Entry…", run: goToEntry },
   { label: "$(repo-forked) Fork From Here", run: fork },
   { label: "$(tag) Label Entry", run: label },
   { label: "$(settings-gear) Toggle Auto-compaction", run: toggleAutoCompaction },

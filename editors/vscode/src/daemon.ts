@@ -16,11 +16,13 @@ export interface RestartDecision {
   /** This restart's number within the window (1-based), or the count that was exceeded. */
   attempt: number;
   maxRestarts: number;
+  /** How long to wait before this restart: doubles with each attempt. */
+  delayMs: number;
 }
 
 /**
- * At most `maxRestarts` restarts within `windowMs`: a daemon that keeps dying at start
- * (a bad interpreter, a broken install) is given up on instead of restarted forever.
+ * At most `maxRestarts` restarts within `windowMs`, each after a longer pause (1 s, 2 s,
+ * 4 s…): a daemon that keeps dying is given up on instead of restarted in a tight loop.
  */
 export class RestartPolicy {
   private restarts: number[] = [];
@@ -28,15 +30,17 @@ export class RestartPolicy {
   constructor(
     readonly maxRestarts = 5,
     readonly windowMs = 3 * 60_000,
+    readonly firstDelayMs = 1000,
   ) {}
 
   onCrash(now: number): RestartDecision {
     this.restarts = this.restarts.filter((time) => now - time < this.windowMs);
-    if (this.restarts.length >= this.maxRestarts) {
-      return { restart: false, attempt: this.restarts.length, maxRestarts: this.maxRestarts };
+    const attempt = this.restarts.length;
+    if (attempt >= this.maxRestarts) {
+      return { restart: false, attempt, maxRestarts: this.maxRestarts, delayMs: 0 };
     }
     this.restarts.push(now);
-    return { restart: true, attempt: this.restarts.length, maxRestarts: this.maxRestarts };
+    return { restart: true, attempt: attempt + 1, maxRestarts: this.maxRestarts, delayMs: this.firstDelayMs * 2 ** attempt };
   }
 
   /** A restart the user asked for starts the count afresh. */

@@ -1,70 +1,107 @@
 /**
- * The extension's shell: starts `contextd serve` with vscode-languageclient, restarts it
- * when it dies, sends settings, and wires the status bar, the commands and the API.
+ * The extension's shell: starts `contextd serve` with vscode-languageclient (a fresh client
+ * per start, see daemonConnection.ts), sends settings, and wires the status bar, the session
+ * tree, the commands and the API.
  */
 import { ChildProcess, spawn } from "node:child_process";
 import * as vscode from "vscode";
 import {
   CloseAction,
-  CloseHandlerResult,
   DidChangeConfigurationNotification,
   ErrorAction,
-  ErrorHandler,
-  ErrorHandlerResult,
   LanguageClient,
   LanguageClientOptions,
-  State,
+  RevealOutputChannelOn,
 } from "vscode-languageclient/node";
 import { ContextdApi, createApi } from "./api";
 import * as commands from "./commands";
 import { CompactionProgress } from "./compactionProgress";
 import { RestartPolicy, serverCommand } from "./daemon";
+import { ConnectionReporter, DaemonConnection } from "./daemonConnection";
+import { HANDOFF_SCHEME } from "./handoffDocuments";
+import { LeveledOutput } from "./logOutput";
 import { errorText } from "./rpc";
 import { ContextdSessions } from "./sessions";
+import { SESSION_TREE_VIEW, SessionTreeView } from "./sessionTree";
 import { buildDaemonSettings, configurationChange, SECTION } from "./settings";
-import { SessionStatusBar, SHOW_ACTIONS_COMMAND } from "./statusBar";
-import { vscodeSettings, vscodeUi } from "./vscodeUi";
+import { EntryElement, SessionTreeElement } from "./treeItems";
+import { RESTART_COMMAND, SessionStatusBar, SHOW_ACTIONS_COMMAND } from "./statusBar";
+import { handoffDocuments, vscodeSettings, vscodeUi } from "./vscodeUi";
 
-let client: LanguageClient | undefined;
+let connection: DaemonConnection | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<ContextdApi> {
   const output = vscode.window.createOutputChannel("contextd", { log: true });
-  const restarts = new RestartPolicy();
-  // The client's middleware needs the sessions, which need the client: tie the knot lazily.
+  const clientOutput = new LeveledOutput(output);
+  const lastStderr = { line: "" };
+  // The client's middleware needs the sessions, which need the connection: tie the knot lazily.
   let route: ContextdSessions["routeProgress"] = () => false;
-  client = createClient(output, restarts, (token, value) => route(token, value));
-  const sessions = new ContextdSessions(client, vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
+  connection = new DaemonConnection(
+    () => createClient(clientOutput, lastStderr, (token, value) => route(token, value)),
+    new RestartPolicy(),
+    reporter(output, lastStderr),
+  );
+  const sessions = new ContextdSessions(connection, vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
   route = (token, value) => sessions.routeProgress(token, value);
   const commandContext: commands.CommandContext = { ui: vscodeUi, sessions, settings: vscodeSettings };
+  const daemon = connection;
+  const tree = new SessionTreeView(sessions, daemon);
 
   context.subscriptions.push(
     output,
     sessions,
-    new SessionStatusBar(sessions),
+    new SessionStatusBar(sessions, daemon),
     new CompactionProgress(sessions, vscodeUi),
-    ...registerCommands(commandContext, () => restartDaemon(restarts)),
-    vscode.workspace.onDidChangeConfiguration((event) => onConfigurationChange(event, restarts)),
-    reopenSessionsAfterRestart(client, sessions, output),
+    tree,
+    vscode.workspace.registerTextDocumentContentProvider(HANDOFF_SCHEME, handoffDocuments),
+    ...registerCommands(commandContext, tree, () => daemon.restart()),
+    vscode.workspace.onDidChangeConfiguration((event) =>
+      onConfigurationChange(event, daemon).catch((error) => output.error(`applying settings: ${errorText(error)}`)),
+    ),
+    reopenSessionsAfterRestart(daemon, sessions, output),
+    { dispose: () => void daemon.dispose() },
   );
-  await startClient(client);
+  await daemon.start();
+  if (daemon.state.kind === "connected") checkInterpreterSetting(context, output);
   return createApi(sessions);
 }
 
 export async function deactivate(): Promise<void> {
-  await client?.stop();
-  client = undefined;
+  await connection?.dispose();
+  connection = undefined;
+}
+
+/** vscode-languageclient, without its own notifications: this extension reports failures itself. */
+class QuietLanguageClient extends LanguageClient {
+  override error(message: string, data?: unknown): void {
+    super.error(message, data, false);
+  }
+
+  override warn(message: string, data?: unknown): void {
+    super.warn(message, data, false);
+  }
+
+  override info(message: string, data?: unknown): void {
+    super.info(message, data, false);
+  }
 }
 
 function createClient(
-  output: vscode.LogOutputChannel,
-  restarts: RestartPolicy,
+  output: vscode.OutputChannel,
+  lastStderr: { line: string },
   routeProgress: ContextdSessions["routeProgress"],
 ): LanguageClient {
   const clientOptions: LanguageClientOptions = {
     documentSelector: [],
     outputChannel: output,
+    revealOutputChannelOn: RevealOutputChannelOn.Never,
     initializationOptions: () => currentSettings(),
-    errorHandler: restartingErrorHandler(restarts),
+    // DaemonConnection restarts the daemon (with a new client) and tells the user.
+    errorHandler: {
+      error: () => ({ action: ErrorAction.Continue, handled: true }),
+      closed: () => ({ action: CloseAction.DoNotRestart, handled: true, message: "the daemon exited" }),
+    },
+    initializationFailedHandler: () => false,
     middleware: {
       // A compaction's progress shows in our cancellable notification, not in a second
       // status bar progress; the end still goes through so the client cleans up.
@@ -81,13 +118,19 @@ function createClient(
       },
     },
   };
-  return new LanguageClient("contextd", "contextd", startDaemon, clientOptions);
+  return new QuietLanguageClient("contextd", "contextd", () => startDaemon(lastStderr), clientOptions);
 }
 
 /** Spawns the daemon; called at every (re)start, so a changed interpreter takes effect. */
-async function startDaemon(): Promise<ChildProcess> {
+async function startDaemon(lastStderr: { line: string }): Promise<ChildProcess> {
   const { command, args } = serverCommand(vscode.workspace.getConfiguration(SECTION).get<string>("pythonPath"));
+  lastStderr.line = "";
   const child = spawn(command, args, { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, stdio: "pipe" });
+  // The last line the daemon wrote says best why it did not start ("No module named contextd").
+  child.stderr?.on("data", (chunk: Buffer) => {
+    const lines = chunk.toString().split("\n").map((line) => line.trim()).filter(Boolean);
+    if (lines.length) lastStderr.line = lines[lines.length - 1];
+  });
   await new Promise<void>((resolve, reject) => {
     child.once("spawn", resolve);
     child.once("error", (error) => reject(new Error(`cannot run ${command}: ${error.message}`)));
@@ -100,102 +143,126 @@ function currentSettings() {
   return buildDaemonSettings((key) => configuration.get(key));
 }
 
-/** Restart a dying daemon a bounded number of times, telling the user each time. */
-function restartingErrorHandler(restarts: RestartPolicy): ErrorHandler {
+function interpreter(): string {
+  return serverCommand(vscode.workspace.getConfiguration(SECTION).get<string>("pythonPath")).command;
+}
+
+/** One message per failure, each with the action that fixes it. */
+function reporter(output: vscode.LogOutputChannel, lastStderr: { line: string }): ConnectionReporter {
   return {
-    error: (): ErrorHandlerResult => ({ action: ErrorAction.Continue, handled: true }),
-    closed: (): CloseHandlerResult => {
-      const decision = restarts.onCrash(Date.now());
-      if (decision.restart) {
-        void vscode.window.showWarningMessage(
-          `contextd: the daemon stopped; restarting it (${decision.attempt} of ${decision.maxRestarts}).`,
-        );
-        return { action: CloseAction.Restart, handled: true };
-      }
+    startFailed(error) {
+      const why = lastStderr.line || errorText(error);
+      output.error(`the daemon did not start with ${interpreter()}: ${why}`);
+      void vscode.window
+        .showErrorMessage(
+          `contextd: the daemon did not start with ${interpreter()} (${why}). Is contextd installed for the ` +
+            "interpreter in the setting contextd.pythonPath?",
+          "Open Settings",
+          "Show Log",
+        )
+        .then((choice) => {
+          if (choice === "Open Settings") {
+            void vscode.commands.executeCommand("workbench.action.openSettings", `${SECTION}.pythonPath`);
+          }
+          if (choice === "Show Log") output.show();
+        });
+    },
+    gaveUp(decision) {
+      output.error(`the daemon stopped ${decision.attempt} times in a few minutes; not restarting it`);
       void vscode.window
         .showErrorMessage(
           `contextd: the daemon stopped ${decision.attempt} times in a few minutes; not restarting it. ` +
-            "See the contextd output for its log.",
+            "Its log is in the contextd output.",
           "Restart Daemon",
           "Show Log",
         )
         .then((choice) => {
-          if (choice === "Restart Daemon") void vscode.commands.executeCommand("contextd.restartDaemon");
-          if (choice === "Show Log") client?.outputChannel.show();
+          if (choice === "Restart Daemon") void vscode.commands.executeCommand(RESTART_COMMAND);
+          if (choice === "Show Log") output.show();
         });
-      return { action: CloseAction.DoNotRestart, handled: true };
     },
   };
 }
 
-async function startClient(languageClient: LanguageClient): Promise<void> {
-  try {
-    await languageClient.start();
-  } catch (error) {
-    const choice = await vscode.window.showErrorMessage(
-      `contextd: the daemon did not start: ${errorText(error)}. Is contextd installed for the ` +
-        "interpreter in the setting contextd.pythonPath?",
-      "Open Settings",
-    );
-    if (choice === "Open Settings") {
-      await vscode.commands.executeCommand("workbench.action.openSettings", "contextd.pythonPath");
-    }
-  }
+const REMOTE_SETTINGS_HINT = "contextd.remoteSettingsHintShown";
+
+/**
+ * contextd.pythonPath is machine-overridable: in a remote window (Remote-SSH, WSL, a
+ * container, code-server) VS Code ignores it in User settings, and the daemon then runs
+ * whatever python3 the remote PATH has. Say so once, with where the setting belongs.
+ */
+function checkInterpreterSetting(context: vscode.ExtensionContext, output: vscode.LogOutputChannel): void {
+  const configured = vscode.workspace.getConfiguration(SECTION).get<string>("pythonPath")?.trim();
+  output.info(`the daemon runs with ${configured ? `contextd.pythonPath = ${configured}` : "python3 from PATH (contextd.pythonPath is not set)"}`);
+  if (configured || !vscode.env.remoteName || context.globalState.get(REMOTE_SETTINGS_HINT)) return;
+  void context.globalState.update(REMOTE_SETTINGS_HINT, true);
+  void vscode.window
+    .showInformationMessage(
+      "contextd: the daemon runs python3 from this machine's PATH. In a remote window VS Code ignores " +
+        "contextd.pythonPath and contextd.storage.dataDir in User settings: set them in Remote settings.",
+      "Open Remote Settings",
+    )
+    .then((choice) => {
+      if (choice === "Open Remote Settings") void vscode.commands.executeCommand("workbench.action.openRemoteSettings");
+    });
 }
 
 /** A restarted daemon has no session in memory: open this window's sessions again from disk. */
 function reopenSessionsAfterRestart(
-  languageClient: LanguageClient,
+  daemon: DaemonConnection,
   sessions: ContextdSessions,
   output: vscode.LogOutputChannel,
 ): vscode.Disposable {
-  let started = false;
-  return languageClient.onDidChangeState(({ newState }) => {
-    if (newState !== State.Running) return;
-    if (started) {
+  let connectedBefore = false;
+  return daemon.onDidChangeState((state) => {
+    if (state.kind !== "connected") return;
+    if (connectedBefore) {
       sessions.reopenAll().catch((error) => output.error(`reopening sessions: ${errorText(error)}`));
     }
-    started = true;
+    connectedBefore = true;
   });
 }
 
-async function restartDaemon(restarts: RestartPolicy): Promise<void> {
-  restarts.reset();
-  if (!client) return;
-  if (client.state === State.Running) await client.restart();
-  else await startClient(client);
-}
-
-async function onConfigurationChange(
-  event: vscode.ConfigurationChangeEvent,
-  restarts: RestartPolicy,
-): Promise<void> {
-  if (!event.affectsConfiguration(SECTION) || !client) return;
+async function onConfigurationChange(event: vscode.ConfigurationChangeEvent, daemon: DaemonConnection): Promise<void> {
+  if (!event.affectsConfiguration(SECTION)) return;
   if (event.affectsConfiguration(`${SECTION}.pythonPath`)) {
-    await restartDaemon(restarts);
+    await daemon.restart();
     return;
   }
-  if (client.state === State.Running) {
-    await client.sendNotification(DidChangeConfigurationNotification.type, configurationChange(currentSettings()));
-  }
+  await daemon.sendNotification(DidChangeConfigurationNotification.type.method, configurationChange(currentSettings()));
 }
 
-function registerCommands(ctx: commands.CommandContext, restart: () => Promise<void>): vscode.Disposable[] {
+function registerCommands(
+  ctx: commands.CommandContext,
+  tree: SessionTreeView,
+  restart: () => Promise<void>,
+): vscode.Disposable[] {
   const register = (id: string, run: (ctx: commands.CommandContext, sessionId?: string) => Promise<unknown>) =>
     vscode.commands.registerCommand(id, (sessionId?: unknown) =>
       run(ctx, typeof sessionId === "string" ? sessionId : undefined),
+    );
+  // The tree view's context menu passes the row's element.
+  const registerEntry = (id: string, run: (entry: EntryElement) => Promise<unknown>) =>
+    vscode.commands.registerCommand(id, (element?: SessionTreeElement) =>
+      element?.kind === "entry" ? run(element) : undefined,
     );
   return [
     register("contextd.compactNow", commands.compactNow),
     register("contextd.compactPreview", commands.compactPreview),
     register("contextd.handoff", commands.handoff),
-    register("contextd.showTree", commands.showTree),
+    register("contextd.goToEntry", commands.goToEntry),
+    vscode.commands.registerCommand("contextd.showTree", () => vscode.commands.executeCommand(`${SESSION_TREE_VIEW}.focus`)),
+    registerEntry("contextd.tree.moveHere", (entry) => commands.moveTo(ctx, entry.sessionId, entry.node.id, "move")),
+    registerEntry("contextd.tree.moveHereSummarize", (entry) => commands.moveTo(ctx, entry.sessionId, entry.node.id, "instructions")),
+    registerEntry("contextd.tree.fork", (entry) => commands.fork(ctx, entry.sessionId, entry.node)),
+    registerEntry("contextd.tree.label", (entry) => commands.label(ctx, entry.sessionId, entry.node)),
+    vscode.commands.registerCommand("contextd.tree.refresh", () => tree.refresh()),
     register("contextd.fork", commands.fork),
     register("contextd.label", commands.label),
     register("contextd.toggleAutoCompaction", commands.toggleAutoCompaction),
     register("contextd.setIdleTimer", commands.setIdleTimer),
     register("contextd.switchSession", commands.switchSession),
     register(SHOW_ACTIONS_COMMAND, commands.showActions),
-    vscode.commands.registerCommand("contextd.restartDaemon", restart),
+    vscode.commands.registerCommand(RESTART_COMMAND, restart),
   ];
 }

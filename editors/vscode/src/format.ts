@@ -1,4 +1,5 @@
 /** How a session's status reads in the status bar and its tooltip. Pure functions. */
+import type { ConnectionState } from "./daemonConnection";
 import type { CompactPreview, TokenUsage, TreeNode } from "./protocol";
 import type { CompactionResult, SessionStatus } from "./statusModel";
 
@@ -37,10 +38,15 @@ export function statusLevel(status: SessionStatus): Level {
 export interface TextOptions {
   /** Several sessions are shown at once: say which one this is. */
   withName?: boolean;
+  /** The daemon's connection; absent means connected. */
+  connection?: ConnectionState;
 }
 
 export function statusText(status: SessionStatus, options: TextOptions = {}): string {
   const prefix = options.withName ? `${sessionTitle(status)} ` : "";
+  // A figure from a daemon that is gone would be stale: say that there is none.
+  if (options.connection?.kind === "disconnected") return `$(debug-disconnect) ${prefix}disconnected`;
+  if (options.connection?.kind === "starting") return `$(sync~spin) ${prefix}connecting…`;
   if (status.compacting) {
     return `$(sync~spin) ${prefix}${status.compacting.reason === "handoff" ? "handing off…" : "compacting…"}`;
   }
@@ -66,7 +72,33 @@ export function formatCount(tokens: number): string {
 const SOURCE_TEXT: Record<TokenUsage["source"], string> = {
   usage: "the provider's reported usage, plus counted tokens since",
   counted: "counted with the model's tokenizer",
+  estimated: "estimated with a general tokenizer, calibrated by the provider's reports",
 };
+
+/** The tooltip's lines (Markdown) while the daemon is away. */
+export function disconnectedTooltip(status: SessionStatus, connection: ConnectionState, now: number): string[] {
+  const lines = [`**contextd** — ${sessionTitle(status)} \`${status.sessionId}\``];
+  if (connection.kind === "starting") return [...lines, "Connecting to the daemon…"];
+  if (connection.kind !== "disconnected") return lines;
+  lines.push(`Disconnected: ${connection.reason}.`);
+  if (connection.retryAt !== undefined) {
+    lines.push(`Restarting it in ${Math.max(1, Math.round((connection.retryAt - now) / 1000))} s.`);
+  }
+  return [...lines, "", "Click to restart the daemon"];
+}
+
+/** What a screen reader says for the status item: words, not Markdown or icon names. */
+export function statusAccessibilityLabel(status: SessionStatus, connection?: ConnectionState): string {
+  const session = `contextd session ${sessionTitle(status)}`;
+  if (connection?.kind === "disconnected") return `${session}: disconnected from the daemon, ${connection.reason}`;
+  if (connection?.kind === "starting") return `${session}: connecting to the daemon`;
+  if (status.compacting) return `${session}: ${status.compacting.reason === "handoff" ? "handing off" : "compacting"}`;
+  if (!status.usage) return `${session}: no token figure yet`;
+  const { tokens, contextWindow, percent } = status.usage;
+  const level = usageLevel(status.usage);
+  const warning = level === "error" ? ", nearly full" : level === "warning" ? ", above the compaction threshold" : "";
+  return `${session}: ${formatCount(tokens)} of ${formatCount(contextWindow)} tokens, ${Math.round(percent)} percent of the context window${warning}`;
+}
 
 /** The tooltip's lines (Markdown), given the current time for "x minutes ago". */
 export function statusTooltip(status: SessionStatus, now: number): string[] {

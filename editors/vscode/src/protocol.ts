@@ -42,7 +42,7 @@ export const ErrorCode = {
 } as const;
 
 export type ContextFormat = "neutral" | "anthropic" | "openai";
-export type UsageSource = "usage" | "counted";
+export type UsageSource = "usage" | "counted" | "estimated";
 /** Why a summarizing job runs; a hand-off reports its job with these events too. */
 export type CompactionReason = "manual" | "threshold" | "overflow" | "incomplete" | "idle" | "handoff";
 export type CompactionOutcome = "compacted" | "failed" | "aborted" | "cancelled";
@@ -176,6 +176,10 @@ export interface TreeNode {
   label?: string | null;
   tokens: number;
   children: string[];
+  /** Compaction nodes: the first entry kept verbatim (older ones on the path were folded into the summary). */
+  firstKeptEntryId?: string | null;
+  tokensBefore?: number;
+  tokensAfter?: number;
 }
 
 export interface TreeResult {

@@ -1,6 +1,7 @@
 /** One status bar item per session of this window, rendered from the status model. */
 import * as vscode from "vscode";
-import { Level, statusLevel, statusText, statusTooltip } from "./format";
+import type { ConnectionState } from "./daemonConnection";
+import { disconnectedTooltip, Level, statusAccessibilityLabel, statusLevel, statusText, statusTooltip } from "./format";
 import type { ContextdSessions } from "./sessions";
 import type { SessionStatus } from "./statusModel";
 
@@ -11,15 +12,31 @@ const BACKGROUND: Record<Level, vscode.ThemeColor | undefined> = {
 };
 
 export const SHOW_ACTIONS_COMMAND = "contextd.showActions";
+export const RESTART_COMMAND = "contextd.restartDaemon";
+
+/** The daemon's connection as the status bar needs it. */
+export interface ConnectionStatus {
+  readonly state: ConnectionState;
+  onDidChangeState(listener: (state: ConnectionState) => void): vscode.Disposable;
+}
+
+const ALWAYS_CONNECTED: ConnectionStatus = {
+  state: { kind: "connected" },
+  onDidChangeState: () => ({ dispose() {} }),
+};
 
 export class SessionStatusBar implements vscode.Disposable {
   private readonly items = new Map<string, vscode.StatusBarItem>();
   private readonly subscriptions: vscode.Disposable[];
 
-  constructor(private readonly sessions: Pick<ContextdSessions, "status">) {
+  constructor(
+    private readonly sessions: Pick<ContextdSessions, "status">,
+    private readonly connection: ConnectionStatus = ALWAYS_CONNECTED,
+  ) {
     this.subscriptions = [
       sessions.status.onDidChange((status) => this.renderAll(status.sessionId)),
       sessions.status.onDidRemove((sessionId) => this.remove(sessionId)),
+      connection.onDidChangeState(() => this.renderAll()),
     ];
     this.renderAll();
   }
@@ -35,11 +52,16 @@ export class SessionStatusBar implements vscode.Disposable {
 
   private render(status: SessionStatus, withName: boolean): void {
     const item = this.item(status.sessionId);
-    item.text = statusText(status, { withName });
-    item.backgroundColor = BACKGROUND[statusLevel(status)];
-    const tooltip = new vscode.MarkdownString(statusTooltip(status, Date.now()).join("  \n"), true);
-    item.tooltip = tooltip;
-    item.command = { title: "Session Actions", command: SHOW_ACTIONS_COMMAND, arguments: [status.sessionId] };
+    const connection = this.connection.state;
+    const connected = connection.kind === "connected";
+    item.text = statusText(status, { withName, connection });
+    item.backgroundColor = connected ? BACKGROUND[statusLevel(status)] : BACKGROUND.error;
+    const lines = connected ? statusTooltip(status, Date.now()) : disconnectedTooltip(status, connection, Date.now());
+    item.tooltip = new vscode.MarkdownString(lines.join("  \n"), true);
+    item.accessibilityInformation = { label: statusAccessibilityLabel(status, connection) };
+    item.command = connected
+      ? { title: "Session Actions", command: SHOW_ACTIONS_COMMAND, arguments: [status.sessionId] }
+      : { title: "Restart Daemon", command: RESTART_COMMAND };
     item.show();
   }
 

@@ -74,3 +74,138 @@ function row(node: TreeNode, depth: number, isLeaf: boolean, onPath: boolean): T
     description,
   };
 }
+
+/**
+ * A session tree as the rows of a tree view: a linear stretch of history is one flat list;
+ * where the history branches, the branching entry holds one collapsible branch per child.
+ */
+export type SessionTreeElement = EntryElement | BranchElement;
+
+export interface EntryElement {
+  kind: "entry";
+  sessionId: string;
+  node: TreeNode;
+  isLeaf: boolean;
+  /** On the path from the root to the leaf: the context the model sees. */
+  onPath: boolean;
+  /** Summarized by the latest compaction on the path: only its summary reaches the model. */
+  folded: boolean;
+  /** Compaction nodes: how many entries they folded away. */
+  foldedCount?: number;
+}
+
+export interface BranchElement {
+  kind: "branch";
+  sessionId: string;
+  first: TreeNode;
+  containsLeaf: boolean;
+  entries: number;
+}
+
+export class SessionTreeModel {
+  private readonly byId: Map<string, TreeNode>;
+  private readonly path: string[];
+  private readonly folded = new Map<string, number>();
+  private readonly foldedBy = new Set<string>();
+
+  constructor(
+    readonly sessionId: string,
+    readonly tree: TreeResult,
+  ) {
+    this.byId = new Map(tree.nodes.map((node) => [node.id, node]));
+    this.path = [...pathToRoot(tree.leafId, this.byId)].reverse();
+    this.markFolded();
+  }
+
+  /** Every compaction on the path folds the path's entries before its first kept entry. */
+  private markFolded(): void {
+    for (const [index, id] of this.path.entries()) {
+      const node = this.byId.get(id)!;
+      if (node.type !== "compaction" || !node.firstKeptEntryId) continue;
+      const kept = this.path.indexOf(node.firstKeptEntryId);
+      const end = kept >= 0 && kept < index ? kept : index;
+      const before = this.path.slice(0, end).filter((entry) => !this.foldedBy.has(entry));
+      for (const entry of before) this.foldedBy.add(entry);
+      this.folded.set(id, before.length);
+    }
+  }
+
+  roots(): SessionTreeElement[] {
+    const roots = this.tree.nodes.filter((node) => node.parentId === null || !this.byId.has(node.parentId));
+    return roots.flatMap((root) => this.stretch(root));
+  }
+
+  children(element: SessionTreeElement): SessionTreeElement[] {
+    if (element.kind === "branch") return this.stretch(element.first);
+    const children = this.childNodes(element.node);
+    if (children.length < 2) return [];
+    return children.map((first) => this.branch(first));
+  }
+
+  private branch(first: TreeNode): BranchElement {
+    return { kind: "branch", sessionId: this.sessionId, first, containsLeaf: this.path.includes(first.id), entries: this.size(first) };
+  }
+
+  /** The entry and its single-child descendants, up to the next branching (or last) entry. */
+  private stretch(start: TreeNode): EntryElement[] {
+    const entries: EntryElement[] = [];
+    for (let node: TreeNode | undefined = start; node; ) {
+      entries.push(this.entry(node));
+      const children = this.childNodes(node);
+      node = children.length === 1 ? children[0] : undefined;
+    }
+    return entries;
+  }
+
+  private entry(node: TreeNode): EntryElement {
+    return {
+      kind: "entry",
+      sessionId: this.sessionId,
+      node,
+      isLeaf: node.id === this.tree.leafId,
+      onPath: this.path.includes(node.id),
+      folded: this.foldedBy.has(node.id),
+      foldedCount: this.folded.get(node.id),
+    };
+  }
+
+  private childNodes(node: TreeNode): TreeNode[] {
+    return node.children.map((id) => this.byId.get(id)).filter((child): child is TreeNode => !!child);
+  }
+
+  private size(node: TreeNode): number {
+    let count = 0;
+    const stack = [node];
+    while (stack.length) {
+      count += 1;
+      stack.push(...this.childNodes(stack.pop()!));
+    }
+    return count;
+  }
+
+  /** The row that holds an entry: for reveal() and getParent(). */
+  parent(element: SessionTreeElement): SessionTreeElement | undefined {
+    if (element.kind === "branch") {
+      const parent = element.first.parentId ? this.byId.get(element.first.parentId) : undefined;
+      return parent && this.entry(parent);
+    }
+    const first = this.stretchStart(element.node);
+    return first.parentId && this.byId.has(first.parentId) ? this.branch(first) : undefined;
+  }
+
+  /** The first entry of the flat stretch an entry belongs to. */
+  private stretchStart(node: TreeNode): TreeNode {
+    let current = node;
+    for (;;) {
+      const parent = current.parentId ? this.byId.get(current.parentId) : undefined;
+      if (!parent || parent.children.length !== 1) return current;
+      current = parent;
+    }
+  }
+
+  /** The element of the current leaf. */
+  leaf(): EntryElement | undefined {
+    const node = this.tree.leafId ? this.byId.get(this.tree.leafId) : undefined;
+    return node && this.entry(node);
+  }
+}

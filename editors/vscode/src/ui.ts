@@ -50,7 +50,7 @@ export interface Ui {
     title: string,
     task: (report: (progress: ProgressReport) => void, token: CancellationToken) => Promise<R>,
   ): Promise<R>;
-  /** Opens `text` in a read-only-ish editor (an untitled Markdown document). */
+  /** Opens `text` in a read-only Markdown editor. */
   showDocument(text: string): Promise<void>;
   copy(text: string): Promise<void>;
 }

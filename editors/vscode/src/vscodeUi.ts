@@ -1,7 +1,11 @@
 /** The commands' Ui, implemented with VS Code's windows, pickers and notifications. */
 import * as vscode from "vscode";
 import type { SettingsStore, Ui } from "./ui";
+import { HandoffDocuments } from "./handoffDocuments";
 import { SECTION } from "./settings";
+
+/** The read-only documents Show Document opens; extension.ts registers their provider. */
+export const handoffDocuments = new HandoffDocuments();
 
 export const vscodeUi: Ui = {
   async pick(items, options) {
@@ -62,10 +66,7 @@ export const vscodeUi: Ui = {
     );
   },
 
-  async showDocument(text) {
-    const document = await vscode.workspace.openTextDocument({ content: text, language: "markdown" });
-    await vscode.window.showTextDocument(document, { preview: true });
-  },
+  showDocument: (text) => handoffDocuments.show(text),
 
   async copy(text) {
     await vscode.env.clipboard.writeText(text);

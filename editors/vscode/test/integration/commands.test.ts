@@ -299,14 +299,14 @@ describe("Hand Off to New Session", () => {
   });
 });
 
-describe("Show Session Tree", () => {
+describe("Go to Entry", () => {
   it("moves the session before a chosen user message and offers its text", async (context) => {
     await requireMethod(context, Method.navigate);
     const sessionId = await sessionWithHistory("navigate", 3);
     const tree = await daemon.sessions.tree(sessionId);
     const target = tree.nodes.find((n) => n.role === "user" && n.preview.startsWith("Continue with module 1"))!;
     ui.willPick(pickEntry((row) => row.node.id === target.id)).willPick("Just move").willPress("Copy Message");
-    await commands.showTree(ctx);
+    await commands.goToEntry(ctx);
     expect(ui.messages("error")).toEqual([]);
     const rows = ui.picks[0].items.map((item) => item.value as TreeRow);
     expect(rows.find((r) => r.isLeaf)?.node.id).toBe(tree.leafId);
@@ -321,7 +321,7 @@ describe("Show Session Tree", () => {
     const tree = await daemon.sessions.tree(sessionId);
     const target = tree.nodes.find((n) => n.role === "assistant" && n.preview.includes("Read module 0"))!;
     ui.willPick(pickEntry((row) => row.node.id === target.id)).willPick("Summarize the branch I leave");
-    await commands.showTree(ctx);
+    await commands.goToEntry(ctx);
     expect(ui.messages("error")).toEqual([]);
     expect(ui.progresses.map((p) => p.title)).toContain("contextd: summarizing the branch you leave…");
     const after = await daemon.sessions.tree(sessionId);
@@ -335,7 +335,7 @@ describe("Show Session Tree", () => {
     const sessionId = await sessionWithHistory("stay", 1);
     const { leafId } = await daemon.sessions.tree(sessionId);
     ui.willPick(pickEntry((row) => row.isLeaf));
-    await commands.showTree(ctx);
+    await commands.goToEntry(ctx);
     expect(ui.picks).toHaveLength(1);
     expect((await daemon.sessions.tree(sessionId)).leafId).toBe(leafId);
   });

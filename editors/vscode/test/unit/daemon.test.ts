@@ -14,13 +14,13 @@ describe("the daemon's command", () => {
 
 describe("restarts", () => {
   it("restarts a bounded number of times within the window", () => {
-    const policy = new RestartPolicy(3, 60_000);
+    const policy = new RestartPolicy(3, 60_000, 1000);
     expect([0, 1000, 2000].map((t) => policy.onCrash(t))).toEqual([
-      { restart: true, attempt: 1, maxRestarts: 3 },
-      { restart: true, attempt: 2, maxRestarts: 3 },
-      { restart: true, attempt: 3, maxRestarts: 3 },
+      { restart: true, attempt: 1, maxRestarts: 3, delayMs: 1000 },
+      { restart: true, attempt: 2, maxRestarts: 3, delayMs: 2000 },
+      { restart: true, attempt: 3, maxRestarts: 3, delayMs: 4000 },
     ]);
-    expect(policy.onCrash(3000)).toEqual({ restart: false, attempt: 3, maxRestarts: 3 });
+    expect(policy.onCrash(3000)).toEqual({ restart: false, attempt: 3, maxRestarts: 3, delayMs: 0 });
   });
 
   it("forgets crashes older than the window", () => {
@@ -28,7 +28,7 @@ describe("restarts", () => {
     policy.onCrash(0);
     policy.onCrash(10_000);
     expect(policy.onCrash(20_000).restart).toBe(false);
-    expect(policy.onCrash(65_000)).toEqual({ restart: true, attempt: 2, maxRestarts: 2 });
+    expect(policy.onCrash(65_000)).toMatchObject({ restart: true, attempt: 2, maxRestarts: 2 });
   });
 
   it("starts afresh when the user restarts the daemon", () => {
