@@ -79,15 +79,21 @@ export class DaemonConnection implements RpcConnection, Disposable {
       }),
     ];
     this.setState({ kind: "starting" });
+    let failure: unknown;
     try {
       await client.start();
     } catch (error) {
-      if (client !== this.client) return;
-      this.setState({ kind: "disconnected", reason: `the daemon did not start: ${messageOf(error)}` });
-      this.reporter.startFailed(error);
+      failure = error;
+    }
+    if (client !== this.client) return;
+    // A daemon that exits during `initialize` can leave start() resolved on a stopped client.
+    if (failure === undefined && !client.isRunning()) failure = new Error("the daemon exited while starting");
+    if (failure !== undefined) {
+      this.setState({ kind: "disconnected", reason: `the daemon did not start: ${messageOf(failure)}` });
+      this.reporter.startFailed(failure);
       return;
     }
-    if (client === this.client) this.setState({ kind: "connected" });
+    this.setState({ kind: "connected" });
   }
 
   /** The user's Restart Daemon: the crash count starts afresh. */

@@ -3,7 +3,7 @@
  * per start, see daemonConnection.ts), sends settings, and wires the status bar, the session
  * tree, the commands and the API.
  */
-import { ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import * as vscode from "vscode";
 import {
   CloseAction,
@@ -11,7 +11,11 @@ import {
   ErrorAction,
   LanguageClient,
   LanguageClientOptions,
+  Message,
+  MessageTransports,
   RevealOutputChannelOn,
+  StreamMessageReader,
+  StreamMessageWriter,
 } from "vscode-languageclient/node";
 import { ContextdApi, createApi } from "./api";
 import * as commands from "./commands";
@@ -73,6 +77,22 @@ export async function deactivate(): Promise<void> {
 
 /** vscode-languageclient, without its own notifications: this extension reports failures itself. */
 class QuietLanguageClient extends LanguageClient {
+  constructor(...args: ConstructorParameters<typeof LanguageClient>) {
+    super(...args);
+    // When the daemon exits during `initialize`, vscode-languageclient 9 forgets its start
+    // promise (the close handler resets it) and then rejects it: an unhandled rejection.
+    // start()'s own outcome is checked by DaemonConnection, so that orphan is ignored.
+    const internals = this as unknown as { createOnStartPromise?: () => [Promise<void>, unknown, unknown] };
+    const create = internals.createOnStartPromise?.bind(this);
+    if (create) {
+      internals.createOnStartPromise = () => {
+        const made = create();
+        made[0].catch(() => undefined);
+        return made;
+      };
+    }
+  }
+
   override error(message: string, data?: unknown): void {
     super.error(message, data, false);
   }
@@ -83,6 +103,25 @@ class QuietLanguageClient extends LanguageClient {
 
   override info(message: string, data?: unknown): void {
     super.info(message, data, false);
+  }
+
+  /**
+   * After a failed start vscode-languageclient calls `void this.stop()` on a client that
+   * never ran, whose rejection nobody handles; there is nothing to stop then.
+   */
+  override async stop(timeout?: number): Promise<void> {
+    if (this.isRunning()) await super.stop(timeout);
+  }
+}
+
+/**
+ * A writer whose failed writes go only through onError: when the daemon has died, the
+ * connection's close rejects the pending requests, and a rejected write (vscode-languageclient
+ * does not await all of them) would be an unhandled rejection.
+ */
+class DaemonWriter extends StreamMessageWriter {
+  override write(message: Message): Promise<void> {
+    return super.write(message).catch(() => undefined);
   }
 }
 
@@ -118,16 +157,17 @@ function createClient(
       },
     },
   };
-  return new QuietLanguageClient("contextd", "contextd", () => startDaemon(lastStderr), clientOptions);
+  return new QuietLanguageClient("contextd", "contextd", () => startDaemon(output, lastStderr), clientOptions);
 }
 
 /** Spawns the daemon; called at every (re)start, so a changed interpreter takes effect. */
-async function startDaemon(lastStderr: { line: string }): Promise<ChildProcess> {
+async function startDaemon(output: vscode.OutputChannel, lastStderr: { line: string }): Promise<MessageTransports> {
   const { command, args } = serverCommand(vscode.workspace.getConfiguration(SECTION).get<string>("pythonPath"));
   lastStderr.line = "";
   const child = spawn(command, args, { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, stdio: "pipe" });
   // The last line the daemon wrote says best why it did not start ("No module named contextd").
-  child.stderr?.on("data", (chunk: Buffer) => {
+  child.stderr.on("data", (chunk: Buffer) => {
+    output.append(chunk.toString());
     const lines = chunk.toString().split("\n").map((line) => line.trim()).filter(Boolean);
     if (lines.length) lastStderr.line = lines[lines.length - 1];
   });
@@ -135,7 +175,7 @@ async function startDaemon(lastStderr: { line: string }): Promise<ChildProcess> 
     child.once("spawn", resolve);
     child.once("error", (error) => reject(new Error(`cannot run ${command}: ${error.message}`)));
   });
-  return child;
+  return { reader: new StreamMessageReader(child.stdout), writer: new DaemonWriter(child.stdin) };
 }
 
 function currentSettings() {

@@ -1,0 +1,227 @@
+// Drives a real VS Code (code-server) in Debian's Chromium with playwright-core and checks,
+// through the workbench's DOM, what the contextd extension shows a user. Run by
+// tests/editors/test_vscode_workbench.py, which installs the extension and a test helper
+// extension, seeds a session, starts code-server and then checks the logs this run leaves.
+//
+// env: CS_URL, WS (workspace folder), SHOTS (screenshot directory), RUN (the run directory:
+// python-used.log, where the daemon's interpreter wrapper writes its pid; fail-start, the
+// flag that makes that wrapper fail; e2e.log, the helper extension's JSON lines),
+// EXPECT (a JSON file: sessionName, usage, treePreviews), FORMAT (the extension's format.ts
+// bundled as an ES module), CHROMIUM.
+// Prints one "ok"/"FAIL" line per check; exit code 0 when all passed.
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chromium } from "playwright-core";
+
+const { formatTokens, formatPercent, truncate } = await import(process.env.FORMAT);
+const RUN = process.env.RUN;
+const SHOTS = process.env.SHOTS;
+const EXPECT = JSON.parse(readFileSync(process.env.EXPECT, "utf8"));
+const FAIL_FLAG = `${RUN}/fail-start`;
+
+/** The status item's text for a figure, as the extension writes it (format.ts), without the icon. */
+const figure = (usage) => `${formatTokens(usage.tokens)}/${formatTokens(usage.contextWindow)} ${formatPercent(usage.percent)}`;
+const helperEvents = () =>
+  existsSync(`${RUN}/e2e.log`)
+    ? readFileSync(`${RUN}/e2e.log`, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line))
+    : [];
+const latestUsage = (sessionId) =>
+  helperEvents().filter((e) => e.usage?.sessionId === sessionId).map((e) => e.usage).pop();
+const daemonPid = () => Number(readFileSync(`${RUN}/python-used.log`, "utf8").trim().split("\n").pop().split(" ")[0]);
+
+const failures = [];
+const check = (ok, what) => {
+  console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
+  if (!ok) failures.push(what);
+  return ok;
+};
+const t0 = Date.now();
+const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+});
+const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+const pageErrors = [];
+page.on("pageerror", (e) => pageErrors.push(e.message.split("\n")[0].slice(0, 300)));
+
+const shot = async (name) => {
+  await page.screenshot({ path: `${SHOTS}/${name}.png` }).catch(() => {});
+  console.log(`     screenshot ${SHOTS}/${name}.png (${elapsed()})`);
+};
+const quickInput = page.locator(".quick-input-widget");
+const quickRow = (text) => page.locator(".quick-input-widget .quick-input-list .monaco-list-row", { hasText: text }).first();
+const statusItems = page.locator('.part.statusbar [id^="contextd.contextd.contextd.session."]');
+const statusItem = (sessionId) => page.locator(`.part.statusbar [id="contextd.contextd.contextd.session.${sessionId}"]`);
+const itemText = async (sessionId) => (await statusItem(sessionId).innerText({ timeout: 5000 }).catch(() => "")).trim();
+
+/** Every notification seen during the run, with its severity, collected at each step. */
+const seenToasts = new Map();
+async function collectToasts() {
+  const toasts = await page
+    .$$eval(".notifications-toasts .notification-toast", (els) =>
+      els.map((el) => ({
+        severity: el.querySelector(".codicon-error") ? "error" : el.querySelector(".codicon-warning") ? "warning" : "info",
+        text: el.innerText.replace(/\s+/g, " ").trim(),
+      })),
+    )
+    .catch(() => []);
+  for (const toast of toasts) seenToasts.set(`${toast.severity}: ${toast.text}`, toast);
+  return toasts;
+}
+const errorToasts = () => [...seenToasts.values()].filter((t) => t.severity !== "info");
+
+async function until(condition, what, timeout = 30_000) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    await collectToasts();
+    const value = await condition();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await page.waitForTimeout(250);
+  }
+}
+
+async function palette(title) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("F1");
+  const input = quickInput.locator("input.input");
+  await input.waitFor();
+  await input.fill(`>${title}`);
+  await quickRow(title).waitFor({ timeout: 20_000 });
+  await page.keyboard.press("Enter");
+}
+
+/** The Session Tree pane, open, with the room the workspace folder's pane had. */
+async function expandTree() {
+  const header = page.locator(".pane-header[aria-label*='Session Tree' i]").first();
+  await header.waitFor({ timeout: 20_000 });
+  if ((await header.getAttribute("aria-expanded")) !== "true") await header.click();
+  const folders = page.locator(".pane-header[aria-label*='Explorer Section' i]").first();
+  if ((await folders.count()) && (await folders.getAttribute("aria-expanded")) === "true") await folders.click();
+}
+
+async function treeRows() {
+  return page.$$eval(".pane:has(.pane-header[aria-label*='Session Tree' i]) .monaco-list-row", (rows) =>
+    rows
+      .sort((a, b) => Number(a.getAttribute("data-index")) - Number(b.getAttribute("data-index")))
+      .map((row) => ({
+        label: (row.querySelector(".label-name")?.textContent ?? "").trim(),
+        description: (row.querySelector(".label-description")?.textContent ?? "").trim(),
+      })),
+  );
+}
+
+try {
+  await page.goto(`${process.env.CS_URL}/?folder=${encodeURIComponent(process.env.WS)}`);
+  await page.waitForSelector(".monaco-workbench .part.statusbar", { timeout: 120_000 });
+  await page.locator(".explorer-folders-view, .pane-body").first().waitFor({ timeout: 60_000 });
+  await until(() => helperEvents().some((e) => e.event === "activated"), "the extensions to activate", 60_000);
+  console.log(`     workbench up, extensions active (${elapsed()})`);
+  await shot("01-workbench");
+  check((await statusItems.count()) === 0, "no contextd status item before a session is open");
+
+  // The seeded session, opened from Switch Session: the item shows its figure.
+  await palette("contextd: Switch Session");
+  await quickRow(EXPECT.sessionName).waitFor({ timeout: 60_000 });
+  await quickRow(EXPECT.sessionName).click();
+  const sessionId = EXPECT.sessionId;
+  await until(async () => (await itemText(sessionId)) !== "", "the session's status item");
+  const seeded = await itemText(sessionId);
+  await shot("02-seeded-session");
+  check(seeded === figure(EXPECT.usage), `the status item reads the seeded session's figure "${figure(EXPECT.usage)}" (it reads "${seeded}")`);
+  const label = await statusItem(sessionId).getAttribute("aria-label");
+  check(label?.startsWith("contextd session seeded demo:") && !label.includes("**"), `the item's accessibility label is words, not Markdown ("${label}")`);
+
+  // The Session Tree view lists the session's entries, in order, the leaf marked.
+  await expandTree();
+  const rows = await until(async () => {
+    const shown = await treeRows();
+    return shown.length >= 5 ? shown : undefined;
+  }, "the Session Tree's rows");
+  await shot("03-session-tree");
+  const expectedLabels = EXPECT.treePreviews.slice(0, rows.length).map((p) => truncate(p, 100));
+  check(
+    JSON.stringify(rows.map((r) => r.label)) === JSON.stringify(expectedLabels),
+    `the Session Tree's first ${rows.length} rows are the session's first entries: ${JSON.stringify(rows.map((r) => r.label).slice(0, 3))}…`,
+  );
+
+  // An agent appends through the extension's API: the figure follows.
+  await palette("contextd e2e: Append to Current Session");
+  const appended = await until(() => helperEvents().find((e) => e.event === "appended"), "the helper's append");
+  await until(async () => (await itemText(sessionId)) === figure(appended.usage), "the figure after the append", 15_000).catch(() => {});
+  const afterAppend = await itemText(sessionId);
+  check(afterAppend !== seeded && afterAppend === figure(appended.usage), `after an append the item reads the daemon's new figure "${figure(appended.usage)}" (it reads "${afterAppend}")`);
+
+  // Compact Now: the item shows the figure after the compaction.
+  await palette("contextd: Compact Now");
+  await quickInput.locator("input.input[placeholder*='failing test']").waitFor();
+  await quickInput.locator("input.input").press("Enter");
+  await until(() => [...seenToasts.values()].some((t) => /contextd: compacted/.test(t.text)), "the compaction's result", 60_000);
+  await page.waitForTimeout(500);
+  const compacted = latestUsage(sessionId);
+  const afterCompaction = await itemText(sessionId);
+  await shot("04-compacted");
+  check(compacted.tokens < appended.usage.tokens, `the compaction lowered the daemon's figure (${appended.usage.tokens} -> ${compacted.tokens})`);
+  check(afterCompaction === figure(compacted), `after the compaction the item reads "${figure(compacted)}" (it reads "${afterCompaction}")`);
+
+  // Move Here from the tree's context menu: the leaf moves to that entry.
+  await expandTree();
+  const targetIndex = 3;
+  const targetRow = page.locator(".pane:has(.pane-header[aria-label*='Session Tree' i]) .monaco-list-row[data-index='" + targetIndex + "']");
+  await targetRow.click({ button: "right" });
+  const moveHere = page.locator(".context-view .action-item", { hasText: /^Move Here$/ }).first();
+  await moveHere.waitFor({ timeout: 10_000 });
+  await shot("05-tree-context-menu");
+  await moveHere.click();
+  await until(async () => (await targetRow.locator(".label-description").textContent())?.includes("current"), "the moved leaf in the tree", 20_000).catch(() => {});
+  const movedDescription = (await targetRow.locator(".label-description").textContent()) ?? "";
+  await shot("06-moved-leaf");
+  check(movedDescription.includes("current"), `after Move Here the chosen row is the current leaf ("${movedDescription}")`);
+  writeFileSync(`${RUN}/moved-to.txt`, (await treeRows())[targetIndex].label);
+  const afterMove = await itemText(sessionId);
+  const moved = latestUsage(sessionId);
+  check(afterMove === figure(moved) && afterMove !== afterCompaction, `after the move the item reads the shorter context's figure "${figure(moved)}" (it reads "${afterMove}")`);
+
+  await collectToasts();
+  check(errorToasts().length === 0, `no error or warning notification in the healthy run (${JSON.stringify(errorToasts())})`);
+
+  // The daemon dies, and the interpreter no longer starts: disconnected, one message with the fix.
+  writeFileSync(FAIL_FLAG, "");
+  const pid = daemonPid();
+  process.kill(pid, "SIGKILL");
+  console.log(`     killed the daemon (pid ${pid}) (${elapsed()})`);
+  await until(async () => (await itemText(sessionId)).includes("disconnected"), "the disconnected state", 15_000).catch(() => {});
+  const disconnected = await itemText(sessionId);
+  check(disconnected === "disconnected", `a dead daemon leaves the item disconnected, not its last figure (it reads "${disconnected}")`);
+  await until(() => errorToasts().some((t) => /did not start/.test(t.text)), "the did-not-start message", 30_000).catch(() => {});
+  await page.waitForTimeout(4000); // room for any further restart attempt and its messages
+  await collectToasts();
+  await shot("07-disconnected");
+  const problems = errorToasts();
+  check(
+    problems.length === 1 && /did not start.*Is contextd installed/.test(problems[0].text) && /Open Settings/.test(problems[0].text),
+    `one message says the daemon did not start, with the fix (${JSON.stringify(problems)})`,
+  );
+  check((await itemText(sessionId)) === "disconnected", "the item stays disconnected while no daemon runs");
+
+  // Restart Daemon, with a working interpreter again: the session's figure is back.
+  rmSync(FAIL_FLAG);
+  await palette("Notifications: Clear All Notifications");
+  await palette("contextd: Restart Daemon");
+  await until(async () => /^\d/.test(await itemText(sessionId)), "the figure after the restart", 30_000).catch(() => {});
+  const recovered = await itemText(sessionId);
+  await shot("08-recovered");
+  check(recovered === afterMove, `after Restart Daemon the item reads the session's figure again "${afterMove}" (it reads "${recovered}")`);
+} catch (error) {
+  failures.push(`exception: ${error.message.split("\n")[0]}`);
+  console.log(`FAIL exception: ${error.stack}`);
+  await shot("99-failure");
+} finally {
+  console.log(`     notifications seen: ${JSON.stringify([...seenToasts.keys()])}`);
+  console.log(`     page errors: ${JSON.stringify(pageErrors.slice(0, 10))}`);
+  await browser.close();
+  console.log(failures.length ? `${failures.length} check(s) failed: ${failures.join("; ")}` : `all checks passed (${elapsed()})`);
+  process.exit(failures.length ? 1 : 0);
+}

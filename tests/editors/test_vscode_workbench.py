@@ -1,0 +1,243 @@
+"""The VS Code extension in a real VS Code: code-server in Debian's Chromium, driven through
+the workbench's DOM by editors/vscode/e2e/workbench.mjs (playwright-core).
+
+What code-server, node 24 and Chromium need is installed by editors/vscode/e2e/install.sh
+(.ci/run runs it). Without them the test is skipped, except in CI (CI=true), where it fails.
+Screenshots and logs of a run stay in the directory its failure message names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXTENSION = REPO / "editors" / "vscode"
+E2E = EXTENSION / "e2e"
+INSTALL_HOME = Path(
+    os.environ.get("CONTEXTD_VSCODE_E2E_HOME")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "contextd" / "vscode-e2e"
+)
+NODE = INSTALL_HOME / "node24" / "bin" / "node"
+CODE_SERVER = INSTALL_HOME / "code-server" / "bin" / "code-server"
+SEED_MESSAGES = 60  # of the shipped demo session: enough entries to fill the tree view
+SESSION_NAME = "seeded demo"
+
+# User settings that keep VS Code's own first-run UI out of the way.
+USER_SETTINGS = {
+    "contextd.compaction.keepRecentTokens": 3000,
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": False,
+    "telemetry.telemetryLevel": "off",
+    "security.workspace.trust.enabled": False,
+    "extensions.autoUpdate": False,
+    "extensions.autoCheckUpdates": False,
+    "update.mode": "none",
+    "chat.disableAIFeatures": True,
+}
+
+
+def missing_tools() -> list[str]:
+    missing = [str(path) for path in (NODE, CODE_SERVER) if not path.exists()]
+    if shutil.which("chromium") is None:
+        missing.append("chromium")
+    if not (EXTENSION / "node_modules" / "playwright-core").is_dir():
+        missing.append("editors/vscode/node_modules (npm ci)")
+    return missing
+
+
+@pytest.fixture
+def tools() -> None:
+    missing = missing_tools()
+    if not missing:
+        return
+    message = f"the real-VS-Code test needs {', '.join(missing)}: run editors/vscode/e2e/install.sh"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def run(command: list[str], cwd: Path = REPO, **kwargs) -> str:
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300, **kwargs)
+    assert result.returncode == 0, f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result.stdout
+
+
+def contextd(data_dir: Path, *args: str) -> dict:
+    return json.loads(run([sys.executable, "-m", "contextd", "--data-dir", str(data_dir), *args, "--json"]))
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_healthy(url: str, server: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"code-server exited with {server.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"code-server did not answer in 90 s:\n{log.read_text()[-3000:]}")
+
+
+class Workbench:
+    """The run directory of one test: profile, workspace, data, logs and screenshots."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.user_data = root / "user-data"
+        self.extensions = root / "extensions"
+        self.workspace = root / "workspace"
+        self.data = root / "contextd-data"
+        self.shots = root / "shots"
+        self.xdg = root / "xdg"
+        for path in (self.user_data / "User", self.user_data / "Machine", self.extensions, self.workspace, self.shots):
+            path.mkdir(parents=True)
+        (self.workspace / "README.md").write_text("# scratch workspace\n")
+
+    def env(self) -> dict[str, str]:
+        # code-server writes its config, logs and a device id under the XDG dirs: keep them here.
+        return {
+            **os.environ,
+            "PATH": f"{NODE.parent}:{os.environ['PATH']}",
+            "XDG_CONFIG_HOME": str(self.xdg / "config"),
+            "XDG_DATA_HOME": str(self.xdg / "data"),
+            "XDG_CACHE_HOME": str(self.xdg / "cache"),
+            "CONTEXTD_E2E_LOG": str(self.root / "e2e.log"),
+        }
+
+    def interpreter_wrapper(self) -> Path:
+        """contextd.pythonPath: this interpreter, through a wrapper that records the daemon's
+        pid (exec keeps it) and fails like a missing install while the test asks it to."""
+        wrapper = self.root / "python"
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            f'echo "$$ $*" >> "{self.root}/python-used.log"\n'
+            f'if [ -e "{self.root}/fail-start" ]; then\n'
+            '  echo "No module named contextd (the test broke this interpreter)" >&2; exit 1\n'
+            "fi\n"
+            f'exec "{sys.executable}" "$@"\n'
+        )
+        wrapper.chmod(0o755)
+        return wrapper
+
+    def configure(self) -> None:
+        # contextd.pythonPath and contextd.storage.dataDir are machine-overridable: in a remote
+        # window (code-server is one) VS Code ignores them in User settings; Machine settings hold them.
+        machine = {"contextd.pythonPath": str(self.interpreter_wrapper()), "contextd.storage.dataDir": str(self.data)}
+        (self.user_data / "Machine" / "settings.json").write_text(json.dumps(machine, indent=2))
+        (self.user_data / "User" / "settings.json").write_text(json.dumps(USER_SETTINGS, indent=2))
+
+    def install(self, vsix: Path) -> None:
+        run(
+            [str(CODE_SERVER), "--user-data-dir", str(self.user_data), "--extensions-dir", str(self.extensions), "--install-extension", str(vsix)],
+            env=self.env(),
+        )
+
+    def log_files(self, pattern: str) -> list[Path]:
+        return sorted((self.user_data / "logs").glob(pattern))
+
+
+def log_records(log: str) -> list[str]:
+    """A VS Code log's records: a time-stamped line and its continuation (a stack trace)."""
+    return re.split(r"\n(?=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", log)
+
+
+def build_extensions(root: Path) -> tuple[Path, Path, Path]:
+    bin_dir = EXTENSION / "node_modules" / ".bin"
+    vsix = root / "contextd.vsix"
+    run([str(bin_dir / "vsce"), "package", "--no-dependencies", "-o", str(vsix)], cwd=EXTENSION)
+    helper = root / "contextd-e2e-helper.vsix"
+    run([str(bin_dir / "vsce"), "package", "--allow-missing-repository", "--skip-license", "-o", str(helper)], cwd=E2E / "helper")
+    # The driver formats figures with the extension's own format.ts.
+    format_module = root / "format.mjs"
+    run([str(bin_dir / "esbuild"), "src/format.ts", "--bundle", "--format=esm", "--platform=node", f"--outfile={format_module}"], cwd=EXTENSION)
+    return vsix, helper, format_module
+
+
+@pytest.mark.timeout(900)
+def test_the_extension_in_a_real_vscode(tools: None, tmp_path: Path) -> None:
+    bench = Workbench(tmp_path)
+    vsix, helper, format_module = build_extensions(tmp_path)
+    bench.configure()
+    bench.install(vsix)
+    bench.install(helper)
+
+    seed = tmp_path / "seed.jsonl"
+    demo = (REPO / "server" / "contextd" / "demo" / "session.jsonl").read_text().splitlines()
+    seed.write_text("\n".join(demo[:SEED_MESSAGES]) + "\n")
+    seeded = contextd(bench.data, "replay", str(seed), "--name", SESSION_NAME, "--workspace", str(bench.workspace))
+    session_id = seeded["sessionId"]
+    tree = contextd(bench.data, "tree", session_id)
+    expect = {
+        "sessionId": session_id,
+        "sessionName": SESSION_NAME,
+        "usage": seeded["state"]["usage"],
+        "treePreviews": [node["preview"] or node["type"] for node in tree["nodes"]],
+    }
+    (tmp_path / "expect.json").write_text(json.dumps(expect))
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server_log = tmp_path / "code-server.log"
+    with server_log.open("w") as log:
+        server = subprocess.Popen(
+            [str(CODE_SERVER), "--bind-addr", f"127.0.0.1:{port}", "--auth", "none", "--disable-telemetry",
+             "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override",
+             "--user-data-dir", str(bench.user_data), "--extensions-dir", str(bench.extensions), str(bench.workspace)],
+            env=bench.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        wait_healthy(url, server, server_log)
+        driver = subprocess.run(
+            [str(NODE), str(E2E / "workbench.mjs")],
+            cwd=EXTENSION,
+            env={**bench.env(), "CS_URL": url, "WS": str(bench.workspace), "SHOTS": str(bench.shots),
+                 "RUN": str(tmp_path), "EXPECT": str(tmp_path / "expect.json"), "FORMAT": str(format_module),
+                 "CHROMIUM": shutil.which("chromium") or "chromium"},
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+    finally:
+        # The extension host and the daemons it started are in code-server's process group.
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+    report = f"{driver.stdout}\n{driver.stderr[-3000:]}\nscreenshots and logs: {tmp_path}"
+    print(report)
+    assert driver.returncode == 0, report
+
+    # The daemon ran with contextd.pythonPath from the Machine settings.
+    assert (tmp_path / "python-used.log").read_text().strip(), f"the daemon never ran with contextd.pythonPath\n{report}"
+
+    # Move Here is stored: the session's leaf is the entry chosen in the tree view.
+    after = contextd(bench.data, "tree", session_id)
+    leaf = next(node for node in after["nodes"] if node["id"] == after["leafId"])
+    assert (leaf["preview"] or leaf["type"])[:99] == (tmp_path / "moved-to.txt").read_text()[:99].rstrip("…")
+
+    # The logs: no unhandled error in the extension host; the output channel's levels are right.
+    host_log = "\n".join(path.read_text() for path in bench.log_files("*/exthost*/remoteexthost.log"))
+    unhandled = [record for record in log_records(host_log) if "[error]" in record and "contextd" in record]
+    assert not unhandled, "\n\n".join(unhandled)
+    channel = "\n".join(path.read_text() for path in bench.log_files("*/exthost*/contextd.contextd/contextd.log"))
+    assert "the daemon did not start" in channel, channel[-3000:]
+    misfiled = [line for line in channel.splitlines() if "[info] [Error" in line or line.rstrip().endswith("] false")]
+    assert not misfiled, "\n".join(misfiled)
