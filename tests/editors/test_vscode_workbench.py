@@ -140,10 +140,12 @@ class Workbench:
 
     def configure(self) -> None:
         # contextd.pythonPath and contextd.storage.dataDir are machine-overridable: in a remote
-        # window (code-server is one) VS Code ignores them in User settings; Machine settings hold them.
+        # window (code-server is one) VS Code ignores them in User settings, so the Machine
+        # settings hold them; the User settings' interpreter does not exist, and is not used.
         machine = {"contextd.pythonPath": str(self.interpreter_wrapper()), "contextd.storage.dataDir": str(self.data)}
         (self.user_data / "Machine" / "settings.json").write_text(json.dumps(machine, indent=2))
-        (self.user_data / "User" / "settings.json").write_text(json.dumps(USER_SETTINGS, indent=2))
+        user = {**USER_SETTINGS, "contextd.pythonPath": "/nonexistent/python"}
+        (self.user_data / "User" / "settings.json").write_text(json.dumps(user, indent=2))
 
     def install(self, vsix: Path) -> None:
         run(

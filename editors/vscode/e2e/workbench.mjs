@@ -120,6 +120,8 @@ try {
   await until(() => helperEvents().some((e) => e.event === "activated"), "the extensions to activate", 60_000);
   console.log(`     workbench up, extensions active (${elapsed()})`);
   await shot("01-workbench");
+  await palette("contextd e2e: Record Environment");
+  console.log(`     environment: ${JSON.stringify(await until(() => helperEvents().find((e) => e.event === "environment"), "the environment"))}`);
   check((await statusItems.count()) === 0, "no contextd status item before a session is open");
 
   // The seeded session, opened from Switch Session: the item shows its figure.

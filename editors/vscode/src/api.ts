@@ -32,7 +32,7 @@ export interface ContextdApi {
   /** Every change of a session's token figure. */
   readonly onTokenUsage: Event<TokenUsage>;
   readonly onCompactionFinished: Event<CompactionFinished>;
-  /** A user message the session moved before (Show Session Tree), for the agent's input box. */
+  /** A user message the session moved before (Move Here in the Session Tree, Go to Entry), for the agent's input box. */
   readonly onEditorText: Event<EditorText>;
   /** The session the user chose in the editor, if any. */
   currentSessionId(): string | undefined;

@@ -48,3 +48,16 @@ export class RestartPolicy {
     this.restarts = [];
   }
 }
+
+/**
+ * contextd.pythonPath is machine-overridable: in a remote window (Remote-SSH, WSL, a
+ * container, code-server) VS Code ignores it in User settings, and the daemon then runs
+ * whatever python3 the remote PATH has. The hint to show then, if any.
+ */
+export function remoteSettingsHint(configuredPython: string | undefined, remoteName: string | undefined): string | undefined {
+  if (configuredPython?.trim() || !remoteName) return undefined;
+  return (
+    "contextd: the daemon runs python3 from this machine's PATH. In a remote window VS Code ignores " +
+    "contextd.pythonPath and contextd.storage.dataDir in User settings: set them in Remote settings."
+  );
+}

@@ -21,6 +21,7 @@ export interface DaemonClient extends RpcConnection {
   start(): Promise<void>;
   stop(): Promise<void>;
   isRunning(): boolean;
+  readonly initializeResult?: { serverInfo?: { version?: string } };
   onDidChangeState: Event<{ oldState: number; newState: number }>;
 }
 
@@ -61,6 +62,11 @@ export class DaemonConnection implements RpcConnection, Disposable {
 
   get state(): ConnectionState {
     return this.current;
+  }
+
+  /** The running daemon's version, from its `initialize` answer. */
+  get daemonVersion(): string | undefined {
+    return this.runningClient()?.initializeResult?.serverInfo?.version;
   }
 
   /** Starts a daemon (stopping the one running, if any). Never rejects: failures are reported. */

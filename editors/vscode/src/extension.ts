@@ -20,7 +20,7 @@ import {
 import { ContextdApi, createApi } from "./api";
 import * as commands from "./commands";
 import { CompactionProgress } from "./compactionProgress";
-import { RestartPolicy, serverCommand } from "./daemon";
+import { RestartPolicy, remoteSettingsHint, serverCommand } from "./daemon";
 import { ConnectionReporter, DaemonConnection } from "./daemonConnection";
 import { HANDOFF_SCHEME } from "./handoffDocuments";
 import { LeveledOutput } from "./logOutput";
@@ -65,8 +65,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contex
     reopenSessionsAfterRestart(daemon, sessions, output),
     { dispose: () => void daemon.dispose() },
   );
+  context.subscriptions.push(
+    daemon.onDidChangeState((state) => state.kind === "connected" && checkInterpreterSetting(context, output, daemon.daemonVersion)),
+  );
   await daemon.start();
-  if (daemon.state.kind === "connected") checkInterpreterSetting(context, output);
   return createApi(sessions);
 }
 
@@ -226,25 +228,17 @@ function reporter(output: vscode.LogOutputChannel, lastStderr: { line: string })
 
 const REMOTE_SETTINGS_HINT = "contextd.remoteSettingsHintShown";
 
-/**
- * contextd.pythonPath is machine-overridable: in a remote window (Remote-SSH, WSL, a
- * container, code-server) VS Code ignores it in User settings, and the daemon then runs
- * whatever python3 the remote PATH has. Say so once, with where the setting belongs.
- */
-function checkInterpreterSetting(context: vscode.ExtensionContext, output: vscode.LogOutputChannel): void {
+/** Logs what the daemon runs with, and says once where the interpreter setting belongs in a remote window. */
+function checkInterpreterSetting(context: vscode.ExtensionContext, output: vscode.LogOutputChannel, version?: string): void {
   const configured = vscode.workspace.getConfiguration(SECTION).get<string>("pythonPath")?.trim();
-  output.info(`the daemon runs with ${configured ? `contextd.pythonPath = ${configured}` : "python3 from PATH (contextd.pythonPath is not set)"}`);
-  if (configured || !vscode.env.remoteName || context.globalState.get(REMOTE_SETTINGS_HINT)) return;
+  const runs = configured ? `contextd.pythonPath = ${configured}` : "python3 from PATH (contextd.pythonPath is not set)";
+  output.info(`contextd ${version ?? "(version unknown)"} runs with ${runs}`);
+  const hint = remoteSettingsHint(configured, vscode.env.remoteName);
+  if (!hint || context.globalState.get(REMOTE_SETTINGS_HINT)) return;
   void context.globalState.update(REMOTE_SETTINGS_HINT, true);
-  void vscode.window
-    .showInformationMessage(
-      "contextd: the daemon runs python3 from this machine's PATH. In a remote window VS Code ignores " +
-        "contextd.pythonPath and contextd.storage.dataDir in User settings: set them in Remote settings.",
-      "Open Remote Settings",
-    )
-    .then((choice) => {
-      if (choice === "Open Remote Settings") void vscode.commands.executeCommand("workbench.action.openRemoteSettings");
-    });
+  void vscode.window.showInformationMessage(hint, "Open Remote Settings").then((choice) => {
+    if (choice === "Open Remote Settings") void vscode.commands.executeCommand("workbench.action.openRemoteSettings");
+  });
 }
 
 /** A restarted daemon has no session in memory: open this window's sessions again from disk. */

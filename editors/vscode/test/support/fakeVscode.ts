@@ -25,6 +25,7 @@ export class FakeStatusBarItem {
   backgroundColor: ThemeColor | undefined;
   command: unknown;
   name: string | undefined;
+  accessibilityInformation: { label: string } | undefined;
   visible = false;
   disposed = false;
 

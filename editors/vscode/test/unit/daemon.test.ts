@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { RestartPolicy, serverCommand } from "../../src/daemon";
+import { remoteSettingsHint, RestartPolicy, serverCommand } from "../../src/daemon";
 
 describe("the daemon's command", () => {
   it("uses python3 from PATH by default", () => {
@@ -37,5 +37,17 @@ describe("restarts", () => {
     expect(policy.onCrash(1).restart).toBe(false);
     policy.reset();
     expect(policy.onCrash(2).restart).toBe(true);
+  });
+});
+
+describe("the remote settings hint", () => {
+  it("is given in a remote window when no interpreter is set for the machine", () => {
+    expect(remoteSettingsHint(undefined, "ssh-remote")).toMatch(/ignores contextd.pythonPath .* User settings: set them in Remote settings/);
+    expect(remoteSettingsHint("  ", "127.0.0.1:8080")).toBeDefined();
+  });
+
+  it("is not given in a local window or when the interpreter is set", () => {
+    expect(remoteSettingsHint(undefined, undefined)).toBeUndefined();
+    expect(remoteSettingsHint("/opt/venv/bin/python", "wsl")).toBeUndefined();
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { TreeNode, TreeResult } from "../../src/protocol";
-import { treeRows } from "../../src/treeItems";
+import { SessionTreeElement, SessionTreeModel, treeRows } from "../../src/treeItems";
 
 function tree(spec: Array<[id: string, parent: string | null, role: string, preview: string, label?: string]>, leafId: string): TreeResult {
   const children = new Map<string, string[]>();
@@ -65,5 +65,35 @@ describe("session tree rows", () => {
     const rows = treeRows(tree(spec, "n19999"));
     expect(rows).toHaveLength(20_000);
     expect(rows.every((r) => r.depth === 0 && r.onPath)).toBe(true);
+  });
+});
+
+describe("the Session Tree view's model", () => {
+  const labelOf = (element: SessionTreeElement) => (element.kind === "entry" ? element.node.preview : `branch ${element.first.preview}`);
+
+  it("keeps a linear stretch flat and puts each branch under the entry where it splits", () => {
+    const model = new SessionTreeModel(
+      "s1",
+      tree([["a", null, "user", "Fix it"], ["b", "a", "assistant", "Try 1"], ["c", "a", "assistant", "Try 2"], ["d", "c", "user", "Good"]], "d"),
+    );
+    const roots = model.roots();
+    expect(roots.map(labelOf)).toEqual(["Fix it"]);
+    const branches = model.children(roots[0]);
+    expect(branches.map(labelOf)).toEqual(["branch Try 1", "branch Try 2"]);
+    expect(branches.map((b) => b.kind === "branch" && b.containsLeaf)).toEqual([false, true]);
+    const current = model.children(branches[1]);
+    expect(current.map(labelOf)).toEqual(["Try 2", "Good"]);
+    expect(current.map((e) => e.kind === "entry" && e.isLeaf)).toEqual([false, true]);
+    expect(model.children(branches[0]).map((e) => e.kind === "entry" && e.onPath)).toEqual([false]);
+    expect(model.parent(current[1])).toEqual(branches[1]);
+    expect(model.parent(branches[1])).toEqual(roots[0]);
+  });
+
+  it("marks what a compaction folded away: the path's entries before its first kept entry", () => {
+    const spec = tree([["a", null, "user", "Old"], ["b", "a", "assistant", "Older answer"], ["c", "b", "user", "Kept"], ["k", "c", "compaction", "summary"], ["e", "k", "user", "New"]], "e");
+    spec.nodes.find((n) => n.id === "k")!.firstKeptEntryId = "c";
+    const entries = new SessionTreeModel("s1", spec).roots();
+    expect(entries.map((e) => e.kind === "entry" && e.folded)).toEqual([true, true, false, false, false]);
+    expect(entries.find((e) => e.kind === "entry" && e.node.id === "k")).toMatchObject({ foldedCount: 2 });
   });
 });
