@@ -27,7 +27,9 @@ EXTENSION = REPO / "editors" / "vscode"
 E2E = EXTENSION / "e2e"
 INSTALL_HOME = Path(
     os.environ.get("CONTEXTD_VSCODE_E2E_HOME")
-    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "contextd" / "vscode-e2e"
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    / "contextd"
+    / "vscode-e2e"
 )
 NODE = INSTALL_HOME / "node24" / "bin" / "node"
 CODE_SERVER = INSTALL_HOME / "code-server" / "bin" / "code-server"
@@ -69,13 +71,35 @@ def tools() -> None:
 
 
 def run(command: list[str], cwd: Path = REPO, **kwargs) -> str:
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300, **kwargs)
-    assert result.returncode == 0, f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    result = subprocess.run(
+        command,
+        check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        **kwargs,
+    )
+    assert result.returncode == 0, (
+        f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    )
     return result.stdout
 
 
 def contextd(data_dir: Path, *args: str) -> dict:
-    return json.loads(run([sys.executable, "-m", "contextd", "--data-dir", str(data_dir), *args, "--json"]))
+    return json.loads(
+        run(
+            [
+                sys.executable,
+                "-m",
+                "contextd",
+                "--data-dir",
+                str(data_dir),
+                *args,
+                "--json",
+            ]
+        )
+    )
 
 
 def free_port() -> int:
@@ -88,7 +112,9 @@ def wait_healthy(url: str, server: subprocess.Popen, log: Path) -> None:
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            pytest.fail(f"code-server exited with {server.returncode}:\n{log.read_text()[-3000:]}")
+            pytest.fail(
+                f"code-server exited with {server.returncode}:\n{log.read_text()[-3000:]}"
+            )
         try:
             with urllib.request.urlopen(f"{url}/healthz", timeout=2):
                 return
@@ -108,7 +134,13 @@ class Workbench:
         self.data = root / "contextd-data"
         self.shots = root / "shots"
         self.xdg = root / "xdg"
-        for path in (self.user_data / "User", self.user_data / "Machine", self.extensions, self.workspace, self.shots):
+        for path in (
+            self.user_data / "User",
+            self.user_data / "Machine",
+            self.extensions,
+            self.workspace,
+            self.shots,
+        ):
             path.mkdir(parents=True)
         (self.workspace / "README.md").write_text("# scratch workspace\n")
 
@@ -142,14 +174,29 @@ class Workbench:
         # contextd.pythonPath and contextd.storage.dataDir are machine-overridable: in a remote
         # window (code-server is one) VS Code ignores them in User settings, so the Machine
         # settings hold them; the User settings' interpreter does not exist, and is not used.
-        machine = {"contextd.pythonPath": str(self.interpreter_wrapper()), "contextd.storage.dataDir": str(self.data)}
-        (self.user_data / "Machine" / "settings.json").write_text(json.dumps(machine, indent=2))
+        machine = {
+            "contextd.pythonPath": str(self.interpreter_wrapper()),
+            "contextd.storage.dataDir": str(self.data),
+        }
+        (self.user_data / "Machine" / "settings.json").write_text(
+            json.dumps(machine, indent=2)
+        )
         user = {**USER_SETTINGS, "contextd.pythonPath": "/nonexistent/python"}
-        (self.user_data / "User" / "settings.json").write_text(json.dumps(user, indent=2))
+        (self.user_data / "User" / "settings.json").write_text(
+            json.dumps(user, indent=2)
+        )
 
     def install(self, vsix: Path) -> None:
         run(
-            [str(CODE_SERVER), "--user-data-dir", str(self.user_data), "--extensions-dir", str(self.extensions), "--install-extension", str(vsix)],
+            [
+                str(CODE_SERVER),
+                "--user-data-dir",
+                str(self.user_data),
+                "--extensions-dir",
+                str(self.extensions),
+                "--install-extension",
+                str(vsix),
+            ],
             env=self.env(),
         )
 
@@ -165,12 +212,35 @@ def log_records(log: str) -> list[str]:
 def build_extensions(root: Path) -> tuple[Path, Path, Path]:
     bin_dir = EXTENSION / "node_modules" / ".bin"
     vsix = root / "contextd.vsix"
-    run([str(bin_dir / "vsce"), "package", "--no-dependencies", "-o", str(vsix)], cwd=EXTENSION)
+    run(
+        [str(bin_dir / "vsce"), "package", "--no-dependencies", "-o", str(vsix)],
+        cwd=EXTENSION,
+    )
     helper = root / "contextd-e2e-helper.vsix"
-    run([str(bin_dir / "vsce"), "package", "--allow-missing-repository", "--skip-license", "-o", str(helper)], cwd=E2E / "helper")
+    run(
+        [
+            str(bin_dir / "vsce"),
+            "package",
+            "--allow-missing-repository",
+            "--skip-license",
+            "-o",
+            str(helper),
+        ],
+        cwd=E2E / "helper",
+    )
     # The driver formats figures with the extension's own format.ts.
     format_module = root / "format.mjs"
-    run([str(bin_dir / "esbuild"), "src/format.ts", "--bundle", "--format=esm", "--platform=node", f"--outfile={format_module}"], cwd=EXTENSION)
+    run(
+        [
+            str(bin_dir / "esbuild"),
+            "src/format.ts",
+            "--bundle",
+            "--format=esm",
+            "--platform=node",
+            f"--outfile={format_module}",
+        ],
+        cwd=EXTENSION,
+    )
     return vsix, helper, format_module
 
 
@@ -183,9 +253,21 @@ def test_the_extension_in_a_real_vscode(tools: None, tmp_path: Path) -> None:
     bench.install(helper)
 
     seed = tmp_path / "seed.jsonl"
-    demo = (REPO / "server" / "contextd" / "demo" / "session.jsonl").read_text().splitlines()
+    demo = (
+        (REPO / "server" / "contextd" / "demo" / "session.jsonl")
+        .read_text()
+        .splitlines()
+    )
     seed.write_text("\n".join(demo[:SEED_MESSAGES]) + "\n")
-    seeded = contextd(bench.data, "replay", str(seed), "--name", SESSION_NAME, "--workspace", str(bench.workspace))
+    seeded = contextd(
+        bench.data,
+        "replay",
+        str(seed),
+        "--name",
+        SESSION_NAME,
+        "--workspace",
+        str(bench.workspace),
+    )
     session_id = seeded["sessionId"]
     tree = contextd(bench.data, "tree", session_id)
     expect = {
@@ -201,21 +283,47 @@ def test_the_extension_in_a_real_vscode(tools: None, tmp_path: Path) -> None:
     server_log = tmp_path / "code-server.log"
     with server_log.open("w") as log:
         server = subprocess.Popen(
-            [str(CODE_SERVER), "--bind-addr", f"127.0.0.1:{port}", "--auth", "none", "--disable-telemetry",
-             "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override",
-             "--user-data-dir", str(bench.user_data), "--extensions-dir", str(bench.extensions), str(bench.workspace)],
-            env=bench.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                str(CODE_SERVER),
+                "--bind-addr",
+                f"127.0.0.1:{port}",
+                "--auth",
+                "none",
+                "--disable-telemetry",
+                "--disable-update-check",
+                "--disable-workspace-trust",
+                "--disable-getting-started-override",
+                "--user-data-dir",
+                str(bench.user_data),
+                "--extensions-dir",
+                str(bench.extensions),
+                str(bench.workspace),
+            ],
+            env=bench.env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         wait_healthy(url, server, server_log)
         driver = subprocess.run(
             [str(NODE), str(E2E / "workbench.mjs")],
             cwd=EXTENSION,
-            env={**bench.env(), "CS_URL": url, "WS": str(bench.workspace), "SHOTS": str(bench.shots),
-                 "RUN": str(tmp_path), "EXPECT": str(tmp_path / "expect.json"), "FORMAT": str(format_module),
-                 "CHROMIUM": shutil.which("chromium") or "chromium"},
-            capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
+            env={
+                **bench.env(),
+                "CS_URL": url,
+                "WS": str(bench.workspace),
+                "SHOTS": str(bench.shots),
+                "RUN": str(tmp_path),
+                "EXPECT": str(tmp_path / "expect.json"),
+                "FORMAT": str(format_module),
+                "CHROMIUM": shutil.which("chromium") or "chromium",
+            },
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
     finally:
         # The extension host and the daemons it started are in code-server's process group.
         os.killpg(server.pid, signal.SIGTERM)
@@ -223,23 +331,42 @@ def test_the_extension_in_a_real_vscode(tools: None, tmp_path: Path) -> None:
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
-    report = f"{driver.stdout}\n{driver.stderr[-3000:]}\nscreenshots and logs: {tmp_path}"
+    report = (
+        f"{driver.stdout}\n{driver.stderr[-3000:]}\nscreenshots and logs: {tmp_path}"
+    )
     print(report)
     assert driver.returncode == 0, report
 
     # The daemon ran with contextd.pythonPath from the Machine settings.
-    assert (tmp_path / "python-used.log").read_text().strip(), f"the daemon never ran with contextd.pythonPath\n{report}"
+    assert (tmp_path / "python-used.log").read_text().strip(), (
+        f"the daemon never ran with contextd.pythonPath\n{report}"
+    )
 
     # Move Here is stored: the session's leaf is the entry chosen in the tree view.
     after = contextd(bench.data, "tree", session_id)
     leaf = next(node for node in after["nodes"] if node["id"] == after["leafId"])
-    assert (leaf["preview"] or leaf["type"])[:99] == (tmp_path / "moved-to.txt").read_text()[:99].rstrip("…")
+    assert (leaf["preview"] or leaf["type"])[:99] == (
+        tmp_path / "moved-to.txt"
+    ).read_text()[:99].rstrip("…")
 
     # The logs: no unhandled error in the extension host; the output channel's levels are right.
-    host_log = "\n".join(path.read_text() for path in bench.log_files("*/exthost*/remoteexthost.log"))
-    unhandled = [record for record in log_records(host_log) if "[error]" in record and "contextd" in record]
+    host_log = "\n".join(
+        path.read_text() for path in bench.log_files("*/exthost*/remoteexthost.log")
+    )
+    unhandled = [
+        record
+        for record in log_records(host_log)
+        if "[error]" in record and "contextd" in record
+    ]
     assert not unhandled, "\n\n".join(unhandled)
-    channel = "\n".join(path.read_text() for path in bench.log_files("*/exthost*/contextd.contextd/contextd.log"))
+    channel = "\n".join(
+        path.read_text()
+        for path in bench.log_files("*/exthost*/contextd.contextd/contextd.log")
+    )
     assert "the daemon did not start" in channel, channel[-3000:]
-    misfiled = [line for line in channel.splitlines() if "[info] [Error" in line or line.rstrip().endswith("] false")]
+    misfiled = [
+        line
+        for line in channel.splitlines()
+        if "[info] [Error" in line or line.rstrip().endswith("] false")
+    ]
     assert not misfiled, "\n".join(misfiled)

@@ -100,6 +100,8 @@ export interface OpenParams {
 
 export interface OpenResult {
   sessionId: string;
+  /** The session's name: a fork's is "NAME (fork)", a hand-off's its goal. */
+  name?: string | null;
   leafId: string | null;
   model: string;
   contextWindow: number;

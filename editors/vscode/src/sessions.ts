@@ -114,7 +114,7 @@ export class ContextdSessions implements Disposable {
       ...(params.sessionId ? {} : { workspace: this.workspace }),
       ...params,
     });
-    this.status.track(result.sessionId, params.name);
+    this.status.track(result.sessionId, params.name ?? result.name);
     this.status.applyUsage(result.usage);
     this.setCurrent(result.sessionId);
     return result;
