@@ -429,6 +429,7 @@ def session_open(server: ContextdServer, params: OpenParams) -> dict[str, Any]:
     session.announce("open")
     return {
         "sessionId": session.session_id,
+        "name": session.name,
         "leafId": session.leaf_id,
         "model": session.model_id,
         "contextWindow": session.model_info.context_window,

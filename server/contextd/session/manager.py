@@ -71,7 +71,7 @@ class SessionManager:
         header = SessionHeader(
             id=new_session_id(),
             workspace=source.header.workspace,
-            name=source.name,
+            name=f"{source.name} (fork)" if source.name else None,
             parentSession=ParentSession(id=source.session_id, entryId=entry_id),
         )
         file = self.store.create(header)

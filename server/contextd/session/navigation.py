@@ -111,6 +111,8 @@ class Navigation(CompactionJobs):
             if isinstance(entry, CompactionEntry):
                 # What came before it on its path is folded into its summary.
                 node["firstKeptEntryId"] = entry.firstKeptEntryId
+                node["tokensBefore"] = entry.tokensBefore
+                node["tokensAfter"] = entry.tokensAfter
             if entry.id in self.tree.labels:
                 node["label"] = self.tree.labels[entry.id]
             nodes.append(node)

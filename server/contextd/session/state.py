@@ -122,7 +122,13 @@ class LiveState(ABC):
 
     @property
     def name(self) -> str | None:
+        # A fork copies its parent's history, naming entries included: its own name is the
+        # header's, unless it was renamed after the fork point.
+        parent = self.header.parentSession
+        inherited_through = parent.entryId if parent else None
         for entry in reversed(self._path):
+            if entry.id == inherited_through:
+                break
             if isinstance(entry, SessionInfoEntry):
                 return entry.name
         return self.header.name

@@ -269,7 +269,7 @@ describe("Hand Off to New Session", () => {
     expect(ui.messages("error")).toEqual([]);
     const to = daemon.sessions.current!;
     expect(to).not.toBe(from);
-    expect(ui.messages("info")[0]).toMatch(/^contextd: handed off hand me off to the new session /);
+    expect(ui.messages("info")[0]).toBe("contextd: handed off hand me off to the new session Finish the migration.");
     const [document] = ui.messages("document");
     expect(document.length).toBeGreaterThan(0);
     expect(ui.progresses.map((p) => [p.title, p.done])).toEqual([["contextd: writing the hand-off document for hand me off…", true]]);
@@ -354,7 +354,7 @@ describe("Fork From Here", () => {
     expect(forked).not.toBe(from);
     const { messages } = await daemon.sessions.context(forked);
     expect(JSON.stringify(messages.at(-1))).toContain("Read module 1");
-    expect(ui.messages("info")[0]).toMatch(/^contextd: forked fork source into the new session /);
+    expect(ui.messages("info")[0]).toBe("contextd: forked fork source into the new session fork source (fork).");
   });
 });
 
