@@ -3,7 +3,8 @@ the workbench's DOM by editors/vscode/e2e/workbench.mjs (playwright-core).
 
 What code-server, node 24 and Chromium need is installed by editors/vscode/e2e/install.sh
 (.ci/run runs it). Without them the test is skipped, except in CI (CI=true), where it fails.
-Screenshots and logs of a run stay in the directory its failure message names.
+Screenshots and logs of the last run are copied to tests/editors/artifacts/vscode-workbench/
+(ignored by git), which a failure message names.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,7 @@ INSTALL_HOME = Path(
 )
 NODE = INSTALL_HOME / "node24" / "bin" / "node"
 CODE_SERVER = INSTALL_HOME / "code-server" / "bin" / "code-server"
+ARTIFACTS = REPO / "tests" / "editors" / "artifacts" / "vscode-workbench"
 SEED_MESSAGES = 60  # of the shipped demo session: enough entries to fill the tree view
 SESSION_NAME = "seeded demo"
 
@@ -68,6 +71,19 @@ def tools() -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(message)
     pytest.skip(message)
+
+
+@pytest.fixture
+def artifacts(tmp_path: Path) -> Iterator[Path]:
+    """The run's screenshots and logs, kept where a person finds them after the run."""
+    yield ARTIFACTS
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    ARTIFACTS.mkdir(parents=True)
+    for name in ("shots", "user-data/logs"):
+        if (tmp_path / name).is_dir():
+            shutil.copytree(tmp_path / name, ARTIFACTS / name)
+    for log in tmp_path.glob("*.log"):
+        shutil.copy(log, ARTIFACTS)
 
 
 def run(command: list[str], cwd: Path = REPO, **kwargs) -> str:
@@ -245,7 +261,9 @@ def build_extensions(root: Path) -> tuple[Path, Path, Path]:
 
 
 @pytest.mark.timeout(900)
-def test_the_extension_in_a_real_vscode(tools: None, tmp_path: Path) -> None:
+def test_the_extension_in_a_real_vscode(
+    tools: None, artifacts: Path, tmp_path: Path
+) -> None:
     bench = Workbench(tmp_path)
     vsix, helper, format_module = build_extensions(tmp_path)
     bench.configure()
@@ -332,7 +350,7 @@ def test_the_extension_in_a_real_vscode(tools: None, tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
     report = (
-        f"{driver.stdout}\n{driver.stderr[-3000:]}\nscreenshots and logs: {tmp_path}"
+        f"{driver.stdout}\n{driver.stderr[-3000:]}\nscreenshots and logs: {artifacts}"
     )
     print(report)
     assert driver.returncode == 0, report

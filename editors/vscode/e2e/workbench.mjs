@@ -168,18 +168,29 @@ try {
   check(compacted.tokens < appended.usage.tokens, `the compaction lowered the daemon's figure (${appended.usage.tokens} -> ${compacted.tokens})`);
   check(afterCompaction === figure(compacted), `after the compaction the item reads "${figure(compacted)}" (it reads "${afterCompaction}")`);
 
-  // Move Here from the tree's context menu: the leaf moves to that entry.
+  // The tree shows what the compaction folded away: the oldest entries.
   await expandTree();
+  const foldedRows = await until(async () => {
+    const shown = await treeRows();
+    return shown[2]?.description.includes("folded into a summary") ? shown : undefined;
+  }, "the folded entries in the tree", 15_000).catch(() => treeRows());
+  await shot("05-folded-in-tree");
+  check(
+    foldedRows.slice(2, 6).every((r) => r.description.includes("folded into a summary")),
+    `the tree marks the entries the compaction folded away (${JSON.stringify(foldedRows.slice(2, 4).map((r) => r.description))})`,
+  );
+
+  // Move Here from the tree's context menu: the leaf moves to that entry.
   const targetIndex = 3;
   const targetRow = page.locator(".pane:has(.pane-header[aria-label*='Session Tree' i]) .monaco-list-row[data-index='" + targetIndex + "']");
   await targetRow.click({ button: "right" });
   const moveHere = page.locator(".context-view .action-item", { hasText: /^Move Here$/ }).first();
   await moveHere.waitFor({ timeout: 10_000 });
-  await shot("05-tree-context-menu");
+  await shot("06-tree-context-menu");
   await moveHere.click();
   await until(async () => (await targetRow.locator(".label-description").textContent())?.includes("current"), "the moved leaf in the tree", 20_000).catch(() => {});
   const movedDescription = (await targetRow.locator(".label-description").textContent()) ?? "";
-  await shot("06-moved-leaf");
+  await shot("07-moved-leaf");
   check(movedDescription.includes("current"), `after Move Here the chosen row is the current leaf ("${movedDescription}")`);
   writeFileSync(`${RUN}/moved-to.txt`, (await treeRows())[targetIndex].label);
   const afterMove = await itemText(sessionId);
@@ -200,7 +211,7 @@ try {
   await until(() => errorToasts().some((t) => /did not start/.test(t.text)), "the did-not-start message", 30_000).catch(() => {});
   await page.waitForTimeout(4000); // room for any further restart attempt and its messages
   await collectToasts();
-  await shot("07-disconnected");
+  await shot("08-disconnected");
   const problems = errorToasts();
   check(
     problems.length === 1 && /did not start.*Is contextd installed/.test(problems[0].text) && /Open Settings/.test(problems[0].text),
@@ -214,8 +225,30 @@ try {
   await palette("contextd: Restart Daemon");
   await until(async () => /^\d/.test(await itemText(sessionId)), "the figure after the restart", 30_000).catch(() => {});
   const recovered = await itemText(sessionId);
-  await shot("08-recovered");
+  await shot("09-recovered");
   check(recovered === afterMove, `after Restart Daemon the item reads the session's figure again "${afterMove}" (it reads "${recovered}")`);
+
+  // A hand-off: the new session is named after its goal, and its document opens read-only.
+  await palette("contextd: Hand Off to New Session");
+  await quickInput.locator("input.input[placeholder*='migration']").waitFor();
+  await quickInput.locator("input.input").fill("finish the month-end fix");
+  await quickInput.locator("input.input").press("Enter");
+  const handedOff = page.locator(".notifications-toasts .notification-toast", { hasText: "contextd: handed off" }).first();
+  await handedOff.waitFor({ timeout: 60_000 });
+  const handOffText = (await handedOff.innerText()).replace(/\s+/g, " ");
+  check(/handed off seeded demo to the new session finish the month-end fix\./.test(handOffText), `the hand-off's session is named after its goal ("${handOffText}")`);
+  await until(async () => (await statusItems.count()) === 2, "the hand-off's status item", 15_000).catch(() => {});
+  const texts = (await statusItems.allInnerTexts()).map((t) => t.trim());
+  check(texts.some((t) => t.startsWith("finish the month-end fix ")) && texts.some((t) => t.startsWith("seeded demo ")), `both sessions' items are named (${JSON.stringify(texts)})`);
+  await handedOff.locator(".monaco-button", { hasText: "Show Document" }).click();
+  const tab = page.locator(".tabs-container .tab", { hasText: "hand-off-1.md" }).first();
+  await tab.waitFor({ timeout: 15_000 });
+  await page.locator(".editor-group-container .monaco-editor .view-lines").first().click();
+  await page.keyboard.type("x");
+  const readOnly = page.locator(".monaco-editor-overlaymessage", { hasText: /read-only/i }).first();
+  await readOnly.waitFor({ timeout: 10_000 }).catch(() => {});
+  await shot("10-hand-off-document");
+  check((await readOnly.count()) === 1 && !(await tab.getAttribute("class")).includes("dirty"), "the hand-off document opens read-only, with nothing to save");
 } catch (error) {
   failures.push(`exception: ${error.message.split("\n")[0]}`);
   console.log(`FAIL exception: ${error.stack}`);
