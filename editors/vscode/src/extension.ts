@@ -40,15 +40,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contex
   const lastStderr = { line: "" };
   // The client's middleware needs the sessions, which need the connection: tie the knot lazily.
   let route: ContextdSessions["routeProgress"] = () => false;
-  connection = new DaemonConnection(
+  const daemon = new DaemonConnection(
     () => createClient(clientOutput, lastStderr, (token, value) => route(token, value)),
     new RestartPolicy(),
     reporter(output, lastStderr),
   );
-  const sessions = new ContextdSessions(connection, vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
+  connection = daemon;
+  const sessions = new ContextdSessions(daemon, vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
   route = (token, value) => sessions.routeProgress(token, value);
   const commandContext: commands.CommandContext = { ui: vscodeUi, sessions, settings: vscodeSettings };
-  const daemon = connection;
   const tree = new SessionTreeView(sessions, daemon);
 
   context.subscriptions.push(
@@ -63,10 +63,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contex
       onConfigurationChange(event, daemon).catch((error) => output.error(`applying settings: ${errorText(error)}`)),
     ),
     reopenSessionsAfterRestart(daemon, sessions, output),
-    { dispose: () => void daemon.dispose() },
-  );
-  context.subscriptions.push(
     daemon.onDidChangeState((state) => state.kind === "connected" && checkInterpreterSetting(context, output, daemon.daemonVersion)),
+    { dispose: () => void daemon.dispose() },
   );
   await daemon.start();
   return createApi(sessions);
