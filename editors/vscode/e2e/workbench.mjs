@@ -249,6 +249,28 @@ try {
   await readOnly.waitFor({ timeout: 10_000 }).catch(() => {});
   await shot("10-hand-off-document");
   check((await readOnly.count()) === 1 && !(await tab.getAttribute("class")).includes("dirty"), "the hand-off document opens read-only, with nothing to save");
+
+  // contextd.pythonPath changed at run time to an interpreter that does not exist: the same
+  // one message with the fix; fixing the setting brings the daemon back.
+  await palette("Notifications: Clear All Notifications");
+  seenToasts.clear();
+  const machineSettings = `${RUN}/user-data/Machine/settings.json`;
+  const working = readFileSync(machineSettings, "utf8");
+  writeFileSync(machineSettings, JSON.stringify({ ...JSON.parse(working), "contextd.pythonPath": "/nonexistent/python3" }));
+  await until(() => errorToasts().length > 0, "the message about the broken interpreter", 30_000).catch(() => {});
+  await page.waitForTimeout(3000);
+  await collectToasts();
+  await shot("11-broken-interpreter");
+  check(
+    errorToasts().length === 1 && /did not start with \/nonexistent\/python3/.test(errorToasts()[0].text) && /Open Settings/.test(errorToasts()[0].text),
+    `a broken contextd.pythonPath set at run time gives one message with the fix (${JSON.stringify(errorToasts())})`,
+  );
+  writeFileSync(machineSettings, working);
+  // Two sessions share the bar now, so each item starts with its session's name.
+  const named = `seeded demo ${afterMove}`;
+  await until(async () => (await itemText(sessionId)) === named, "the daemon after the setting was fixed", 30_000).catch(() => {});
+  const fixed = await itemText(sessionId);
+  check(fixed === named, `after the setting is fixed the item reads "${named}" again (it reads "${fixed}")`);
 } catch (error) {
   failures.push(`exception: ${error.message.split("\n")[0]}`);
   console.log(`FAIL exception: ${error.stack}`);
