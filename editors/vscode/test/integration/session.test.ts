@@ -53,7 +53,8 @@ describe("sessions against the daemon", () => {
   });
 
   it("counts tokens itself before any provider usage", async () => {
-    const { sessionId } = await daemon.sessions.open({});
+    // A model whose tokenizer ships with contextd is counted exactly; others are estimated.
+    const { sessionId } = await daemon.sessions.open({ model: "gpt-4o" });
     const result = await daemon.sessions.append(sessionId, conversation(3, 200));
     expect(result.usage.source).toBe("counted");
     expect(result.usage.tokens).toBeGreaterThan(600);
@@ -61,6 +62,13 @@ describe("sessions against the daemon", () => {
     expect(context.tokens).toBe(result.usage.tokens);
     expect(context.messages[1]).toMatchObject({ role: "assistant", tool_calls: [{ type: "function" }] });
     expect(context.messages[2]).toMatchObject({ role: "tool", tool_call_id: "call_0" });
+  });
+
+  it("estimates a model without a shipped tokenizer, and says so", async () => {
+    const { sessionId } = await daemon.sessions.open({ model: "claude-sonnet-4-5" });
+    const result = await daemon.sessions.append(sessionId, conversation(3, 200));
+    expect(result.usage.source).toBe("estimated");
+    expect(result.usage.tokens).toBeGreaterThan(600);
   });
 
   it("applies settings changed the way the extension sends them", async () => {
