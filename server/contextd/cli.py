@@ -82,7 +82,8 @@ def global_options(defaults: bool) -> Parser:
     )
     options.add_argument(
         "--settings", metavar="FILE",
-        help="client commands: a JSON file of settings for the daemon (protocol.md, Settings)",
+        help="client commands: a JSON file of settings for the daemon (protocol.md, Settings); "
+        "serve: the daemon-wide settings of a daemon serving many clients",
         **keep,
     )
     return options
@@ -108,12 +109,34 @@ def build_parser() -> Parser:
             formatter_class=HelpFormatter, parents=[after], **extra,
         )
 
-    add_command(
-        "serve", "run the daemon (LSP base protocol, JSON-RPC 2.0; stdio unless --tcp)",
-        epilog="examples:\n  contextd serve\n  contextd serve --tcp 127.0.0.1:7777 --log-level DEBUG\n",
+    serve = add_command(
+        "serve", "run the daemon (LSP base protocol, JSON-RPC 2.0; stdio unless --tcp, --socket or --shared)",
+        epilog="examples:\n  contextd serve\n  contextd serve --shared\n"
+        "  contextd serve --tcp 127.0.0.1:7777 --log-level DEBUG\n",
     )
+    add_serve_options(serve)
     add_client_commands(add_command, after)
     return parser
+
+
+def add_serve_options(serve: argparse.ArgumentParser) -> None:
+    from contextd.rpc.framing import DEFAULT_MAX_FRAME_BYTES
+
+    where = serve.add_mutually_exclusive_group()
+    where.add_argument("--socket", metavar="PATH", help="serve many clients on a Unix socket")
+    where.add_argument(
+        "--shared", action="store_true",
+        help="speak stdio, forwarded to the per-user shared daemon (started if none runs)",
+    )
+    serve.add_argument(
+        "--grace", metavar="SECONDS", type=float,
+        help="a daemon serving many clients stops after this long with none "
+        "(default: never; 300 for the shared daemon)",
+    )
+    serve.add_argument(
+        "--max-frame-bytes", metavar="N", type=int, default=DEFAULT_MAX_FRAME_BYTES,
+        help="larger messages are refused with an error",
+    )
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -133,16 +156,22 @@ def parse_host_port(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
-class ClientErrorFilter(logging.Filter):
-    """pygls logs a traceback for every error reply; a client's bad request is not our fault."""
+HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "anthropic", "openai", "urllib3")
+"""They log request and response headers at DEBUG, and a server may echo the key there."""
+
+
+class RedactSecrets(logging.Filter):
+    """No record leaves with a fragment of an API key this process has read."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+        from contextd.summarizers.errors import redact
 
-        error = record.exc_info[1] if record.exc_info else None
-        return not (
-            isinstance(error, JsonRpcException) and not isinstance(error, JsonRpcInternalError)
-        )
+        text = record.getMessage()
+        if record.exc_info:
+            text += "\n" + logging.Formatter().formatException(record.exc_info)
+            record.exc_info = None
+        record.msg, record.args = redact(text), ()
+        return True
 
 
 def configure_logging(level: str) -> None:
@@ -150,27 +179,42 @@ def configure_logging(level: str) -> None:
     logging.basicConfig(
         stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    # pygls and the HTTP stack log every message at INFO, contents included: only when debugging.
-    for chatty in ("pygls", "httpx", "httpx2", "httpcore", "httpcore2", "anthropic", "openai"):
-        logging.getLogger(chatty).setLevel(level if level == "DEBUG" else "WARNING")
+    # Even at DEBUG: the HTTP stack's header logging is never worth a leaked key.
+    for chatty in HTTP_LOGGERS:
+        logging.getLogger(chatty).setLevel("WARNING")
     for handler in logging.getLogger().handlers:
-        handler.addFilter(ClientErrorFilter())
+        handler.addFilter(RedactSecrets())
 
 
 def serve(args: argparse.Namespace) -> int:
-    from contextd.server import create_server
+    import asyncio
+    from pathlib import Path
 
-    if args.json or args.settings:
-        raise UsageError("--json and --settings are for client commands; serve takes settings "
-                         "from its client's initializationOptions")
+    from contextd.rpc import listen, shared
+    from contextd.server import create_daemon
+
+    if args.json:
+        raise UsageError("--json is for client commands")
+    if args.tcp and args.shared:
+        raise UsageError("--tcp and --shared exclude each other")
     address = parse_host_port(args.tcp) if args.tcp else None
     configure_logging(args.log_level or SERVE_LOG_LEVEL)
-    server = create_server(data_dir=args.data_dir)
+    if args.shared:
+        return shared.forward_stdio(args)
+    settings = shared.read_settings_file(args.settings)
+    many = bool(address or args.socket)
+    daemon = create_daemon(
+        args.data_dir, settings, dedicated=not many, max_frame_bytes=args.max_frame_bytes
+    )
     if address:
-        server.start_tcp(*address)
-    else:
-        server.start_io()
-    return 0
+        return asyncio.run(listen.serve_sockets(daemon, tcp=address, grace_seconds=args.grace))
+    if args.socket:
+        path = Path(args.socket)
+        if path.exists() and listen.socket_in_use(path):
+            raise UsageError(f"a daemon already listens on {path}")
+        path.unlink(missing_ok=True)
+        return asyncio.run(listen.serve_sockets(daemon, unix_path=path, grace_seconds=args.grace))
+    return asyncio.run(listen.serve_stdio(daemon))
 
 
 def main(argv: list[str] | None = None) -> int:

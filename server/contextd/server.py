@@ -1,51 +1,38 @@
-"""The pygls adapter: JSON-RPC methods in, session calls out, notifications back.
+"""JSON-RPC methods -> session calls: the one module that maps each method to its function.
 
-Every handler takes its params as plain data and validates them with pydantic here, because
-pygls sends no reply at all when its own structuring of params fails.
+Framing, envelopes and the lifecycle are `contextd.rpc`'s; every function here takes the
+connection that asked and its params as plain data, validated with pydantic, so a bad
+request is a -32602 naming the field and a request that fails changes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import logging
-import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Literal, TypeVar
+from urllib.parse import unquote, urlparse
 
-from lsprotocol import types as lsp
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
-from pygls.lsp.server import LanguageServer
-from pygls.protocol import (
-    JsonRPCNotification,
-    JsonRPCRequestMessage,
-    JsonRPCResponseMessage,
-    default_converter,
-)
-from pygls.uris import to_fs_path
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from contextd import __version__
 from contextd.formats import to_format
-from contextd.model import IdleSettings, Message, Settings, unknown_setting_keys
+from contextd.model import IdleSettings, Message, Settings
+from contextd.rpc.connection import ConnectionLost, Handler
+from contextd.rpc.daemon import ClientConnection, Daemon, field_errors, invalid_params
+from contextd.rpc.messages import RpcError
 from contextd.session import (
     CompactionFailed,
     CompactionRunning,
     CompactionVetoed,
     EntryNotFound,
-    HookAnswer,
     InvalidAppend,
     NothingToCompactError,
-    SessionManager,
 )
-from contextd.store import (
-    InvalidSessionId,
-    SessionLocked,
-    SessionNotFound,
-    Store,
-    default_data_dir,
-)
+from contextd.store import InvalidSessionId, SessionLocked, SessionNotFound
+from contextd.summarizers.errors import redact
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +45,9 @@ ENTRY_NOT_FOUND = -32007
 REQUEST_CANCELLED = -32800
 
 MAX_MESSAGES_PER_APPEND = 10_000
+MAX_CONTENT_DEPTH = 64
+"""How deeply a message may nest objects and arrays (tool-call arguments, mostly). Deeper
+content is refused before anything is written: it could not be stored and read back."""
 
 
 # --- params -------------------------------------------------------------------------------
@@ -87,6 +77,46 @@ class ListParams(Params):
 
 class AppendParams(SessionParams):
     messages: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES_PER_APPEND)
+
+    @field_validator("messages", mode="before")
+    @classmethod
+    def _not_too_deep(cls, raw: Any) -> Any:
+        if isinstance(raw, list):
+            for index, message in enumerate(raw):
+                if nesting_depth(message) > MAX_CONTENT_DEPTH:
+                    raise ValueError(
+                        f"message {index} nests deeper than {MAX_CONTENT_DEPTH} levels"
+                    )
+        return raw
+
+    @model_validator(mode="after")
+    def _storable(self) -> AppendParams:
+        """Every message of the batch must serialize before the first one is written."""
+        for index, message in enumerate(self.messages):
+            try:
+                json.dumps(message.model_dump(mode="json"))
+            except (ValueError, TypeError, RecursionError):
+                raise ValueError(f"message {index} cannot be stored as JSON") from None
+        return self
+
+
+def nesting_depth(value: Any) -> int:
+    """Levels of objects and arrays, counted without recursion (so any depth is measurable)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_CONTENT_DEPTH:
+            break  # deep enough to refuse; no need to walk the rest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 class ContextParams(SessionParams):
@@ -141,20 +171,9 @@ class CompactParams(SessionParams):
 # --- errors -------------------------------------------------------------------------------
 
 
-def field_errors(error: ValidationError) -> list[dict[str, str]]:
-    return [
-        {"field": ".".join(str(part) for part in item["loc"]) or "params", "message": item["msg"]}
-        for item in error.errors(include_url=False, include_input=False)
-    ]
-
-
-def invalid_params(errors: list[dict[str, str]]) -> JsonRpcInvalidParams:
-    summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
-    return JsonRpcInvalidParams(message=f"invalid params: {summary}", data={"errors": errors})
-
-
-def to_rpc_error(error: Exception) -> JsonRpcException:
-    """The one place where a domain error becomes a JSON-RPC error."""
+def to_rpc_error(error: Exception) -> RpcError:
+    """The one place where a domain error becomes a JSON-RPC error. Messages and data say
+    what went wrong in the request's terms: no traceback, no file path, no key."""
     if isinstance(error, ValidationError):
         return invalid_params(field_errors(error))
     if isinstance(error, InvalidAppend):
@@ -162,21 +181,20 @@ def to_rpc_error(error: Exception) -> JsonRpcException:
     if isinstance(error, InvalidSessionId):
         return invalid_params([{"field": "sessionId", "message": str(error)}])
     if isinstance(error, SessionNotFound):
-        return JsonRpcException(str(error), SESSION_NOT_FOUND, {"sessionId": error.session_id})
+        return RpcError(SESSION_NOT_FOUND, str(error), {"sessionId": error.session_id})
     if isinstance(error, SessionLocked):
-        data = {"sessionId": error.session_id, "pid": error.pid}
-        return JsonRpcException(str(error), SESSION_LOCKED, data)
+        return RpcError(SESSION_LOCKED, str(error), {"sessionId": error.session_id, "pid": error.pid})
     if isinstance(error, CompactionRunning):
-        return JsonRpcException(str(error), COMPACTION_RUNNING, {"sessionId": error.session_id})
+        return RpcError(COMPACTION_RUNNING, str(error), {"sessionId": error.session_id})
     if isinstance(error, NothingToCompactError):
-        return JsonRpcException(str(error), NOTHING_TO_COMPACT, {"sessionId": error.session_id})
+        return RpcError(NOTHING_TO_COMPACT, str(error), {"sessionId": error.session_id})
     if isinstance(error, CompactionVetoed):
-        return JsonRpcException(str(error), REQUEST_CANCELLED)
+        return RpcError(REQUEST_CANCELLED, str(error))
     if isinstance(error, CompactionFailed):
-        return JsonRpcException(str(error), SUMMARIZER_FAILED, {"provider": error.provider})
+        return RpcError(SUMMARIZER_FAILED, redact(str(error)), {"provider": error.provider})
     if isinstance(error, EntryNotFound):
-        return JsonRpcException(str(error), ENTRY_NOT_FOUND, {"entryId": error.entry_id})
-    if isinstance(error, JsonRpcException):
+        return RpcError(ENTRY_NOT_FOUND, str(error), {"entryId": error.entry_id})
+    if isinstance(error, RpcError):
         return error
     raise error
 
@@ -192,240 +210,160 @@ def parse_params(model: type[P], raw: Any) -> P:
     return model.model_validate(raw)
 
 
-# --- the server ---------------------------------------------------------------------------
-
-
-def plain_params_converter():
-    """pygls' default turns unknown methods' params into namedtuples, renaming keys that are
-    not identifiers; we want the client's JSON exactly as sent."""
-    converter = default_converter()
-    for message_type in (JsonRPCRequestMessage, JsonRPCNotification, JsonRPCResponseMessage):
-        converter.register_structure_hook(message_type, lambda obj, cls: cls(**obj))
-    return converter
-
-
-class ContextdServer(LanguageServer):
-    def __init__(self, data_dir: str | None = None) -> None:
-        super().__init__("contextd", __version__, converter_factory=plain_params_converter)
-        self.cli_data_dir = data_dir
-        self.settings = Settings()
-        self.default_workspace = os.getcwd()
-        self._sessions: SessionManager | None = None
-
-    @property
-    def sessions(self) -> SessionManager:
-        if self._sessions is None:
-            self._sessions = SessionManager(self._store(), self.settings, ServerEvents(self))
-        return self._sessions
-
-    def _store(self) -> Store:
-        chosen = self.cli_data_dir or self.settings.storage.dataDir
-        return Store(Path(chosen).expanduser() if chosen else default_data_dir())
-
-    def apply_settings(self, raw: Any) -> None:
-        settings = parse_settings(raw)
-        self.settings = settings
-        if self._sessions is not None:
-            self._sessions.apply_settings(settings)
-
-    def notify(self, method: str, body: dict[str, Any]) -> None:
-        self.protocol.notify(method, body)
-
-    def can_pull_configuration(self) -> bool:
-        capabilities = self.protocol.client_capabilities
-        workspace = capabilities.workspace if capabilities else None
-        return bool(workspace and workspace.configuration)
-
-    def wants_before_compact(self) -> bool:
-        capabilities = self.protocol.client_capabilities
-        experimental = capabilities.experimental if capabilities else None
-        if not isinstance(experimental, dict):
-            return False
-        contextd = experimental.get("contextd")
-        return isinstance(contextd, dict) and contextd.get("beforeCompact") is True
-
-    def supports_progress(self) -> bool:
-        capabilities = self.protocol.client_capabilities
-        window = capabilities.window if capabilities else None
-        return bool(window and window.work_done_progress)
-
-
-def parse_settings(raw: Any) -> Settings:
-    try:
-        settings = Settings.model_validate(raw or {})
-    except ValidationError as error:
-        errors = [{**e, "field": f"settings.{e['field']}"} for e in field_errors(error)]
-        raise invalid_params(errors) from None
-    for key in unknown_setting_keys(settings):
-        log.warning("unknown setting %r ignored", key)
-    return settings
-
-
-class ServerEvents:
-    """SessionEvents as JSON-RPC notifications."""
-
-    def __init__(self, server: ContextdServer) -> None:
-        self.server = server
-
-    def token_usage(self, body: dict[str, Any]) -> None:
-        self.server.notify("contextd/tokenUsage", body)
-
-    def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None:
-        self.server.notify(
-            "contextd/sessionChanged", {"sessionId": session_id, "leafId": leaf_id, "cause": cause}
-        )
-
-    def compaction_started(self, body: dict[str, Any]) -> None:
-        self.server.notify("contextd/compactionStarted", body)
-
-    def compaction_finished(self, body: dict[str, Any]) -> None:
-        self.server.notify("contextd/compactionFinished", body)
-
-    def idle_timer(self, body: dict[str, Any]) -> None:
-        self.server.notify("contextd/idleTimer", body)
-
-    async def before_compact(self, body: dict[str, Any]) -> HookAnswer:
-        """Ask the client, if it asked to be asked. Silence or nonsense never stalls us."""
-        if not self.server.wants_before_compact():
-            return HookAnswer()
-        timeout = self.server.settings.compaction.hookTimeoutSeconds
-        try:
-            raw = await asyncio.wait_for(
-                self.server.protocol.send_request_async("contextd/beforeCompact", body), timeout
-            )
-            answer = BeforeCompactAnswer.model_validate(raw or {})
-        except TimeoutError:
-            log.warning("beforeCompact: no answer within %gs; compacting as configured", timeout)
-            return HookAnswer()
-        except JsonRpcException as error:
-            log.warning("beforeCompact: the client answered an error (%s); compacting as configured", error)
-            return HookAnswer()
-        except ValidationError as error:
-            log.warning("beforeCompact: unusable answer (%s); compacting as configured",
-                        "; ".join(f"{e['field']}: {e['message']}" for e in field_errors(error)))
-            return HookAnswer()
-        return HookAnswer(cancel=answer.cancel, summary=answer.summary, instructions=answer.instructions)
-
-    def compaction_progress(self, compaction_id: str, stage: str, message: str) -> None:
-        """`$/progress` for clients that show work-done progress; the token is the
-        compaction id, created on the client before `begin`."""
-        if not self.server.supports_progress():
-            return
-        progress = self.server.work_done_progress
-        token = f"contextd-compaction-{compaction_id}"
-        if stage == "begin":
-            progress.create(token)
-            progress.begin(token, lsp.WorkDoneProgressBegin(title="Compacting context", message=message, cancellable=False))
-        elif stage == "report":
-            progress.report(token, lsp.WorkDoneProgressReport(message=message))
-        else:
-            progress.end(token, lsp.WorkDoneProgressEnd(message=message))
-
-
-def touch(server: ContextdServer, params: Params) -> None:
+def touch(connection: ClientConnection, params: Params) -> None:
     """A request on a session is activity: it re-arms or cancels that session's idle timer."""
     session_id = getattr(params, "sessionId", None)
     if session_id is not None:
-        session = server.sessions.loaded_session(session_id)
+        session = connection.daemon.sessions.loaded_session(session_id)
         if session is not None:
             session.touch()
 
 
-def request(server: ContextdServer, method: str, params_model: type[Params], function: Any) -> None:
-    """Register `function(server, params)` for `method`, validating params and mapping errors.
+def watch_what_was_used(connection: ClientConnection, params: Params, result: Any) -> None:
+    """The connection hears from now on about every session its request named or made."""
+    daemon = connection.daemon
+    for session_id in (getattr(params, "sessionId", None), result.get("sessionId") if isinstance(result, dict) else None):
+        if isinstance(session_id, str) and daemon.sessions.loaded_session(session_id) is not None:
+            daemon.watch(connection, session_id)
+
+
+def request(params_model: type[Params], function: Callable[..., Any], watch: bool = True) -> Handler:
+    """`function(connection, params)` as a handler: params validated, errors mapped.
 
     A session the request names is loaded first, off the event loop when it is not in
-    memory, so a cold load never holds up the requests of other sessions. The handlers'
-    first parameter is named `ls` so that pygls passes the server in."""
+    memory, so a cold load never holds up the requests of other sessions."""
 
-    async def handle(ls: ContextdServer, raw: Any) -> Any:
+    async def handle(connection: ClientConnection, raw: Any) -> Any:
         try:
             params = parse_params(params_model, raw)
             session_id = getattr(params, "sessionId", None)
             if session_id is not None:
-                await ls.sessions.load(session_id)
-            result = function(ls, params)
+                await connection.daemon.sessions.load(session_id)
+            result = function(connection, params)
             if inspect.isawaitable(result):
                 result = await result
         except Exception as error:
             raise to_rpc_error(error) from None
-        touch(ls, params)
+        touch(connection, params)
+        if watch:
+            watch_what_was_used(connection, params, result)
         return result
 
-    server.feature(method)(handle)
+    return handle
 
 
 # --- lifecycle ----------------------------------------------------------------------------
 
 
-def initialize(ls: ContextdServer, params: lsp.InitializeParams) -> None:
-    ls.apply_settings(params.initialization_options)
-    folders = params.workspace_folders or []
-    if folders:
-        ls.default_workspace = to_fs_path(folders[0].uri) or ls.default_workspace
-    elif params.root_uri:
-        ls.default_workspace = to_fs_path(params.root_uri) or ls.default_workspace
+class WorkspaceFolder(BaseModel):
+    uri: str
+    name: str | None = None
 
 
-def did_change_configuration(ls: ContextdServer, params: lsp.DidChangeConfigurationParams) -> None:
-    raw = params.settings
+class InitializeParams(BaseModel):
+    """The parts of LSP's InitializeParams contextd reads; the rest is allowed and ignored."""
+
+    model_config = ConfigDict(extra="allow")
+    processId: int | None = None
+    clientInfo: dict[str, Any] | None = None
+    capabilities: dict[str, Any] = Field(default_factory=dict)
+    initializationOptions: Any = None
+    workspaceFolders: list[WorkspaceFolder] | None = None
+    rootUri: str | None = None
+
+
+def path_of_uri(uri: str) -> str | None:
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" and parsed.path else None
+
+
+def initialize(connection: ClientConnection, raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise invalid_params([{"field": "params", "message": "params must be an object"}])
+    try:
+        params = InitializeParams.model_validate(raw)
+    except ValidationError as error:
+        raise invalid_params(field_errors(error)) from None
+    connection.daemon.apply_settings(connection, params.initializationOptions)
+    connection.client_info = params.clientInfo or {}
+    connection.capabilities = params.capabilities
+    folders = params.workspaceFolders or []
+    workspace = path_of_uri(folders[0].uri) if folders else path_of_uri(params.rootUri or "")
+    if workspace:
+        connection.default_workspace = workspace
+    return {
+        "capabilities": {"experimental": {"contextd": {"version": __version__}}},
+        "serverInfo": {"name": "contextd", "version": __version__},
+    }
+
+
+async def initialized(connection: ClientConnection, params: Any) -> None:
+    if connection.can_pull_configuration:
+        await pull_configuration(connection)
+
+
+def did_change_configuration(connection: ClientConnection, params: Any) -> None:
+    raw = params.get("settings") if isinstance(params, dict) else None
     if isinstance(raw, dict) and "contextd" in raw:
-        apply_notified_settings(ls, raw["contextd"])
-    elif ls.can_pull_configuration():
+        apply_notified_settings(connection, raw["contextd"])
+    elif connection.can_pull_configuration:
         # Clients of the pull model send an empty notification: ask for the section.
-        asyncio.ensure_future(pull_configuration(ls))
+        asyncio.ensure_future(pull_configuration(connection))
     else:
-        apply_notified_settings(ls, raw)
+        apply_notified_settings(connection, raw)
 
 
-async def initialized(ls: ContextdServer, params: lsp.InitializedParams) -> None:
-    if ls.can_pull_configuration():
-        await pull_configuration(ls)
-
-
-async def pull_configuration(ls: ContextdServer) -> None:
+async def pull_configuration(connection: ClientConnection) -> None:
     """`workspace/configuration` for section `contextd`; nothing (null or {}) keeps what we have."""
     try:
-        answer = await ls.protocol.send_request_async(
-            lsp.WORKSPACE_CONFIGURATION,
-            lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section="contextd")]),
+        answer = await connection.request(
+            "workspace/configuration", {"items": [{"section": "contextd"}]}
         )
-    except JsonRpcException as error:
+    except (RpcError, ConnectionLost) as error:
         log.warning("workspace/configuration failed: %s", error)
         return
-    section = answer[0] if isinstance(answer, (list, tuple)) and answer else None
+    section = answer[0] if isinstance(answer, list) and answer else None
     if isinstance(section, dict) and section:
-        apply_notified_settings(ls, section)
+        apply_notified_settings(connection, section)
 
 
-def apply_notified_settings(ls: ContextdServer, raw: Any) -> None:
+def apply_notified_settings(connection: ClientConnection, raw: Any) -> None:
     try:
-        ls.apply_settings(raw)
-    except JsonRpcException as error:
+        connection.daemon.apply_settings(connection, raw)
+    except RpcError as error:
         # A notification has no reply: say it where the user will see it.
         log.error("settings not applied: %s", error.message)
-        ls.window_show_message(
-            lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"contextd: {error.message}")
+        connection.notify(
+            "window/showMessage", {"type": 1, "message": f"contextd: {error.message}"}
         )
 
 
-def shutdown(ls: ContextdServer, *_: Any) -> None:
-    if ls._sessions is not None:
-        ls._sessions.close_all()
+def shutdown(connection: ClientConnection, params: Any) -> None:
+    """A dedicated daemon closes its sessions; a shared one only lets this connection go."""
+    daemon = connection.daemon
+    if daemon.dedicated:
+        daemon.close_sessions()
+    connection.open_sessions.clear()
+
+
+def daemon_status(connection: ClientConnection, params: Any) -> dict[str, Any]:
+    return connection.daemon.status()
 
 
 # --- session methods ----------------------------------------------------------------------
 
 
-def session_open(server: ContextdServer, params: OpenParams) -> dict[str, Any]:
-    sessions = server.sessions
+def session_open(connection: ClientConnection, params: OpenParams) -> dict[str, Any]:
+    sessions = connection.daemon.sessions
     if params.sessionId is not None:
         session = sessions.get(params.sessionId)
         if params.model and params.model != session.model_id:
             session.set_model(params.model)
     else:
-        workspace = params.workspace or server.default_workspace
-        session = sessions.create(workspace, name=params.name, model=params.model)
+        workspace = params.workspace or connection.default_workspace
+        model = params.model or connection.settings.defaultModel
+        session = sessions.create(workspace, name=params.name, model=model)
+    connection.daemon.watch(connection, session.session_id)
     session.announce("open")
     return {
         "sessionId": session.session_id,
@@ -438,34 +376,34 @@ def session_open(server: ContextdServer, params: OpenParams) -> dict[str, Any]:
     }
 
 
-async def session_list(server: ContextdServer, params: ListParams) -> dict[str, Any]:
-    return {"sessions": await server.sessions.listing(params.workspace)}
+async def session_list(connection: ClientConnection, params: ListParams) -> dict[str, Any]:
+    return {"sessions": await connection.daemon.sessions.listing(params.workspace)}
 
 
-def session_append(server: ContextdServer, params: AppendParams) -> dict[str, Any]:
-    session = server.sessions.get(params.sessionId)
+def session_append(connection: ClientConnection, params: AppendParams) -> dict[str, Any]:
+    session = connection.daemon.sessions.get(params.sessionId)
     entry_ids = session.append_messages(params.messages)
     return {"entryIds": entry_ids, "leafId": session.leaf_id, "usage": session.usage_body()}
 
 
-def session_context(server: ContextdServer, params: ContextParams) -> dict[str, Any]:
-    session = server.sessions.get(params.sessionId)
+def session_context(connection: ClientConnection, params: ContextParams) -> dict[str, Any]:
+    session = connection.daemon.sessions.get(params.sessionId)
     return {
         "messages": to_format(session.context_messages(), params.format),
         "tokens": session.tokens,
     }
 
 
-def session_state(server: ContextdServer, params: SessionParams) -> dict[str, Any]:
-    return server.sessions.get(params.sessionId).state()
+def session_state(connection: ClientConnection, params: SessionParams) -> dict[str, Any]:
+    return connection.daemon.sessions.get(params.sessionId).state()
 
 
-def session_stats(server: ContextdServer, params: SessionParams) -> dict[str, Any]:
-    return server.sessions.get(params.sessionId).stats()
+def session_stats(connection: ClientConnection, params: SessionParams) -> dict[str, Any]:
+    return connection.daemon.sessions.get(params.sessionId).stats()
 
 
-def session_set_model(server: ContextdServer, params: SetModelParams) -> dict[str, Any]:
-    session = server.sessions.get(params.sessionId)
+def session_set_model(connection: ClientConnection, params: SetModelParams) -> dict[str, Any]:
+    session = connection.daemon.sessions.get(params.sessionId)
     session.set_model(params.model)
     return {
         "model": session.model_id,
@@ -474,13 +412,20 @@ def session_set_model(server: ContextdServer, params: SetModelParams) -> dict[st
     }
 
 
-def session_close(server: ContextdServer, params: SessionParams) -> dict[str, Any]:
-    server.sessions.close(params.sessionId)
+def session_close(connection: ClientConnection, params: SessionParams) -> dict[str, Any]:
+    """`closed: false` when this daemon does not hold the session. A held one stops
+    notifying this connection, and is released once no connection has it open."""
+    daemon = connection.daemon
+    if daemon.sessions.loaded_session(params.sessionId) is None:
+        daemon.sessions.store.find_session(params.sessionId)  # unknown ids answer -32001
+        return {"closed": False}
+    if daemon.unwatch(connection, params.sessionId):
+        daemon.sessions.close(params.sessionId)
     return {"closed": True}
 
 
-async def compact(server: ContextdServer, params: CompactParams) -> dict[str, Any]:
-    session = server.sessions.get(params.sessionId)
+async def compact(connection: ClientConnection, params: CompactParams) -> dict[str, Any]:
+    session = connection.daemon.sessions.get(params.sessionId)
     if params.dryRun:
         return session.preview_compaction(params.instructions)
     entry = await session.compact("manual", params.instructions)
@@ -495,50 +440,52 @@ async def compact(server: ContextdServer, params: CompactParams) -> dict[str, An
     }
 
 
-def compact_abort(server: ContextdServer, params: SessionParams) -> dict[str, Any]:
-    return {"aborted": server.sessions.get(params.sessionId).abort_compaction()}
+def compact_abort(connection: ClientConnection, params: SessionParams) -> dict[str, Any]:
+    return {"aborted": connection.daemon.sessions.get(params.sessionId).abort_compaction()}
 
 
-def tree(server: ContextdServer, params: SessionParams) -> dict[str, Any]:
-    session = server.sessions.get(params.sessionId)
+def tree(connection: ClientConnection, params: SessionParams) -> dict[str, Any]:
+    session = connection.daemon.sessions.get(params.sessionId)
     return {"nodes": session.tree_nodes(), "leafId": session.leaf_id}
 
 
-def label(server: ContextdServer, params: LabelParams) -> dict[str, Any]:
-    session = server.sessions.get(params.sessionId)
+def label(connection: ClientConnection, params: LabelParams) -> dict[str, Any]:
+    session = connection.daemon.sessions.get(params.sessionId)
     session.set_label(params.entryId, params.label or None)
     return {"entryId": params.entryId, "label": params.label or None}
 
 
-async def navigate(server: ContextdServer, params: NavigateParams) -> dict[str, Any]:
-    session = server.sessions.get(params.sessionId)
+async def navigate(connection: ClientConnection, params: NavigateParams) -> dict[str, Any]:
+    session = connection.daemon.sessions.get(params.sessionId)
     return await session.navigate(
         params.targetId, summarize=params.summarize, instructions=params.instructions
     )
 
 
-def fork(server: ContextdServer, params: ForkParams) -> dict[str, Any]:
-    source = server.sessions.get(params.sessionId)
-    forked = server.sessions.fork(source, params.entryId)
+def fork(connection: ClientConnection, params: ForkParams) -> dict[str, Any]:
+    sessions = connection.daemon.sessions
+    forked = sessions.fork(sessions.get(params.sessionId), params.entryId)
+    connection.daemon.watch(connection, forked.session_id)
     forked.announce("fork")
     return {"sessionId": forked.session_id, "leafId": forked.leaf_id}
 
 
-async def handoff(server: ContextdServer, params: HandoffParams) -> dict[str, Any]:
-    source = server.sessions.get(params.sessionId)
-    fresh, entry = await server.sessions.handoff(source, params.goal)
+async def handoff(connection: ClientConnection, params: HandoffParams) -> dict[str, Any]:
+    sessions = connection.daemon.sessions
+    fresh, entry = await sessions.handoff(sessions.get(params.sessionId), params.goal)
     return {"sessionId": fresh.session_id, "entryId": entry.id, "document": entry.document}
 
 
-def idle_configure(server: ContextdServer, params: IdleConfigureParams) -> dict[str, Any]:
+def idle_configure(connection: ClientConnection, params: IdleConfigureParams) -> dict[str, Any]:
+    daemon = connection.daemon
     changes = params.model_dump(exclude_none=True, exclude={"sessionId"})
     if params.sessionId is None:
-        idle = server.settings.idle.model_copy(update=changes)
-        server.apply_settings({**server.settings.model_dump(), "idle": idle.model_dump()})
-        for session in server.sessions.loaded():
+        idle = daemon.settings.idle.model_copy(update=changes)
+        daemon.apply_daemon_settings(daemon.settings.model_copy(update={"idle": idle}))
+        for session in daemon.sessions.loaded():
             session.touch()
         return {**idle.model_dump(include=set(IdleSettings.model_fields))}
-    session = server.sessions.get(params.sessionId)
+    session = daemon.sessions.get(params.sessionId)
     idle = session.idle_settings.model_copy(update=changes)
     session.configure_idle(idle)
     return {
@@ -550,32 +497,40 @@ def idle_configure(server: ContextdServer, params: IdleConfigureParams) -> dict[
 
 # --- wiring -------------------------------------------------------------------------------
 
-REQUESTS: list[tuple[str, type[Params], Callable[..., Any]]] = [
-    ("contextd/session/open", OpenParams, session_open),
-    ("contextd/session/list", ListParams, session_list),
-    ("contextd/session/append", AppendParams, session_append),
-    ("contextd/session/context", ContextParams, session_context),
-    ("contextd/session/state", SessionParams, session_state),
-    ("contextd/session/stats", SessionParams, session_stats),
-    ("contextd/session/setModel", SetModelParams, session_set_model),
-    ("contextd/session/close", SessionParams, session_close),
-    ("contextd/compact", CompactParams, compact),
-    ("contextd/compact/abort", SessionParams, compact_abort),
-    ("contextd/tree", SessionParams, tree),
-    ("contextd/label", LabelParams, label),
-    ("contextd/navigate", NavigateParams, navigate),
-    ("contextd/fork", ForkParams, fork),
-    ("contextd/handoff", HandoffParams, handoff),
-    ("contextd/idle/configure", IdleConfigureParams, idle_configure),
-]
+REQUESTS: dict[str, Handler] = {
+    "initialize": initialize,
+    "shutdown": shutdown,
+    "contextd/daemon/status": daemon_status,
+    "contextd/session/open": request(OpenParams, session_open),
+    "contextd/session/list": request(ListParams, session_list),
+    "contextd/session/append": request(AppendParams, session_append),
+    "contextd/session/context": request(ContextParams, session_context),
+    "contextd/session/state": request(SessionParams, session_state),
+    "contextd/session/stats": request(SessionParams, session_stats),
+    "contextd/session/setModel": request(SetModelParams, session_set_model),
+    "contextd/session/close": request(SessionParams, session_close, watch=False),
+    "contextd/compact": request(CompactParams, compact),
+    "contextd/compact/abort": request(SessionParams, compact_abort),
+    "contextd/tree": request(SessionParams, tree),
+    "contextd/label": request(LabelParams, label),
+    "contextd/navigate": request(NavigateParams, navigate),
+    "contextd/fork": request(ForkParams, fork),
+    "contextd/handoff": request(HandoffParams, handoff),
+    "contextd/idle/configure": request(IdleConfigureParams, idle_configure),
+}
+
+NOTIFICATIONS: dict[str, Handler] = {
+    "initialized": initialized,
+    "workspace/didChangeConfiguration": did_change_configuration,
+}
 
 
-def create_server(data_dir: str | None = None) -> ContextdServer:
-    server = ContextdServer(data_dir)
-    server.feature(lsp.INITIALIZE)(initialize)
-    server.feature(lsp.INITIALIZED)(initialized)
-    server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
-    server.feature(lsp.SHUTDOWN)(shutdown)
-    for method, params_model, function in REQUESTS:
-        request(server, method, params_model, function)
-    return server
+def create_daemon(
+    data_dir: str | None = None,
+    settings: Settings | None = None,
+    *,
+    dedicated: bool = True,
+    max_frame_bytes: int | None = None,
+) -> Daemon:
+    options: dict[str, Any] = {} if max_frame_bytes is None else {"max_frame_bytes": max_frame_bytes}
+    return Daemon(REQUESTS, NOTIFICATIONS, data_dir=data_dir, settings=settings, dedicated=dedicated, **options)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from contextd.summarizers.errors import ProviderError
+from contextd.summarizers.errors import ProviderError, remember_secret
 
 
 def api_key_from_env(provider: str, variable: str) -> str:
@@ -14,4 +14,5 @@ def api_key_from_env(provider: str, variable: str) -> str:
         raise ProviderError(
             provider, f"the environment variable {variable} is not set", retryable=False
         )
+    remember_secret(value)
     return value

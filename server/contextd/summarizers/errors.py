@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import base64
+import json
+import urllib.parse
+from collections.abc import Iterable, Sequence
 
 from contextd.summarizers.base import SummarizerError
 
@@ -16,11 +19,67 @@ def is_retryable_status(status: int) -> bool:
     return status in RETRYABLE_STATUSES or status >= 500
 
 
-def redact(text: str, secret: str | None) -> str:
-    """`text` without `secret`: servers sometimes echo the key they refused."""
+REDACTED = "[redacted]"
+SECRET_FRAGMENT_CHARS = 8
+"""Any run of this many characters of a key (or of its encodings) is redacted."""
+
+_known_secrets: set[str] = set()
+
+
+def remember_secret(secret: str) -> None:
+    """A key this process has read: from now on it is redacted from every error and log."""
     if secret:
-        text = text.replace(secret, "[redacted]")
-    return text
+        _known_secrets.add(secret)
+
+
+def secret_forms(secret: str) -> list[str]:
+    """The key and the encodings servers and libraries echo it in: UTF-8 percent-encoding,
+    JSON escapes, and base64 at each of the three alignments it can have inside a longer
+    base64 string (an HTTP Basic credential)."""
+    forms = [secret, urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret)]
+    forms.append(json.dumps(secret)[1:-1])
+    forms.append(secret.encode("unicode_escape").decode("ascii"))
+    raw = secret.encode("utf-8")
+    for offset in range(3):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            encoded = encode(b"\0" * offset + raw).decode("ascii").rstrip("=")
+            forms.append(encoded[(offset * 4 + 2) // 3 + (1 if offset else 0):])
+    return [form for form in forms if form]
+
+
+def redact(text: str, secret: str | None = None) -> str:
+    """`text` without any fragment of `secret` or of a key read earlier: servers echo the
+    key they refused, truncated or encoded."""
+    secrets = set(_known_secrets)
+    if secret:
+        secrets.add(secret)
+    if not secrets or not text:
+        return text
+    return _without_fragments(text, secrets)
+
+
+def _without_fragments(text: str, secrets: Iterable[str]) -> str:
+    size = SECRET_FRAGMENT_CHARS
+    grams: set[str] = set()
+    for secret in secrets:
+        if len(secret) < size:
+            text = text.replace(secret, REDACTED)
+            continue
+        for form in secret_forms(secret):
+            grams.update(form[i : i + size] for i in range(len(form) - size + 1))
+    covered = [False] * len(text)
+    for start in range(len(text) - size + 1):
+        if text[start : start + size] in grams:
+            covered[start : start + size] = [True] * size
+    if not any(covered):
+        return text
+    pieces: list[str] = []
+    for index, char in enumerate(text):
+        if not covered[index]:
+            pieces.append(char)
+        elif index == 0 or not covered[index - 1]:
+            pieces.append(REDACTED)
+    return "".join(pieces)
 
 
 def body_message(body: object) -> str:

@@ -1,0 +1,304 @@
+"""One JSON-RPC peer: reads frames, checks envelopes, runs handlers, writes one reply per id.
+
+The LSP lifecycle is enforced here for every connection alike: requests before
+`initialize` get -32002, a second `initialize` and any request after `shutdown` get
+-32600, `exit` (or the end of the stream) ends the connection. Every request is answered
+exactly once, whatever it carried; a handler's unexpected failure is logged with its
+traceback and answered -32603 without one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import itertools
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from contextd.rpc.framing import HEADER_START, DEFAULT_MAX_FRAME_BYTES, FrameReader, FramingError, encode_frame
+from contextd.rpc.messages import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    REQUEST_CANCELLED,
+    SERVER_NOT_INITIALIZED,
+    Invalid,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    RpcError,
+    classify,
+    encode,
+    error_reply,
+    parse_body,
+    reply,
+)
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[["Connection", Any], Any]
+"""`handler(connection, params)`: returns the result, or an awaitable of it."""
+
+current_connection: contextvars.ContextVar[Connection | None] = contextvars.ContextVar(
+    "current_connection", default=None
+)
+"""The connection whose message is being handled (tasks and timers started there inherit it)."""
+
+
+class ConnectionLost(Exception):
+    """The peer went away before it answered our request."""
+
+
+class Connection:
+    """A JSON-RPC peer over a pair of streams."""
+
+    _numbers = itertools.count(1)
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        requests: Mapping[str, Handler],
+        notifications: Mapping[str, Handler],
+        *,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        on_close: Callable[[Connection], None] = lambda connection: None,
+    ) -> None:
+        self.number = next(self._numbers)
+        self._frames = FrameReader(reader, max_frame_bytes)
+        self._writer = writer
+        self._requests = requests
+        self._notifications = notifications
+        self._on_close = on_close
+        self._running: dict[RequestId, asyncio.Task[Any]] = {}
+        self._pending: dict[str, asyncio.Future[Any]] = {}
+        self._request_ids = itertools.count(1)
+        self._reading: asyncio.Task[Any] | None = None
+        self.initialized = False
+        self.shut_down = False
+        self.closed = False
+
+    def __repr__(self) -> str:
+        return f"<connection {self.number}>"
+
+    # --- sending ----------------------------------------------------------------------
+
+    def send(self, message: dict[str, Any] | list[dict[str, Any]]) -> None:
+        """Write one message; a message to a peer that left is dropped."""
+        if self.closed or self._writer.is_closing():
+            return
+        self._writer.write(encode_frame(encode(message)))
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request(self, method: str, params: Any) -> asyncio.Future[Any]:
+        """Send a request to the peer; the future holds its result, RpcError or ConnectionLost."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if self.closed:
+            future.set_exception(ConnectionLost(f"{self} is closed"))
+            return future
+        request_id = f"contextd-{next(self._request_ids)}"
+        self._pending[request_id] = future
+        future.add_done_callback(lambda _: self._pending.pop(request_id, None))
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        return future
+
+    # --- reading ----------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Serve the peer until `exit` or the end of its stream."""
+        self._reading = asyncio.current_task()
+        try:
+            while not self.closed:
+                frame = await self._frames.next_frame()
+                if frame is None:
+                    break
+                if isinstance(frame, FramingError):
+                    self._refuse(Invalid(None, RpcError(PARSE_ERROR, frame.message)))
+                else:
+                    self._take(frame)
+                await self._drain()
+        except (ConnectionError, OSError) as error:
+            log.debug("%s: the stream broke: %s", self, error)
+        except asyncio.CancelledError:
+            if not self.closed:  # cancelled from outside, not by our own close()
+                raise
+        finally:
+            self.close()
+
+    async def _drain(self) -> None:
+        try:
+            await self._writer.drain()
+        except (ConnectionError, OSError):
+            self.close()
+
+    def _take(self, body: bytes) -> None:
+        value = parse_body(body)
+        if isinstance(value, Invalid):
+            self._recover_from_bad_body(body)
+            self._refuse(value)
+        elif isinstance(value, list):
+            self._take_batch(value)
+        else:
+            self._start(classify(value))
+
+    def _recover_from_bad_body(self, body: bytes) -> None:
+        """A body that does not parse but holds a header was cut short by a Content-Length
+        that was too long: the frames inside it are read again."""
+        found = HEADER_START.search(body, 1)
+        if found is not None:
+            self._frames.push_back(body[found.start():])
+
+    def _take_batch(self, values: list[Any]) -> None:
+        if not values:
+            self._refuse(Invalid(None, RpcError(INVALID_REQUEST, "an empty batch")))
+            return
+        messages = [classify(value) for value in values]
+        asyncio.get_running_loop().create_task(self._answer_batch(messages))
+
+    async def _answer_batch(self, messages: list[Any]) -> None:
+        replies = [await self._outcome(message) for message in messages]
+        answered = [item for item in replies if item is not None]
+        if answered:
+            self.send(answered)
+
+    def _start(self, message: Any) -> None:
+        """Each message runs as a task, started in arrival order: handlers that do not wait
+        run to completion in that order, and a long one (a compaction) blocks nobody."""
+        if isinstance(message, Invalid):
+            self._refuse(message)
+            return
+        if isinstance(message, Response):
+            self._resolve(message)
+            return
+        task = asyncio.get_running_loop().create_task(self._answer_one(message))
+        if isinstance(message, Request):
+            self._running[message.id] = task
+            task.add_done_callback(lambda _: self._running.pop(message.id, None))
+
+    async def _answer_one(self, message: Request | Notification) -> None:
+        outcome = await self._outcome(message)
+        if outcome is not None:
+            self.send(outcome)
+
+    def _refuse(self, invalid: Invalid) -> None:
+        log.debug("%s: refused: %s", self, invalid.error.message)
+        self.send(error_reply(invalid.id, invalid.error))
+
+    async def _outcome(self, message: Any) -> dict[str, Any] | None:
+        """The reply to one message of a batch or not; None for notifications and responses."""
+        if isinstance(message, Invalid):
+            log.debug("%s: refused: %s", self, message.error.message)
+            return error_reply(message.id, message.error)
+        if isinstance(message, Response):
+            self._resolve(message)
+            return None
+        if isinstance(message, Notification):
+            await self._notified(message)
+            return None
+        try:
+            result = await self._call(message)
+        except RpcError as error:
+            log.debug("%s: %s -> %d %s", self, message.method, error.code, error.message)
+            return error_reply(message.id, error)
+        except asyncio.CancelledError:
+            if self.closed:
+                raise
+            return error_reply(message.id, RpcError(REQUEST_CANCELLED, "request cancelled"))
+        except Exception as error:
+            log.error("%s: %s failed", self, message.method, exc_info=True)
+            return error_reply(message.id, RpcError(INTERNAL_ERROR, f"internal error ({type(error).__name__})"))
+        return reply(message.id, result)
+
+    async def _call(self, request: Request) -> Any:
+        if request.method == "initialize":
+            if self.initialized:
+                raise RpcError(INVALID_REQUEST, "initialize was already sent on this connection")
+        elif self.shut_down:
+            raise RpcError(INVALID_REQUEST, "the server is shutting down: only exit is accepted")
+        elif not self.initialized and request.method != "shutdown":
+            # shutdown is let through: a client whose initialize failed can still end cleanly
+            raise RpcError(SERVER_NOT_INITIALIZED, "initialize must come first")
+        handler = self._requests.get(request.method)
+        if handler is None:
+            raise RpcError(METHOD_NOT_FOUND, f"method not found: {request.method}")
+        result = await self._invoke(handler, request.params)
+        if request.method == "initialize":
+            self.initialized = True
+        elif request.method == "shutdown":
+            self.shut_down = True
+        return result
+
+    async def _invoke(self, handler: Handler, params: Any) -> Any:
+        token = current_connection.set(self)
+        try:
+            result = handler(self, params)
+            if inspect.isawaitable(result):
+                result = await result
+            return result
+        finally:
+            current_connection.reset(token)
+
+    async def _notified(self, notification: Notification) -> None:
+        if notification.method == "exit":
+            self.close()
+            return
+        if notification.method == "$/cancelRequest":
+            self._cancel(notification.params)
+            return
+        handler = self._notifications.get(notification.method)
+        if handler is None or not self.initialized or self.shut_down:
+            log.debug("%s: notification %s ignored", self, notification.method)
+            return
+        try:
+            await self._invoke(handler, notification.params)
+        except RpcError as error:
+            log.debug("%s: %s refused: %s", self, notification.method, error.message)
+        except Exception:
+            log.error("%s: %s failed", self, notification.method, exc_info=True)
+
+    def _cancel(self, params: Any) -> None:
+        request_id = params.get("id") if isinstance(params, dict) else None
+        task = self._running.get(request_id) if request_id is not None else None  # type: ignore[arg-type]
+        if task is not None:
+            task.cancel()
+
+    def _resolve(self, response: Response) -> None:
+        future = self._pending.get(response.id) if isinstance(response.id, str) else None
+        if future is None or future.done():
+            log.debug("%s: a response to no request of ours (id %r)", self, response.id)
+            return
+        if response.error is not None:
+            error = response.error
+            future.set_exception(
+                RpcError(
+                    error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
+                    str(error.get("message", "")),
+                    error.get("data"),
+                )
+            )
+        else:
+            future.set_result(response.result)
+
+    # --- closing ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """End the connection; requests of ours still unanswered fail with ConnectionLost."""
+        if self.closed:
+            return
+        self.closed = True
+        for future in list(self._pending.values()):
+            if not future.done():
+                future.set_exception(ConnectionLost(f"{self} closed"))
+        try:
+            self._writer.close()
+        except (ConnectionError, OSError, RuntimeError):
+            pass
+        if self._reading is not None and self._reading is not asyncio.current_task():
+            self._reading.cancel()  # it may be waiting for input that will never come
+        self._on_close(self)

@@ -1,0 +1,326 @@
+"""The daemon: one SessionManager for every connection, and who hears what.
+
+A session's notifications go to every connection that has it open (that opened it, or
+made any request on it) and to the connection whose request caused them. Settings come in
+two kinds: per-connection keys (`PER_CONNECTION_KEYS`) apply to the connection that sent
+them; every other key governs the sessions, which connections share, and is daemon-wide.
+A dedicated daemon (`contextd serve` on stdio: one client) takes its client's daemon-wide
+keys too; a daemon that serves many connections takes them from `--settings` only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from contextd.model import Settings, unknown_setting_keys
+from contextd.rpc.connection import Connection, ConnectionLost, Handler, current_connection
+from contextd.rpc.framing import DEFAULT_MAX_FRAME_BYTES
+from contextd.rpc.messages import INVALID_PARAMS, RpcError
+from contextd.session import HookAnswer, SessionManager
+from contextd.store import Store, default_data_dir
+
+log = logging.getLogger(__name__)
+
+PER_CONNECTION_KEYS = ("defaultModel", "compaction.hookTimeoutSeconds")
+"""Settings a connection sends that apply to that connection only, in every daemon."""
+
+
+def field_errors(error: ValidationError, prefix: str = "") -> list[dict[str, str]]:
+    return [
+        {
+            "field": prefix + (".".join(str(part) for part in item["loc"]) or "params"),
+            "message": item["msg"],
+        }
+        for item in error.errors(include_url=False, include_input=False)
+    ]
+
+
+def invalid_params(errors: list[dict[str, str]]) -> RpcError:
+    summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
+    return RpcError(INVALID_PARAMS, f"invalid params: {summary}", {"errors": errors})
+
+
+def parse_settings(raw: Any) -> Settings:
+    """A settings object, or -32602 naming the bad keys; unknown keys are logged."""
+    try:
+        settings = Settings.model_validate(raw or {})
+    except ValidationError as error:
+        raise invalid_params(field_errors(error, "settings.")) from None
+    for key in unknown_setting_keys(settings):
+        log.warning("unknown setting %r ignored", key)
+    return settings
+
+
+def setting(settings: Settings, dotted: str) -> Any:
+    value: Any = settings
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
+
+
+class ClientConnection(Connection):
+    """A connection and what its client told us about itself."""
+
+    def __init__(self, daemon: Daemon, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.daemon = daemon
+        self.client_info: dict[str, Any] = {}
+        self.capabilities: dict[str, Any] = {}
+        self.settings = Settings()
+        self.default_workspace = os.getcwd()
+        self.open_sessions: dict[str, None] = {}  # insertion-ordered set
+        self.connected_at = time.time()
+
+    def capability(self, *path: str) -> Any:
+        value: Any = self.capabilities
+        for part in path:
+            if not isinstance(value, dict):
+                return None
+            value = value.get(part)
+        return value
+
+    @property
+    def wants_before_compact(self) -> bool:
+        return self.capability("experimental", "contextd", "beforeCompact") is True
+
+    @property
+    def supports_progress(self) -> bool:
+        return self.capability("window", "workDoneProgress") is True
+
+    @property
+    def can_pull_configuration(self) -> bool:
+        return self.capability("workspace", "configuration") is True
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "id": self.number,
+            "client": self.client_info.get("name"),
+            "sessions": list(self.open_sessions),
+            "connectedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.connected_at)),
+        }
+
+
+class Daemon:
+    """Everything the connections of one daemon process share."""
+
+    def __init__(
+        self,
+        requests: Mapping[str, Handler],
+        notifications: Mapping[str, Handler],
+        *,
+        data_dir: str | None = None,
+        settings: Settings | None = None,
+        dedicated: bool = True,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        self.requests = requests
+        self.notifications = notifications
+        self.cli_data_dir = data_dir
+        self.settings = settings or Settings()
+        self.dedicated = dedicated
+        self.max_frame_bytes = max_frame_bytes
+        self.connections: list[ClientConnection] = []
+        self.started_at = time.time()
+        self.address: str | None = None
+        self.on_idle: Callable[[], None] = lambda: None
+        self._sessions: SessionManager | None = None
+        self.events = DaemonEvents(self)
+
+    # --- sessions ---------------------------------------------------------------------
+
+    @property
+    def sessions(self) -> SessionManager:
+        if self._sessions is None:
+            self._sessions = SessionManager(self._store(), self.settings, self.events)
+        return self._sessions
+
+    @property
+    def data_dir(self) -> Path:
+        chosen = self.cli_data_dir or self.settings.storage.dataDir
+        return Path(chosen).expanduser() if chosen else default_data_dir()
+
+    def _store(self) -> Store:
+        return Store(self.data_dir)
+
+    def watch(self, connection: ClientConnection, session_id: str) -> None:
+        connection.open_sessions[session_id] = None
+
+    def unwatch(self, connection: ClientConnection, session_id: str) -> bool:
+        """Detach `connection` from a session; True when no other connection has it open."""
+        connection.open_sessions.pop(session_id, None)
+        return not any(session_id in other.open_sessions for other in self.connections)
+
+    def watchers(self, session_id: str) -> list[ClientConnection]:
+        """The connections to tell about a session: those that have it open, and the one
+        whose request is running."""
+        found = [c for c in self.connections if session_id in c.open_sessions and not c.closed]
+        current = current_connection.get()
+        if isinstance(current, ClientConnection) and not current.closed and current not in found:
+            found.append(current)
+        return found
+
+    # --- settings ---------------------------------------------------------------------
+
+    def apply_settings(self, connection: ClientConnection, raw: Any) -> None:
+        """A connection's settings: its per-connection keys always; the daemon-wide keys too
+        when this daemon is dedicated to it, else they are logged and left alone."""
+        settings = parse_settings(raw)
+        connection.settings = settings
+        if self.dedicated:
+            self.apply_daemon_settings(settings)
+            return
+        daemon_wide = settings.model_dump(exclude={"defaultModel"})
+        daemon_wide["compaction"].pop("hookTimeoutSeconds", None)
+        mine = self.settings.model_dump(exclude={"defaultModel"})
+        mine["compaction"].pop("hookTimeoutSeconds", None)
+        if daemon_wide != mine:
+            log.info(
+                "%s: daemon-wide settings of a client ignored (this daemon is shared; "
+                "give them to it with --settings)",
+                connection,
+            )
+
+    def apply_daemon_settings(self, settings: Settings) -> None:
+        self.settings = settings
+        if self._sessions is not None:
+            self._sessions.apply_settings(settings)
+
+    # --- connections ------------------------------------------------------------------
+
+    def attach(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> ClientConnection:
+        connection = ClientConnection(
+            self,
+            reader,
+            writer,
+            self.requests,
+            self.notifications,
+            max_frame_bytes=self.max_frame_bytes,
+            on_close=self._detach,
+        )
+        self.connections.append(connection)
+        log.info("%s attached (%d connected)", connection, len(self.connections))
+        return connection
+
+    def _detach(self, connection: Connection) -> None:
+        if connection in self.connections:
+            self.connections.remove(connection)  # type: ignore[arg-type]
+        log.info("%s detached (%d connected)", connection, len(self.connections))
+        if not self.connections:
+            self.on_idle()
+
+    def close_sessions(self) -> None:
+        if self._sessions is not None:
+            self._sessions.close_all()
+
+    def status(self) -> dict[str, Any]:
+        loaded = self._sessions.loaded() if self._sessions is not None else []
+        return {
+            "pid": os.getpid(),
+            "address": self.address,
+            "dataDir": str(self.data_dir),
+            "dedicated": self.dedicated,
+            "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started_at)),
+            "connections": [c.describe() for c in self.connections],
+            "sessions": [
+                {
+                    "sessionId": s.session_id,
+                    "name": s.name,
+                    "tokens": s.tokens,
+                    "connections": [c.number for c in self.connections if s.session_id in c.open_sessions],
+                }
+                for s in loaded
+            ],
+        }
+
+
+class DaemonEvents:
+    """SessionEvents as notifications to each connection watching the session."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self._compacting: dict[str, str] = {}
+        """compactionId -> sessionId, from started to finished: `$/progress` names no session."""
+
+    def _tell(self, session_id: str, method: str, body: dict[str, Any]) -> None:
+        for connection in self.daemon.watchers(session_id):
+            connection.notify(method, body)
+
+    def token_usage(self, body: dict[str, Any]) -> None:
+        self._tell(body["sessionId"], "contextd/tokenUsage", body)
+
+    def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None:
+        body = {"sessionId": session_id, "leafId": leaf_id, "cause": cause}
+        self._tell(session_id, "contextd/sessionChanged", body)
+
+    def compaction_started(self, body: dict[str, Any]) -> None:
+        self._compacting[body["compactionId"]] = body["sessionId"]
+        self._tell(body["sessionId"], "contextd/compactionStarted", body)
+
+    def compaction_finished(self, body: dict[str, Any]) -> None:
+        from contextd.summarizers.errors import redact
+
+        self._compacting.pop(body.get("compactionId", ""), None)
+        if isinstance(body.get("error"), str):
+            body = {**body, "error": redact(body["error"])}
+        self._tell(body["sessionId"], "contextd/compactionFinished", body)
+
+    def idle_timer(self, body: dict[str, Any]) -> None:
+        self._tell(body["sessionId"], "contextd/idleTimer", body)
+
+    async def before_compact(self, body: dict[str, Any]) -> HookAnswer:
+        """Ask the connection that declared the hook (the requesting one first, else the
+        first to have opened the session). Silence or nonsense never stalls us."""
+        from contextd.server import BeforeCompactAnswer
+
+        askable = [c for c in self.daemon.watchers(body["sessionId"]) if c.wants_before_compact]
+        current = current_connection.get()
+        askable.sort(key=lambda c: c is not current)
+        if not askable:
+            return HookAnswer()
+        connection = askable[0]
+        timeout = connection.settings.compaction.hookTimeoutSeconds
+        try:
+            raw = await asyncio.wait_for(connection.request("contextd/beforeCompact", body), timeout)
+            answer = BeforeCompactAnswer.model_validate(raw or {})
+        except TimeoutError:
+            log.warning("beforeCompact: no answer within %gs; compacting as configured", timeout)
+            return HookAnswer()
+        except (RpcError, ConnectionLost) as error:
+            log.warning("beforeCompact: the client answered an error (%s); compacting as configured", error)
+            return HookAnswer()
+        except ValidationError as error:
+            log.warning(
+                "beforeCompact: unusable answer (%s); compacting as configured",
+                "; ".join(f"{e['field']}: {e['message']}" for e in field_errors(error)),
+            )
+            return HookAnswer()
+        return HookAnswer(cancel=answer.cancel, summary=answer.summary, instructions=answer.instructions)
+
+    def compaction_progress(self, compaction_id: str, stage: str, message: str) -> None:
+        """`$/progress` for the connections that show work-done progress; the token is the
+        compaction id, created on the client before `begin`."""
+        token = f"contextd-compaction-{compaction_id}"
+        session_id = self._compacting.get(compaction_id)
+        if session_id is None:
+            return
+        for connection in self.daemon.watchers(session_id):
+            if not connection.supports_progress:
+                continue
+            if stage == "begin":
+                connection.request("window/workDoneProgress/create", {"token": token}).add_done_callback(
+                    lambda future: future.exception()  # an unanswered create is no error of ours
+                )
+                value = {"kind": "begin", "title": "Compacting context", "message": message, "cancellable": False}
+            elif stage == "report":
+                value = {"kind": "report", "message": message}
+            else:
+                value = {"kind": "end", "message": message}
+            connection.notify("$/progress", {"token": token, "value": value})

@@ -1,0 +1,133 @@
+"""The per-user shared daemon, started on demand (the way `gopls -remote=auto` does it).
+
+`contextd serve --shared` speaks stdio to its editor and forwards every byte to the daemon
+on the user's Unix socket, starting that daemon first when none answers. Starting happens
+under an exclusive lock next to the socket, so two editors starting at once get one
+daemon. The daemon serves each connection as its own client and stops on its own after
+`--grace` seconds (300 by default) without any.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from contextd.model import Settings
+from contextd.rpc.listen import socket_in_use, stdio_streams
+from contextd.store import default_data_dir
+
+SHARED_GRACE_SECONDS = 300.0
+START_TIMEOUT_SECONDS = 30.0
+MAX_SOCKET_PATH = 100
+"""Unix socket paths longer than about 107 bytes cannot be bound."""
+
+
+def socket_path(data_dir: Path) -> Path:
+    """The shared daemon's socket for a data dir: under `$XDG_RUNTIME_DIR/contextd/`, else
+    under the data dir; a path too long to bind moves to the temp dir."""
+    resolved = data_dir.expanduser().resolve()
+    name = f"daemon-{hashlib.sha256(str(resolved).encode()).hexdigest()[:12]}.sock"
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    path = Path(runtime) / "contextd" / name if runtime else resolved / "run" / name
+    if len(str(path)) > MAX_SOCKET_PATH:
+        path = Path(tempfile.gettempdir()) / f"contextd-{os.getuid()}" / name
+    return path
+
+
+def read_settings_file(path: str | None) -> Settings | None:
+    if path is None:
+        return None
+    try:
+        return Settings.model_validate(json.loads(Path(path).read_text()))
+    except (OSError, ValueError, ValidationError) as error:
+        raise SystemExit(f"contextd: cannot use the settings file {path}: {error}") from None
+
+
+@contextlib.contextmanager
+def start_lock(path: Path) -> Iterator[None]:
+    fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def ensure_daemon(
+    data_dir: Path, *, log_level: str = "INFO", settings_file: str | None = None,
+    grace_seconds: float = SHARED_GRACE_SECONDS,
+) -> Path:
+    """The socket of a running shared daemon for `data_dir`, started when none answers."""
+    path = socket_path(data_dir)
+    if socket_in_use(path):
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with start_lock(path):
+        if socket_in_use(path):  # another editor started it while we waited for the lock
+            return path
+        command = [
+            sys.executable, "-m", "contextd", "--data-dir", str(data_dir), "--log-level", log_level,
+            "serve", "--socket", str(path), "--grace", str(grace_seconds),
+        ]
+        if settings_file is not None:
+            command += ["--settings", settings_file]
+        with open(path.with_suffix(".log"), "ab") as log_file:
+            daemon = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log_file,
+                start_new_session=True,  # it outlives the editor that started it
+            )
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while not socket_in_use(path):
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(
+                    f"contextd: the shared daemon did not start (see {path.with_suffix('.log')})"
+                )
+            time.sleep(0.05)
+    return path
+
+
+def forward_stdio(args: argparse.Namespace) -> int:
+    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
+    path = ensure_daemon(
+        data_dir,
+        log_level=args.log_level or "INFO",
+        settings_file=args.settings,
+        grace_seconds=args.grace if args.grace is not None else SHARED_GRACE_SECONDS,
+    )
+    return asyncio.run(forward(path))
+
+
+async def forward(path: Path) -> int:
+    """Pump bytes both ways until the daemon closes our connection (after `exit`, or after
+    stdin ended and the daemon saw it)."""
+    daemon_reader, daemon_writer = await asyncio.open_unix_connection(str(path))
+    editor_reader, editor_writer = await stdio_streams()
+
+    async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, half_close: bool) -> None:
+        while chunk := await reader.read(2**16):
+            writer.write(chunk)
+            await writer.drain()
+        if half_close and writer.can_write_eof():
+            writer.write_eof()
+
+    upstream = asyncio.create_task(pump(editor_reader, daemon_writer, half_close=True))
+    try:
+        await pump(daemon_reader, editor_writer, half_close=False)
+    except (ConnectionError, OSError):
+        pass
+    upstream.cancel()
+    await asyncio.gather(upstream, return_exceptions=True)
+    return 0
