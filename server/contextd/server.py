@@ -15,7 +15,14 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 from urllib.parse import unquote, urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from contextd import __version__
 from contextd.formats import to_format
@@ -242,7 +249,7 @@ def request(params_model: type[Params], function: Callable[..., Any], watch: boo
             result = function(connection, params)
             if inspect.isawaitable(result):
                 result = await result
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - to_rpc_error re-raises what it does not know
             raise to_rpc_error(error) from None
         touch(connection, params)
         if watch:

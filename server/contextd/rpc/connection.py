@@ -17,7 +17,12 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from contextd.rpc.framing import HEADER_START, DEFAULT_MAX_FRAME_BYTES, FrameReader, FramingError, encode_frame
+from contextd.rpc.framing import (
+    DEFAULT_MAX_FRAME_BYTES,
+    FrameReader,
+    FramingError,
+    encode_frame,
+)
 from contextd.rpc.messages import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -40,8 +45,9 @@ from contextd.rpc.messages import (
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[["Connection", Any], Any]
-"""`handler(connection, params)`: returns the result, or an awaitable of it."""
+Handler = Callable[[Any, Any], Any]
+"""`handler(connection, params)`: returns the result, or an awaitable of it. The connection
+is typed Any because applications pass their own Connection subclass."""
 
 current_connection: contextvars.ContextVar[Connection | None] = contextvars.ContextVar(
     "current_connection", default=None
@@ -140,19 +146,12 @@ class Connection:
     def _take(self, body: bytes) -> None:
         value = parse_body(body)
         if isinstance(value, Invalid):
-            self._recover_from_bad_body(body)
+            self._frames.recover_from(body)
             self._refuse(value)
         elif isinstance(value, list):
             self._take_batch(value)
         else:
             self._start(classify(value))
-
-    def _recover_from_bad_body(self, body: bytes) -> None:
-        """A body that does not parse but holds a header was cut short by a Content-Length
-        that was too long: the frames inside it are read again."""
-        found = HEADER_START.search(body, 1)
-        if found is not None:
-            self._frames.push_back(body[found.start():])
 
     def _take_batch(self, values: list[Any]) -> None:
         if not values:
@@ -211,7 +210,7 @@ class Connection:
                 raise
             return error_reply(message.id, RpcError(REQUEST_CANCELLED, "request cancelled"))
         except Exception as error:
-            log.error("%s: %s failed", self, message.method, exc_info=True)
+            log.exception("%s: %s failed", self, message.method)
             return error_reply(message.id, RpcError(INTERNAL_ERROR, f"internal error ({type(error).__name__})"))
         return reply(message.id, result)
 
@@ -260,7 +259,7 @@ class Connection:
         except RpcError as error:
             log.debug("%s: %s refused: %s", self, notification.method, error.message)
         except Exception:
-            log.error("%s: %s failed", self, notification.method, exc_info=True)
+            log.exception("%s: %s failed", self, notification.method)
 
     def _cancel(self, params: Any) -> None:
         request_id = params.get("id") if isinstance(params, dict) else None
@@ -275,12 +274,9 @@ class Connection:
             return
         if response.error is not None:
             error = response.error
+            code = error.get("code")
             future.set_exception(
-                RpcError(
-                    error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
-                    str(error.get("message", "")),
-                    error.get("data"),
-                )
+                RpcError(code if isinstance(code, int) else INTERNAL_ERROR, str(error.get("message", "")), error.get("data"))
             )
         else:
             future.set_result(response.result)

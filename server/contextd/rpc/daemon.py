@@ -21,7 +21,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from contextd.model import Settings, unknown_setting_keys
-from contextd.rpc.connection import Connection, ConnectionLost, Handler, current_connection
+from contextd.rpc.connection import (
+    Connection,
+    ConnectionLost,
+    Handler,
+    current_connection,
+)
 from contextd.rpc.framing import DEFAULT_MAX_FRAME_BYTES
 from contextd.rpc.messages import INVALID_PARAMS, RpcError
 from contextd.session import HookAnswer, SessionManager

@@ -20,6 +20,7 @@ DEFAULT_MAX_FRAME_BYTES = 64 * 2**20
 MAX_HEADER_BYTES = 8192
 READ_CHUNK_BYTES = 2**16
 
+HEADER_NAME = b"content-length:"
 HEADER_START = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
 HEADER_END = re.compile(rb"\r?\n\r?\n")
 LEADING_BLANKS = re.compile(rb"[ \t\r\n]*")
@@ -54,15 +55,17 @@ class FrameReader:
         if self._resyncing and not await self._skip_to_header():
             return None
         self._resyncing = False
-        header = await self._read_header_block()
-        if header is None:
+        header_end = await self._read_header_block()
+        if header_end is None:
             return None
-        if isinstance(header, FramingError):
+        if isinstance(header_end, FramingError):
             # The bad header is still at the front of the buffer: search past its start.
-            return self._lost(header.message, search_from=1)
-        length = content_length(header)
+            return self._lost(header_end.message, search_from=1)
+        length = content_length(bytes(self._buffer[: header_end.start()]))
         if isinstance(length, FramingError):
-            return self._lost(length.message)
+            # A header cut short runs into the next frame's: search inside it.
+            return self._lost(length.message, search_from=1)
+        del self._buffer[: header_end.end()]
         if length > self.max_frame_bytes:
             return self._lost(
                 f"frame of {length} bytes is larger than the maximum of {self.max_frame_bytes}"
@@ -74,10 +77,18 @@ class FrameReader:
         del self._buffer[:length]
         return body
 
-    def push_back(self, data: bytes) -> None:
-        """Bytes taken as a body that turned out to hold the next frame's header (a
-        Content-Length that was too long): read them again."""
-        self._buffer[:0] = data
+    def recover_from(self, body: bytes) -> None:
+        """A body that did not parse may have swallowed the start of the next frame (its
+        Content-Length was too long): give back from the header, or from a trailing piece of
+        one, so that frame is read after all."""
+        found = HEADER_START.search(body, 1)
+        if found is not None:
+            self._buffer[:0] = body[found.start() :]
+            return
+        for start in range(max(1, len(body) - len(HEADER_NAME) + 1), len(body)):
+            if HEADER_NAME.startswith(body[start:].lower()):
+                self._buffer[:0] = body[start:]
+                return
 
     def _lost(self, message: str, search_from: int = 0) -> FramingError:
         self._resyncing = True
@@ -94,16 +105,15 @@ class FrameReader:
         self._buffer += chunk
         return True
 
-    async def _read_header_block(self) -> bytes | FramingError | None:
+    async def _read_header_block(self) -> re.Match[bytes] | FramingError | None:
+        """Where the header block at the front of the buffer ends (it is left in place)."""
         while True:
             blanks = LEADING_BLANKS.match(self._buffer)
             if blanks and blanks.end():
                 del self._buffer[: blanks.end()]
             end = HEADER_END.search(self._buffer, 0, MAX_HEADER_BYTES + 4)
             if end is not None:
-                header = bytes(self._buffer[: end.start()])
-                del self._buffer[: end.end()]
-                return header
+                return end
             if len(self._buffer) > MAX_HEADER_BYTES:
                 return FramingError(f"no end of headers within {MAX_HEADER_BYTES} bytes")
             if not await self._fill():

@@ -1,0 +1,109 @@
+"""A real `contextd serve` over real stdio, spoken to byte by byte: what a fuzzer or a
+broken client would send, with every reply collected."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from contextd_client.rpc import read_message
+
+
+def frame(message: Any) -> bytes:
+    body = message if isinstance(message, bytes) else json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class WireDaemon:
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.replies: list[Any] = []
+        self.notifications: list[dict[str, Any]] = []
+        self._arrived = asyncio.Event()
+        self._reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def start(cls, data_dir: Path, *args: str, env: dict[str, str] | None = None) -> WireDaemon:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "contextd", "--data-dir", str(data_dir), "serve", *args,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=env, limit=2**24,
+        )
+        daemon = cls(process)
+        await daemon.call("initialize", {"capabilities": {}}, request_id="init")
+        daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        return daemon
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        while (message := await read_message(self.process.stdout)) is not None:
+            if isinstance(message, dict) and "method" in message and "id" not in message:
+                self.notifications.append(message)
+            else:
+                self.replies.append(message)
+            self._arrived.set()
+
+    def send_bytes(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+
+    def send(self, message: Any) -> None:
+        self.send_bytes(frame(message))
+
+    async def drain(self) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.drain()
+
+    def replies_to(self, request_id: Any) -> list[dict[str, Any]]:
+        return [r for r in self.replies if isinstance(r, dict) and r.get("id") == request_id]
+
+    async def wait_until(self, done: Any, timeout: float = 30) -> None:
+        """Until `done()` holds; a daemon that never gets there fails the test after `timeout`."""
+        async def waiting() -> None:
+            while not done():
+                self._arrived.clear()
+                await self._arrived.wait()
+
+        await asyncio.wait_for(waiting(), timeout)
+
+    async def reply_to(self, request_id: Any, timeout: float = 30) -> dict[str, Any]:
+        await self.wait_until(lambda: self.replies_to(request_id), timeout)
+        return self.replies_to(request_id)[0]
+
+    async def call(self, method: Any, params: Any = None, request_id: Any = None) -> dict[str, Any]:
+        """Send one request (params left out when None) and return its whole reply."""
+        request_id = request_id if request_id is not None else f"r{len(self.replies)}-{id(params)}"
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        await self.drain()
+        return await self.reply_to(request_id)
+
+    async def result(self, method: str, params: Any = None) -> Any:
+        reply = await self.call(method, params)
+        assert "result" in reply, reply
+        return reply["result"]
+
+    async def stop(self) -> int:
+        if self.process.returncode is None:
+            self.send({"jsonrpc": "2.0", "id": "bye", "method": "shutdown"})
+            self.send({"jsonrpc": "2.0", "method": "exit"})
+            try:
+                await self.drain()
+            except ConnectionError:
+                pass
+        try:
+            code = await asyncio.wait_for(self.process.wait(), 30)
+        finally:
+            if self.process.returncode is None:
+                self.process.kill()
+        self._reader.cancel()
+        return code
+
+    async def stderr(self) -> str:
+        assert self.process.stderr is not None
+        return (await self.process.stderr.read()).decode(errors="replace")
