@@ -234,17 +234,19 @@ def watch_what_was_used(connection: ClientConnection, params: Params, result: An
             daemon.watch(connection, session_id)
 
 
-def request(params_model: type[Params], function: Callable[..., Any], watch: bool = True) -> Handler:
+def request(params_model: type[Params], function: Callable[..., Any], *, opens: bool = True) -> Handler:
     """`function(connection, params)` as a handler: params validated, errors mapped.
 
     A session the request names is loaded first, off the event loop when it is not in
-    memory, so a cold load never holds up the requests of other sessions."""
+    memory, so a cold load never holds up the requests of other sessions; the connection
+    then hears about it. `opens=False` for a request that must find the session as it is
+    (close)."""
 
     async def handle(connection: ClientConnection, raw: Any) -> Any:
         try:
             params = parse_params(params_model, raw)
             session_id = getattr(params, "sessionId", None)
-            if session_id is not None:
+            if session_id is not None and opens:
                 await connection.daemon.sessions.load(session_id)
             result = function(connection, params)
             if inspect.isawaitable(result):
@@ -252,7 +254,7 @@ def request(params_model: type[Params], function: Callable[..., Any], watch: boo
         except Exception as error:  # noqa: BLE001 - to_rpc_error re-raises what it does not know
             raise to_rpc_error(error) from None
         touch(connection, params)
-        if watch:
+        if opens:
             watch_what_was_used(connection, params, result)
         return result
 
@@ -423,12 +425,9 @@ def session_close(connection: ClientConnection, params: SessionParams) -> dict[s
     """`closed: false` when this daemon does not hold the session. A held one stops
     notifying this connection, and is released once no connection has it open."""
     daemon = connection.daemon
-    if daemon.sessions.loaded_session(params.sessionId) is None:
-        daemon.sessions.store.find_session(params.sessionId)  # unknown ids answer -32001
-        return {"closed": False}
-    if daemon.unwatch(connection, params.sessionId):
-        daemon.sessions.close(params.sessionId)
-    return {"closed": True}
+    if not daemon.unwatch(connection, params.sessionId):
+        return {"closed": True}  # detached; other connections keep it open
+    return {"closed": daemon.sessions.close(params.sessionId)}
 
 
 async def compact(connection: ClientConnection, params: CompactParams) -> dict[str, Any]:
@@ -515,7 +514,7 @@ REQUESTS: dict[str, Handler] = {
     "contextd/session/state": request(SessionParams, session_state),
     "contextd/session/stats": request(SessionParams, session_stats),
     "contextd/session/setModel": request(SetModelParams, session_set_model),
-    "contextd/session/close": request(SessionParams, session_close, watch=False),
+    "contextd/session/close": request(SessionParams, session_close, opens=False),
     "contextd/compact": request(CompactParams, compact),
     "contextd/compact/abort": request(SessionParams, compact_abort),
     "contextd/tree": request(SessionParams, tree),
