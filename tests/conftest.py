@@ -52,6 +52,10 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Any:
         report.longrepr = f"skipped under CI, where every suite must run: {_skip_reason(report.longrepr)}"
 
 
+# Clients and CLI commands under test get a daemon of their own, as before the shared
+# daemon; tests/protocol/test_shared_daemon.py turns the shared one on explicitly.
+os.environ.setdefault("CONTEXTD_SHARED", "0")
+
 NOTIFICATIONS = (
     "contextd/tokenUsage",
     "contextd/sessionChanged",

@@ -192,6 +192,11 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
     handoff.add_argument("session", help=SESSION_HELP)
     handoff.add_argument("--goal", help="what the new session should do next (also its name)")
 
+    add_command(
+        "status", "which shared daemon runs: its socket, clients and sessions",
+        epilog="examples:\n  contextd status\n  contextd status --json\n",
+    )
+
     watch = add_command(
         "watch", "print the daemon's notifications as they come",
         description=(
@@ -268,6 +273,24 @@ async def connect(args: argparse.Namespace, settings: dict[str, Any]) -> Context
         )
     except OSError as error:
         raise DaemonUnavailable(f"cannot start the daemon ({sys.executable} -m contextd serve): {error}") from None
+
+
+async def run_status(args: argparse.Namespace) -> int:
+    """Which shared daemon runs for this data dir: its socket, clients and sessions."""
+    from contextd.rpc.listen import socket_in_use
+    from contextd.rpc.shared import socket_path
+    from contextd.store import default_data_dir
+
+    path = socket_path(Path(args.data_dir) if args.data_dir else default_data_dir())
+    if not socket_in_use(path):
+        raise DaemonUnavailable(f"no shared daemon runs (its socket would be {path})")
+    async with await ContextdClient.connect_unix(path) as client:
+        status = await client.daemon_status()
+    if args.json:
+        emit_json(status)
+    else:
+        print(render.daemon_status(status))
+    return EXIT_OK
 
 
 def data_dir_only(args: argparse.Namespace, command: str) -> None:
@@ -537,6 +560,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = 
     "compact": run_compact,
     "handoff": run_handoff,
     "watch": run_watch,
+    "status": run_status,
 }
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import IO, Any, Literal, Self, cast, overload
 
 from contextd_client import types as t
-from contextd_client.daemon import DaemonProcess, daemon_command
+from contextd_client.daemon import DaemonProcess, daemon_command, wants_shared_daemon
 from contextd_client.rpc import METHOD_NOT_FOUND, ContextdError, JsonRpcConnection
 
 CLIENT_NAME = "contextd-client"
@@ -135,15 +135,24 @@ class ContextdClient:
         command: list[str] | None = None,
         before_compact: BeforeCompactHandler | None = None,
         work_done_progress: bool = False,
+        shared: bool | None = None,
     ) -> ContextdClient:
         """Start `contextd serve` as a child of this process and complete the handshake.
+
+        `shared` (the default unless CONTEXTD_SHARED=0 or `settings` carry daemon-wide keys)
+        starts `contextd serve --shared`: the child forwards to the per-user shared daemon,
+        so editors and other scripts see this client's sessions; False gives the client a
+        daemon of its own, which ends with it.
 
         `before_compact(params)` answers the daemon's contextd/beforeCompact requests (None
         lets the compaction proceed); `work_done_progress` asks for `$/progress` during
         compactions, delivered like any notification.
         """
         daemon = await DaemonProcess.start(
-            command or daemon_command(data_dir, log_level),
+            command
+            or daemon_command(
+                data_dir, log_level, wants_shared_daemon(settings) if shared is None else shared
+            ),
             cwd=workspace,
             env=env,
             stderr=stderr,
@@ -179,6 +188,23 @@ class ContextdClient:
             work_done_progress=work_done_progress,
         )
         return await client._handshake(workspace)
+
+    @classmethod
+    async def connect_unix(
+        cls,
+        path: str | Path,
+        *,
+        settings: dict[str, Any] | None = None,
+        workspace: str | Path | None = None,
+    ) -> ContextdClient:
+        """Connect to a daemon on a Unix socket (`contextd serve --socket PATH`, or the
+        shared daemon's socket) without starting one."""
+        reader, writer = await asyncio.open_unix_connection(str(path), limit=2**24)
+        return await cls(reader, writer, settings=settings)._handshake(workspace)
+
+    async def daemon_status(self) -> dict[str, Any]:
+        """contextd/daemon/status: the daemon's pid, address, connections and sessions."""
+        return cast(dict[str, Any], await self._rpc.request("contextd/daemon/status", {}))
 
     async def _handshake(self, workspace: str | Path | None) -> ContextdClient:
         """initialize/initialized; a client whose handshake fails lets go of its daemon."""

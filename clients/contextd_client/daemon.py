@@ -24,12 +24,35 @@ PR_SET_PDEATHSIG = 1
 _live_pids: set[int] = set()
 
 
-def daemon_command(data_dir: str | Path | None, log_level: str) -> list[str]:
-    """The command line of a stdio daemon run by this interpreter."""
+def daemon_command(data_dir: str | Path | None, log_level: str, shared: bool = False) -> list[str]:
+    """The command line of a stdio daemon run by this interpreter; with `shared`, of the
+    forwarder to the per-user shared daemon (started if none runs)."""
     command = [sys.executable, "-m", "contextd", "--log-level", log_level]
     if data_dir is not None:
         command += ["--data-dir", str(data_dir)]
-    return [*command, "serve"]
+    return [*command, "serve", *(["--shared"] if shared else [])]
+
+
+PER_CONNECTION_KEYS = {"defaultModel", "compaction.hookTimeoutSeconds"}
+
+
+def wants_shared_daemon(settings: dict[str, Any] | None) -> bool:
+    """The shared daemon by default (CONTEXTD_SHARED=0 turns it off), unless the settings
+    carry daemon-wide keys: a shared daemon would not apply them, so such a client gets a
+    daemon of its own."""
+    if os.environ.get("CONTEXTD_SHARED", "1") == "0":
+        return False
+    return all(key in PER_CONNECTION_KEYS for key in dotted_keys(settings or {}))
+
+
+def dotted_keys(settings: dict[str, Any], prefix: str = "") -> list[str]:
+    keys = []
+    for key, value in settings.items():
+        if isinstance(value, dict) and value and key != "models":
+            keys += dotted_keys(value, f"{prefix}{key}.")
+        else:
+            keys.append(f"{prefix}{key}")
+    return keys
 
 
 def _parent_death_signal() -> Callable[[], None] | None:

@@ -206,3 +206,22 @@ def _path_ids(nodes: dict[str, t.TreeNode], leaf: str | None) -> set[str]:
         path.add(leaf)
         leaf = nodes[leaf]["parentId"]
     return path
+
+
+def daemon_status(status: dict[str, Any]) -> str:
+    """`contextd status`: the daemon, then its clients, then its sessions."""
+    lines = [
+        (
+            f"shared daemon pid {status['pid']} on {status['address']} (data {status['dataDir']}), "
+            f"since {status['startedAt']}"
+        ),
+        f"clients: {len(status['connections'])}",
+    ]
+    for connection in status["connections"]:
+        sessions = ", ".join(connection["sessions"]) or "no session"
+        lines.append(f"  #{connection['id']} {connection['client'] or 'unnamed'}: {sessions}")
+    lines.append(f"sessions: {len(status['sessions'])}")
+    for session in status["sessions"]:
+        clients = " ".join(f"#{number}" for number in session["connections"]) or "no client"
+        lines.append(f"  {session['sessionId']} {session['name'] or ''} {session['tokens']} tokens, {clients}")
+    return "\n".join(lines)
