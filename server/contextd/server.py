@@ -29,7 +29,7 @@ from contextd.formats import to_format
 from contextd.model import IdleSettings, Message, Settings
 from contextd.rpc.connection import ConnectionLost, Handler
 from contextd.rpc.daemon import ClientConnection, Daemon, field_errors, invalid_params
-from contextd.rpc.messages import RpcError
+from contextd.rpc.messages import REQUEST_CANCELLED, RpcError
 from contextd.session import (
     CompactionFailed,
     CompactionRunning,
@@ -49,7 +49,6 @@ COMPACTION_RUNNING = -32004
 NOTHING_TO_COMPACT = -32005
 SUMMARIZER_FAILED = -32006
 ENTRY_NOT_FOUND = -32007
-REQUEST_CANCELLED = -32800
 
 MAX_MESSAGES_PER_APPEND = 10_000
 MAX_CONTENT_DEPTH = 64

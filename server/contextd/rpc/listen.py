@@ -71,7 +71,6 @@ async def serve_sockets(
     tcp: tuple[str, int] | None = None,
     unix_path: Path | None = None,
     grace_seconds: float | None = None,
-    ready: asyncio.Event | None = None,
 ) -> int:
     """Serve every connection on a TCP port or a Unix socket until a signal, or until no
     client has been connected for `grace_seconds`."""
@@ -110,8 +109,6 @@ async def serve_sockets(
         daemon.address = f"{host}:{port}"
     log.info("contextd listening on %s (pid %d)", daemon.address, os.getpid())
     arm_grace()
-    if ready is not None:
-        ready.set()
     try:
         with stop_on_signals():
             await stopped.wait()
