@@ -112,6 +112,7 @@ class Editor:
 
     def __init__(self, nvim: Any, tmp_path: Path) -> None:
         self.nvim = nvim
+        self.nvim_path = ""
         self.data_dir = tmp_path / "data"
         self.workspace = tmp_path / "workspace"
         self.workspace.mkdir(exist_ok=True)
@@ -143,6 +144,7 @@ class Editor:
             "data_dir": str(self.data_dir),
             "workspace": str(self.workspace),
             "timeout_ms": 30000,
+            "shared": False,  # a daemon of its own, which ends with the test
         }
 
     def state(self) -> dict[str, Any]:
@@ -203,22 +205,32 @@ class Editor:
         return [json.loads(line) for line in paths[0].read_text().splitlines() if line.strip()]
 
 
-@pytest.fixture(params=[path for _, path in NEOVIMS], ids=[version for version, _ in NEOVIMS])
-def editor(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Editor]:
+@contextlib.contextmanager
+def running_editor(nvim_path: str, tmp_path: Path) -> Iterator[Editor]:
+    """A headless Neovim with the plugin and the harness; Neovim and its daemon end after."""
     home = tmp_path / "home"
     env = [
         f"XDG_{name}_HOME={home / name.lower()}" for name in ("CONFIG", "DATA", "STATE", "CACHE")
     ]
     # A zone far from UTC, half an hour off, so that a UTC time shown as is cannot pass for local.
-    argv = ["env", *env, "TZ=Asia/Kolkata", request.param, "--embed", "--headless", "--clean", "-n"]
+    argv = ["env", *env, "TZ=Asia/Kolkata", nvim_path, "--embed", "--headless", "--clean", "-n"]
     nvim = pynvim.attach("child", argv=argv)
     editor = Editor(nvim, tmp_path)
     editor.lua(HARNESS, str(PLUGIN_DIR))
-    yield editor
-    editor.lua("require('contextd').stop()")
-    with contextlib.suppress(EOFError):  # pynvim reports Neovim's exit as the channel's end
-        nvim.quit()
-    nvim.close()
+    try:
+        yield editor
+    finally:
+        editor.lua("require('contextd').stop()")
+        with contextlib.suppress(EOFError):  # pynvim reports Neovim's exit as the channel's end
+            nvim.quit()
+        nvim.close()
+
+
+@pytest.fixture(params=[path for _, path in NEOVIMS], ids=[version for version, _ in NEOVIMS])
+def editor(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Editor]:
+    with running_editor(request.param, tmp_path) as started:
+        started.nvim_path = request.param
+        yield started
 
 
 if not NEOVIMS:
@@ -341,11 +353,7 @@ def test_async_api_calls_back(editor: Editor) -> None:
         "require('contextd').setup(...);"
         "require('contextd').append_messages({ { role = 'user', content = 'queued early' } },"
         " function(err, result) _G.appended = { err = err, result = result } end)",
-        {
-            "python": sys.executable,
-            "data_dir": str(editor.data_dir),
-            "workspace": str(editor.workspace),
-        },
+        editor.base_options(),
     )
     editor.wait("_G.appended ~= nil")
     appended = editor.lua("return _G.appended")
@@ -861,6 +869,43 @@ def test_an_automatic_handoff_moves_to_the_new_session(editor: Editor) -> None:
     assert handoff["fromSession"] == old_id
 
 
+# --- one shared daemon -------------------------------------------------------------------
+
+
+def shared_daemons(data_dir: Path) -> list[int]:
+    """The shared daemons serving `data_dir` (they run on their own, not under Neovim)."""
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            argv = cmdline.read_bytes().split(b"\0")
+            if b"--socket" in argv and str(data_dir).encode() in b" ".join(argv):
+                pids.append(int(cmdline.parent.name))
+    return pids
+
+
+def test_two_neovims_share_one_daemon_and_see_each_others_appends(
+    editor: Editor, tmp_path: Path
+) -> None:
+    try:
+        with running_editor(editor.nvim_path, tmp_path / "second") as second:
+            second.data_dir, second.workspace = editor.data_dir, editor.workspace
+            first_id = editor.setup(shared=True)
+            editor.append(CONVERSATION)
+            assert second.setup(shared=True) == first_id
+            assert not second.notes()  # no error, no new empty session
+            assert len(shared_daemons(editor.data_dir)) == 1
+            second.wait("require('contextd').statusline() == 'ctx 84k/200k 42%'")
+            second.append([user("Asked from the second editor")])
+            context, err = editor.call_api("get_context")
+            assert err is None
+            assert context["messages"][-1]["content"] == "Asked from the second editor"
+            editor.append([assistant("Answered in the first editor.", 85000)])
+            second.wait("require('contextd').statusline() == 'ctx 85k/200k 43%'")
+    finally:
+        for pid in shared_daemons(editor.data_dir):
+            os.kill(pid, signal.SIGTERM)
+
+
 # --- statusline, lualine, completion, local times ----------------------------------------
 
 NEAR_THRESHOLD = {
@@ -988,9 +1033,7 @@ def test_health_check_starts_a_daemon_before_setup(editor: Editor) -> None:
     editor.lua(
         "require('contextd.config').set(...)",
         {
-            "python": sys.executable,
-            "data_dir": str(editor.data_dir),
-            "workspace": str(editor.workspace),
+            **editor.base_options(),
             "settings": {"summarizer": {"apiKeyEnv": "CONTEXTD_TEST_NO_SUCH_KEY"}, "colour": 1},
         },
     )

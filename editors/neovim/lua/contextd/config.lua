@@ -23,6 +23,9 @@ M.defaults = {
   model = nil,
   -- Start the daemon in setup(); when false it starts on the first command or API call.
   autostart = true,
+  -- Attach to the per-user shared daemon (`contextd serve --shared`, started on demand), so
+  -- that editors in one project share its sessions; false runs a daemon of this editor's own.
+  shared = true,
   -- The longest the synchronous API (and command-line completion) blocks the editor.
   timeout_ms = 3000,
   -- How long the daemon may take to start and open the session before it counts as failed.
@@ -66,6 +69,7 @@ local VALIDATORS = {
   session_name = "string",
   model = "string",
   autostart = "boolean",
+  shared = "boolean",
   timeout_ms = { positive, "a positive number of milliseconds" },
   start_timeout_ms = { positive, "a positive number of milliseconds" },
   on_editor_text = "callable",
@@ -149,6 +153,9 @@ function M.serve_cmd()
     vim.list_extend(cmd, { "--log-level", M.options.log_level })
   end
   table.insert(cmd, "serve")
+  if M.options.shared then
+    table.insert(cmd, "--shared")
+  end
   return cmd
 end
 
