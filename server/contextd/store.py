@@ -321,7 +321,7 @@ class SessionLocks:
             offset = _lock_offset(session_id)
             try:
                 fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
-            except OSError:
+            except (BlockingIOError, PermissionError):  # EAGAIN or EACCES: another holds it
                 raise SessionLocked(session_id, _lock_holder(self._fd, offset)) from None
             self._held.add(session_id)
 

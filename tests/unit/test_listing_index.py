@@ -11,7 +11,7 @@ from typing import Any
 
 from contextd.model import AssistantMessage, Settings, TextContent, UserMessage
 from contextd.session import SessionManager, SilentEvents
-from contextd.session.index import INDEX_FILE, listing_row
+from contextd.session.index import INDEX_FILE, listing_row, timestamp
 from contextd.store import Store
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -39,7 +39,7 @@ def messages(count: int, seed: int) -> list[Any]:
 def fresh_scan(manager: SessionManager) -> list[dict[str, Any]]:
     """The listing made from the files alone, with no index."""
     return [
-        listing_row(listing.session_id, manager.summarize_file(listing), os.stat(listing.path).st_mtime_ns)
+        listing_row(listing.session_id, manager.summarize_file(listing), timestamp(os.stat(listing.path).st_mtime_ns))
         for listing in manager.store.listings()
     ]
 

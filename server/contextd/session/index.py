@@ -30,7 +30,7 @@ from contextd.store import SESSION_ID_PATTERN, SessionListing, Store, recorded_w
 log = logging.getLogger(__name__)
 
 INDEX_FILE = "index.json"
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 """Raise it when what a row holds, or how its figures are made, changes."""
 
 
@@ -49,7 +49,19 @@ class IndexedSession(BaseModel):
 
     size: int
     mtimeNs: int
+    updatedAt: str
     summary: SessionSummary
+
+    @classmethod
+    def made(cls, stamp: FileStamp, summary: SessionSummary) -> IndexedSession:
+        return cls(size=stamp.size, mtimeNs=stamp.mtime_ns, updatedAt=timestamp(stamp.mtime_ns), summary=summary)
+
+
+class IndexFile(BaseModel):
+    """`index.json`: the token settings its rows were counted with, and a row per session."""
+
+    counting: str
+    sessions: dict[str, IndexedSession]
 
 
 @dataclass(frozen=True)
@@ -75,14 +87,14 @@ def counting_key(settings: Settings) -> str:
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def listing_row(session_id: str, summary: SessionSummary, mtime_ns: int) -> dict[str, Any]:
+def listing_row(session_id: str, summary: SessionSummary, updated_at: str) -> dict[str, Any]:
     row: dict[str, Any] = {
         "sessionId": session_id,
         "name": summary.name,
         "workspace": summary.workspace,
         "entries": summary.entries,
         "tokens": summary.tokens,
-        "updatedAt": timestamp(mtime_ns),
+        "updatedAt": updated_at,
     }
     if summary.parentSession is not None:
         row["parentSession"] = summary.parentSession
@@ -107,7 +119,7 @@ class ListingIndex:
         self.summarize = summarize
         self.counting = ""
         self._mutex = threading.Lock()
-        self._remembered: dict[Path, IndexedSession] = {}
+        self._remembered: dict[str, IndexedSession] = {}
         self._remembered_mutex = threading.Lock()
 
     def set_counting(self, key: str) -> None:
@@ -123,9 +135,8 @@ class ListingIndex:
             stamp = FileStamp.of(os.stat(path))
         except OSError:
             return
-        indexed = IndexedSession(size=stamp.size, mtimeNs=stamp.mtime_ns, summary=summary)
         with self._remembered_mutex:
-            self._remembered[path] = indexed
+            self._remembered[str(path)] = IndexedSession.made(stamp, summary)
 
     def rows(self, workspace: str | None, skip: Container[str] = ()) -> list[dict[str, Any]]:
         """A listing row of every session of `workspace` (or of all), but those in `skip`."""
@@ -147,7 +158,7 @@ class ListingIndex:
             changed = changed or cached.get(session_id) is not indexed
             current[session_id] = indexed
             if session_id not in skip:
-                rows.append(listing_row(session_id, indexed.summary, stamp.mtime_ns))
+                rows.append(listing_row(session_id, indexed.summary, indexed.updatedAt))
         if changed or current.keys() != cached.keys():
             self._write(directory, current)
         return rows
@@ -155,7 +166,7 @@ class ListingIndex:
     def _indexed(
         self,
         session_id: str,
-        path: Path,
+        path: str,
         stamp: FileStamp,
         cached: dict[str, IndexedSession],
         skip: Container[str],
@@ -172,49 +183,59 @@ class ListingIndex:
             remembered = self._remembered.pop(path, None)
         if remembered is not None and stamp.matches(remembered):
             return remembered
-        listing = SessionListing(session_id, path, recorded_workspace(directory))
+        listing = SessionListing(session_id, Path(path), recorded_workspace(directory))
         try:
             summary = self.summarize(listing)
         except (OSError, ValueError) as error:
             log.warning("session %s left out of the listing: %s", session_id, error)
             return None
-        return IndexedSession(size=stamp.size, mtimeNs=stamp.mtime_ns, summary=summary)
+        return IndexedSession.made(stamp, summary)
 
     def _read(self, directory: Path) -> dict[str, IndexedSession]:
         """The index as stored, or nothing when it is missing, unreadable or out of date."""
         try:
-            data = json.loads((directory / INDEX_FILE).read_bytes())
+            raw = (directory / INDEX_FILE).read_bytes()
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError) as error:
+        except OSError as error:
+            log.warning("listing index %s unreadable (%s); rebuilding it", directory / INDEX_FILE, error)
+            return {}
+        try:
+            stored = IndexFile.model_validate_json(raw)
+        except ValidationError:
+            return self._readable_rows(directory, raw)
+        return stored.sessions if stored.counting == self.counting else {}
+
+    def _readable_rows(self, directory: Path, raw: bytes) -> dict[str, IndexedSession]:
+        """What can be kept of a damaged index: its good rows; the others are made again."""
+        try:
+            data = json.loads(raw)
+        except ValueError as error:
             log.warning("listing index %s unreadable (%s); rebuilding it", directory / INDEX_FILE, error)
             return {}
         if not isinstance(data, dict) or data.get("counting") != self.counting:
             return {}
         sessions = data.get("sessions")
         entries: dict[str, IndexedSession] = {}
-        for session_id, raw in (sessions.items() if isinstance(sessions, dict) else ()):
+        for session_id, row in (sessions.items() if isinstance(sessions, dict) else ()):
             try:
-                entries[session_id] = IndexedSession.model_validate(raw)
+                entries[session_id] = IndexedSession.model_validate(row)
             except ValidationError:
-                continue  # this one row is rebuilt from its file
+                continue
         return entries
 
     def _write(self, directory: Path, entries: dict[str, IndexedSession]) -> None:
-        data = {
-            "counting": self.counting,
-            "sessions": {sid: entry.model_dump(mode="json") for sid, entry in entries.items()},
-        }
+        data = IndexFile(counting=self.counting, sessions=entries).model_dump_json()
         temporary = directory / f"{INDEX_FILE}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
         try:
-            temporary.write_text(json.dumps(data, separators=(",", ":")))
+            temporary.write_text(data)
             os.replace(temporary, directory / INDEX_FILE)
         except OSError as error:
             log.warning("listing index %s not saved: %s", directory / INDEX_FILE, error)
             temporary.unlink(missing_ok=True)
 
 
-def _session_files(sessions: Path) -> list[tuple[str, Path, FileStamp]]:
+def _session_files(sessions: Path) -> list[tuple[str, str, FileStamp]]:
     try:
         scanned = list(os.scandir(sessions))
     except OSError:
@@ -224,7 +245,7 @@ def _session_files(sessions: Path) -> list[tuple[str, Path, FileStamp]]:
         session_id, dot, suffix = item.name.rpartition(".")
         if dot and suffix == "jsonl" and SESSION_ID_PATTERN.fullmatch(session_id):
             try:
-                files.append((session_id, Path(item.path), FileStamp.of(item.stat())))
+                files.append((session_id, item.path, FileStamp.of(item.stat())))
             except OSError:
                 continue  # gone since the scan
     return files

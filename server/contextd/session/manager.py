@@ -23,6 +23,7 @@ from contextd.session.index import (
     SessionSummary,
     counting_key,
     listing_row,
+    timestamp,
 )
 from contextd.session.live import LiveSession
 from contextd.store import EntryTree, SessionListing, Store, new_session_id
@@ -180,7 +181,7 @@ class SessionManager:
         the others from the index, brought up to date in a worker thread."""
         directories = set(self.store.workspace_dirs(workspace))
         rows = [
-            listing_row(session.session_id, summary_of(session), os.stat(session.file.path).st_mtime_ns)
+            listing_row(session.session_id, summary_of(session), timestamp(os.stat(session.file.path).st_mtime_ns))
             for session in self._loaded.values()
             if session.file.path.parent.parent in directories
         ]
