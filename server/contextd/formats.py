@@ -21,6 +21,18 @@ from contextd.model import (
 Format = Literal["neutral", "anthropic", "openai"]
 
 
+def render_context(messages: Sequence[Message], system: str | None, fmt: Format) -> dict[str, Any]:
+    """The result of contextd/session/context: the messages and, with instructions standing,
+    `system`. Provider APIs take a system prompt apart from the turns, so only the neutral
+    shape also puts it first among the messages."""
+    rendered = to_format(messages, fmt)
+    if system is None:
+        return {"messages": rendered}
+    if fmt == "neutral":
+        rendered = [{"role": "system", "content": system}, *rendered]
+    return {"messages": rendered, "system": system}
+
+
 def to_format(messages: Sequence[Message], fmt: Format) -> list[dict[str, Any]]:
     if fmt == "anthropic":
         return to_anthropic(messages)

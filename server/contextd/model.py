@@ -245,6 +245,21 @@ class SessionInfoEntry(EntryBase):
     name: str
 
 
+InstructionsSource = Annotated[str, Field(min_length=1, max_length=128)]
+
+
+class InstructionsEntry(EntryBase):
+    """Agent instructions (AGENTS.md, CLAUDE.md, environment context, a system prompt).
+
+    Not conversation: never summarized or pruned, and they outlive every compaction. For
+    each `source` the latest entry on the path stands; an empty `text` withdraws it.
+    """
+
+    type: Literal["instructions"] = "instructions"
+    text: Text
+    source: InstructionsSource = "client"
+
+
 Entry = Annotated[
     Union[
         MessageEntry,
@@ -256,6 +271,7 @@ Entry = Annotated[
         LeafEntry,
         ModelChangeEntry,
         SessionInfoEntry,
+        InstructionsEntry,
     ],
     Field(discriminator="type"),
 ]

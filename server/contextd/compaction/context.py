@@ -11,6 +11,7 @@ from contextd.model import (
     CompactionEntry,
     Entry,
     HandoffEntry,
+    InstructionsEntry,
     Message,
     MessageEntry,
     PruneEntry,
@@ -45,24 +46,46 @@ def latest_compaction_index(path: Sequence[Entry]) -> int | None:
 
 
 def visible_entries(path: Sequence[Entry]) -> list[Entry]:
-    """The entries of the path the model still sees, in order.
+    """The conversation entries of the path the model still sees, in order.
 
     With a compaction on the path these are: the compaction itself, the entries from its
     firstKeptEntryId up to it, then everything after it. An earlier compaction among the
     kept entries is left out: the latest summary was written as an update of it.
+    Instructions are not conversation: `standing_instructions` gives them, wherever they are.
     """
-    compaction_at = latest_compaction_index(path)
+    conversation = [entry for entry in path if not isinstance(entry, InstructionsEntry)]
+    compaction_at = latest_compaction_index(conversation)
     if compaction_at is None:
-        return list(path)
-    compaction = path[compaction_at]
+        return conversation
+    compaction = conversation[compaction_at]
     assert isinstance(compaction, CompactionEntry)
     kept_from = compaction_at
     for index in range(compaction_at):
-        if path[index].id == compaction.firstKeptEntryId:
+        if conversation[index].id == compaction.firstKeptEntryId:
             kept_from = index
             break
-    kept = [e for e in path[kept_from:compaction_at] if not isinstance(e, CompactionEntry)]
-    return [compaction, *kept, *path[compaction_at + 1 :]]
+    kept = [e for e in conversation[kept_from:compaction_at] if not isinstance(e, CompactionEntry)]
+    return [compaction, *kept, *conversation[compaction_at + 1 :]]
+
+
+def standing_instructions(path: Sequence[Entry]) -> list[InstructionsEntry]:
+    """The instructions in force at the end of `path`, whatever compactions lie between.
+
+    For each source the latest instructions entry stands (an empty text withdraws the
+    source); sources keep the order in which they first appeared, so a replaced text does
+    not move within the system prompt.
+    """
+    latest: dict[str, InstructionsEntry] = {}
+    for entry in path:
+        if isinstance(entry, InstructionsEntry):
+            latest[entry.source] = entry  # a dict keeps a replaced key where it first was
+    return [entry for entry in latest.values() if entry.text]
+
+
+def instructions_text(path: Sequence[Entry]) -> str | None:
+    """The system prompt the instructions at the end of `path` make, or None without any."""
+    texts = [entry.text for entry in standing_instructions(path)]
+    return "\n\n".join(texts) if texts else None
 
 
 def pruned_entry_ids(path: Sequence[Entry]) -> set[str]:

@@ -3,9 +3,14 @@
 Each line is a record; `user`, `assistant` and `system` records chain through `uuid` and
 `parentUuid`. The conversation imported is the branch that ends at the last user or
 assistant record, followed back through `parentUuid` and, across a compaction, through the
-`compact_boundary` record's `logicalParentUuid`. One API answer is written as several
-assistant records (one per content block) sharing `message.id`; they become one assistant
-message carrying the usage of the last of them.
+`compact_boundary` record's `logicalParentUuid`. Where the chain breaks (a parent on a lost
+or corrupt line, or an older compaction summary written with no parent and no boundary) it
+continues from the conversation record before it in the file. One API answer is written as
+several assistant records (one per content block) sharing `message.id`; they become one
+assistant message carrying the usage of the last of them.
+
+Claude Code's compaction summary is free text ("This session is being continued from a
+previous conversation…"); it is imported whole as the compaction's summary.
 """
 
 from __future__ import annotations
@@ -71,8 +76,10 @@ def parse(lines: Iterable[str]) -> ImportedSession:
     for line, raw in records:
         if id(raw) not in on_path:
             problems.append(_why_not_imported(line, raw))
+    if not path:
+        return ImportedSession(SOURCE, None, None, None, None, [], None, problems)
     builder = EntryBuilder(problems)
-    first = next((raw for _, raw in path), {})
+    first = path[0][1]
     model = next(
         (
             raw["message"].get("model")
@@ -83,7 +90,7 @@ def parse(lines: Iterable[str]) -> ImportedSession:
     )
     builder.add_model_root(path[0][0], model)
     _Converter(builder, problems).run(path)
-    entries, leaf_id = builder.finish(path[-1][0] if path else 1)
+    entries, leaf_id = builder.finish(path[-1][0])
     return ImportedSession(
         source=SOURCE,
         source_id=first.get("sessionId"),
@@ -105,9 +112,21 @@ def _is_conversation(raw: dict[str, Any]) -> bool:
     )
 
 
+def _is_chain_record(raw: dict[str, Any]) -> bool:
+    """A record the conversation chain may pass through."""
+    return _is_conversation(raw) or (raw.get("type") == "system" and isinstance(raw.get("uuid"), str))
+
+
+def _is_old_summary(raw: dict[str, Any]) -> bool:
+    """A compaction summary of Claude Code versions that wrote no compact_boundary before it."""
+    return bool(raw.get("isCompactSummary")) and raw.get("parentUuid") is None
+
+
 def _final_branch(records: list[tuple[int, dict[str, Any]]], problems: list[Problem]) -> list[tuple[int, dict[str, Any]]]:
     """The records from the root to the last conversation record, compactions included."""
     by_uuid = {raw["uuid"]: (line, raw) for line, raw in records if isinstance(raw.get("uuid"), str)}
+    chain = [(line, raw) for line, raw in records if _is_chain_record(raw)]
+    record_before = {id(raw): chain[index - 1] for index, (_, raw) in enumerate(chain) if index > 0}
     leaf = next(((line, raw) for line, raw in reversed(records) if _is_conversation(raw)), None)
     path: list[tuple[int, dict[str, Any]]] = []
     seen: set[str] = set()
@@ -119,13 +138,65 @@ def _final_branch(records: list[tuple[int, dict[str, Any]]], problems: list[Prob
         parent = raw.get("parentUuid")
         if parent is None and raw.get("subtype") == "compact_boundary":
             parent = raw.get("logicalParentUuid")
+        if parent is None and _is_old_summary(raw):
+            current = record_before.get(id(raw))
+            continue
         if parent is None:
             break
         current = by_uuid.get(parent)
         if current is None:
-            problems.append(Problem(line, "repaired", f"parent {parent!r} is not in the file; the history before it is missing"))
+            current = record_before.get(id(raw))
+            if current is None:
+                problems.append(Problem(line, "repaired", f"parent {parent!r} is not in the file; the history before it is missing"))
+            else:
+                problems.append(
+                    Problem(
+                        line,
+                        "repaired",
+                        f"parent {parent!r} is not in the file (a lost or corrupt line); "
+                        f"continued from the record on line {current[0]}",
+                    )
+                )
     path.reverse()
-    return path
+    return _with_parallel_results(path, records)
+
+
+def _with_parallel_results(
+    path: list[tuple[int, dict[str, Any]]], records: list[tuple[int, dict[str, Any]]]
+) -> list[tuple[int, dict[str, Any]]]:
+    """The path with the results of an answer's parallel tool calls.
+
+    Claude Code writes each tool_use block of one answer as its own record, chained one
+    after the other, and hangs each result on the record of its call: only the last
+    result is on the chain, the others branch off it. They belong to the branch all the same.
+    """
+    position = {raw["uuid"]: index for index, (_, raw) in enumerate(path)}
+    after: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+    for line, raw in records:
+        parent_at = position.get(raw.get("parentUuid"))  # type: ignore[arg-type]
+        if parent_at is None or raw["uuid"] in position or not _only_tool_results(raw):
+            continue
+        answer_id = path[parent_at][1].get("message", {}).get("id")
+        end = parent_at
+        while end + 1 < len(path) and answer_id is not None and path[end + 1][1].get("message", {}).get("id") == answer_id:
+            end += 1
+        after.setdefault(end, []).append((line, raw))
+    if not after:
+        return path
+    merged: list[tuple[int, dict[str, Any]]] = []
+    for index, record in enumerate(path):
+        merged.append(record)
+        merged.extend(after.get(index, []))
+    return merged
+
+
+def _only_tool_results(raw: dict[str, Any]) -> bool:
+    if raw.get("type") != "user" or not isinstance(raw.get("message"), dict) or raw.get("isSidechain"):
+        return False
+    content = raw["message"].get("content")
+    return isinstance(content, list) and bool(content) and all(
+        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
+    )
 
 
 def _why_not_imported(line: int, raw: dict[str, Any]) -> Problem:
@@ -148,6 +219,7 @@ class _Converter:
         self.answer: _Answer | None = None
         self.tool_names: dict[str, str] = {}
         self.boundary: tuple[int, dict[str, Any]] | None = None
+        self.last_context_tokens = 0
 
     def run(self, path: list[tuple[int, dict[str, Any]]]) -> None:
         for line, raw in path:
@@ -223,6 +295,7 @@ class _Converter:
             data["errorMessage"] = text_of(answer.blocks) or "API error"
         elif isinstance(message.get("usage"), dict):
             data["usage"] = _usage(message["usage"])
+            self.last_context_tokens = sum(data["usage"].values())
         if message.get("model") not in (None, SYNTHETIC_MODEL):
             data["model"] = message["model"]
         converted = message_or_problem(data, answer.line, self.problems, "assistant message")
@@ -233,7 +306,9 @@ class _Converter:
 
     def user(self, line: int, raw: dict[str, Any]) -> None:
         content = raw["message"].get("content")
-        if raw.get("isCompactSummary") and self.boundary is not None:
+        if raw.get("isCompactSummary"):
+            if self.boundary is None:
+                self.boundary = (line, raw)  # an older version's summary: it is its own boundary
             self.flush_boundary(text_of(content))
             return
         self.flush_boundary(None)
@@ -295,7 +370,7 @@ class _Converter:
             parentId=None,
             summary=summary,
             firstKeptEntryId=None,
-            tokensBefore=int(metadata.get("preTokens") or 0),
+            tokensBefore=int(metadata.get("preTokens") or self.last_context_tokens),
             tokensAfter=0,
             reason=COMPACTION_REASONS.get(str(metadata.get("trigger")), "threshold"),
             summarizer=SummarizerInfo(provider=SOURCE),

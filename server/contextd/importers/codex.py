@@ -6,11 +6,19 @@ among them `token_count` with the usage of the last model response) and `compact
 Consecutive assistant items (reasoning, output text, function calls) of one response become
 one assistant message; the next `token_count` gives it its usage. Rollouts written before
 the `payload` envelope (a bare meta line, then bare items) are read too.
+
+Codex sends its instructions as messages: AGENTS.md and `<environment_context>` as user
+messages, its own rules as developer messages. They become `instructions` entries, never
+user messages. A `compacted` record carries the messages Codex kept (`replacement_history`,
+the user's requests) and, from newer versions on, an encrypted summary only the provider can
+read; the kept messages are imported after the compaction.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -41,6 +49,31 @@ NOT_CONVERSATION_ITEMS = {
     "compaction": "the provider's encrypted compaction state",
     "other": "an item Codex itself could not classify",
 }
+TEXT_PARTS = ("input_text", "text", "output_text")
+AGENTS_MD_PREFIXES = ("# AGENTS.md instructions for ", "<user_instructions>")
+OPENING_TAG = re.compile(r"<([a-z_][a-z_ ]*)>")
+EXIT_CODE = re.compile(r"\s*Exit code: (-?\d+)")
+FAILED_PATCH = "apply_patch verification failed"
+ENCRYPTED_SUMMARY = (
+    "Codex compacted the conversation here. Its summary was written by the provider and is "
+    "stored encrypted, so it cannot be shown; the requests Codex kept follow."
+)
+
+
+def instructions_source(role: str | None, text: str) -> str | None:
+    """What kind of instructions a message text is, or None for conversation.
+
+    Codex injects AGENTS.md and the environment as user messages with fixed openings; every
+    developer or system text is instructions, named by its opening tag where it has one."""
+    start = text.lstrip()
+    if start.startswith(AGENTS_MD_PREFIXES):
+        return "AGENTS.md"
+    if start.startswith("<environment_context>"):
+        return "environment_context"
+    if role in ("developer", "system"):
+        tag = OPENING_TAG.match(start)
+        return tag.group(1) if tag else role
+    return None
 
 
 def parse(lines: Iterable[str]) -> ImportedSession:
@@ -90,11 +123,15 @@ class _Converter:
         self.answered: bool = False
         self.tool_names: dict[str, str] = {}
         self.last_context_tokens = 0
+        self.instructions_in_force: dict[str, str] = {}
+        self.meta_instructions: tuple[int, str, str | None] | None = None
 
     def line(self, line: int, kind: str, payload: dict[str, Any], timestamp: Any) -> None:
         timestamp = timestamp if isinstance(timestamp, str) else None
         if kind == "session_meta":
             self.meta = payload.get("meta", payload) if isinstance(payload.get("meta"), dict) else payload
+            if isinstance(self.meta.get("instructions"), str) and self.meta["instructions"].strip():
+                self.meta_instructions = (line, self.meta["instructions"], timestamp)
         elif kind == "turn_context":
             self.turn_context(line, payload, timestamp)
         elif kind == "response_item":
@@ -142,20 +179,53 @@ class _Converter:
         content = item.get("content") or []
         if role == "assistant":
             for part in content:
-                if isinstance(part, dict) and part.get("type") in ("output_text", "text"):
+                if isinstance(part, dict) and part.get("type") in TEXT_PARTS:
                     self.add_to_answer(line, {"type": "text", "text": part.get("text", "")}, timestamp)
             return
-        if role in ("developer", "system"):
-            self.problems.append(
-                Problem(line, "skipped", f"{role} instructions: a contextd context has no system role")
-            )
+        conversation: list[dict[str, Any]] = []
+        for part in content:
+            if not isinstance(part, dict):
+                continue
+            text = part.get("text") if part.get("type") in TEXT_PARTS else None
+            source = instructions_source(role, text) if isinstance(text, str) else None
+            if source is not None and isinstance(text, str):
+                self.instructions(line, text, source, timestamp)
+            elif role in ("developer", "system"):
+                self.problems.append(Problem(line, "skipped", f"{role} content of type {part.get('type')!r}"))
+            else:
+                conversation.append(part)
+        if not conversation:
             return
         self.flush_answer()
-        blocks = [_user_block(part) for part in content if isinstance(part, dict)]
+        self.settle_meta_instructions()
+        blocks = [_user_block(part) for part in conversation]
         blocks = [block for block in blocks if block is not None]
         message = message_or_problem({"role": "user", "content": blocks}, line, self.problems, "user message")
         if message is not None:
             self.builder.add_message(line, f"L{line}", self.builder.leaf_id, message, timestamp)
+
+    def instructions(self, line: int, text: str, source: str, timestamp: str | None) -> None:
+        """Instructions of `source`, unless the same text is already in force.
+
+        A later environment context tells what changed, not the whole environment: it is
+        added beside the first one rather than replacing it, as the model read them."""
+        if source == "AGENTS.md":
+            self.meta_instructions = None  # the rollout's own copy of what the meta recorded
+        if text in self.instructions_in_force.values():
+            self.problems.append(Problem(line, "skipped", f"{source} instructions repeated unchanged"))
+            return
+        if source == "environment_context" and source in self.instructions_in_force:
+            source = f"{source}-{sum(name.startswith(source) for name in self.instructions_in_force) + 1}"
+        self.flush_answer()
+        self.instructions_in_force[source] = text
+        self.builder.add_instructions(line, f"L{line}-{source}", text, source, timestamp)
+
+    def settle_meta_instructions(self) -> None:
+        """Instructions the meta recorded but no message carried: in force from the start."""
+        if self.meta_instructions is not None:
+            (line, text, timestamp), self.meta_instructions = self.meta_instructions, None
+            self.instructions_in_force["AGENTS.md"] = text
+            self.builder.add_instructions(line, "meta-instructions", text, "AGENTS.md", timestamp)
 
     def call(self, line: int, kind: str, item: dict[str, Any], timestamp: str | None) -> None:
         call_id = item.get("call_id") or item.get("id")
@@ -190,6 +260,7 @@ class _Converter:
     def add_to_answer(self, line: int, block: dict[str, Any], timestamp: str | None) -> None:
         if self.answered:
             self.flush_answer()
+        self.settle_meta_instructions()
         if not self.answer:
             self.answer_start = (line, timestamp)
         self.answer.append(block)
@@ -218,12 +289,16 @@ class _Converter:
         info = payload.get("info")
         if not isinstance(info, dict) or not isinstance(info.get("last_token_usage"), dict):
             return  # rate limits only: nothing about this conversation
+        usage = _usage(info["last_token_usage"])
+        if usage.input + usage.cacheRead == 0:
+            # Codex writes these around a compaction: no model call stands behind them.
+            self.problems.append(Problem(line, "skipped", "token_count with no prompt tokens, a placeholder"))
+            return
         # The response is complete once its usage arrives: it goes onto that answer.
         self.flush_answer()
         window = info.get("model_context_window")
         if isinstance(window, int) and window > 0 and self.model_entry and self.model_entry.contextWindow is None:
             self.model_entry.contextWindow = window  # the window Codex used for this model
-        usage = _usage(info["last_token_usage"])
         self.last_context_tokens = usage.context_tokens
         answer = self.builder.last_assistant
         if answer is None:
@@ -233,15 +308,16 @@ class _Converter:
         self.answered = True
 
     def compacted(self, line: int, payload: dict[str, Any], timestamp: str | None) -> None:
+        """A compaction, then the messages Codex kept, as the part the compaction keeps."""
         self.flush_answer()
-        if payload.get("replacement_history"):
-            self.problems.append(
-                Problem(line, "repaired", "the user messages Codex re-sent after this compaction are not imported; its summary is")
-            )
+        history = payload.get("replacement_history")
+        history = [item for item in history if isinstance(item, dict)] if isinstance(history, list) else []
+        encrypted = any(item.get("type") == "compaction" for item in history)
+        summary = str(payload.get("message") or "") or (ENCRYPTED_SUMMARY if encrypted else "")
         entry = CompactionEntry(
             id=PLACEHOLDER_ID,
             parentId=None,
-            summary=str(payload.get("message") or ""),
+            summary=summary,
             firstKeptEntryId=None,
             tokensBefore=self.last_context_tokens,
             tokensAfter=0,
@@ -250,7 +326,18 @@ class _Converter:
             timestamp=timestamp or utc_now(),
         )
         self.builder.add_node(line, f"L{line}", self.builder.leaf_id, entry, enters_context=True)
-
+        if encrypted:
+            self.problems.append(
+                Problem(line, "repaired", "Codex's own summary is encrypted; a note stands in for it")
+            )
+        left_out = Counter(str(item.get("type")) for item in history if item.get("type") not in ("message", "compaction"))
+        for kind, count in sorted(left_out.items()):
+            reason = NOT_CONVERSATION_ITEMS.get(kind, "not a message")
+            self.problems.append(Problem(line, "skipped", f"{count} replacement_history item(s) of type {kind!r}: {reason}"))
+        for item in history:
+            if item.get("type") == "message":
+                self.message(line, item, timestamp)
+        self.flush_answer()
 
 def _usage(usage: dict[str, Any]) -> Usage:
     """OpenAI counts cached input inside input_tokens; contextd keeps them apart."""
@@ -301,8 +388,16 @@ def _output(output: Any) -> tuple[str | list[dict[str, Any]], bool]:
     try:
         decoded = json.loads(text)
     except ValueError:
-        return text, False
+        return text, _failed_text(text)
     if isinstance(decoded, dict) and isinstance(decoded.get("metadata"), dict):
         exit_code = decoded["metadata"].get("exit_code")
-        return text, exit_code not in (None, 0)
+        return text, exit_code not in (None, 0) or _failed_text(str(decoded.get("output", "")))
     return text, False
+
+
+def _failed_text(text: str) -> bool:
+    """Plain-text outputs: shell commands start `Exit code: N`, a rejected patch says so."""
+    exit_code = EXIT_CODE.match(text)
+    if exit_code:
+        return int(exit_code.group(1)) != 0
+    return text.lstrip().startswith(FAILED_PATCH)

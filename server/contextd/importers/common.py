@@ -14,6 +14,7 @@ from contextd.model import (
     AssistantMessage,
     CompactionEntry,
     Entry,
+    InstructionsEntry,
     LabelEntry,
     Message,
     MessageEntry,
@@ -126,6 +127,7 @@ class EntryBuilder:
         self._open_calls: dict[str | None, dict[str, str]] = {None: {}}
         self._has_children: set[str | None] = set()
         self._last_assistant: MessageEntry | None = None
+        self._call_lines: dict[str, int] = {}
 
     # --- ids --------------------------------------------------------------------------
 
@@ -177,6 +179,7 @@ class EntryBuilder:
         self._attach(entry, source_id)
         if isinstance(message, AssistantMessage):
             self._last_assistant = entry
+            self._call_lines.update({call.id: line for call in message.tool_calls})
         return entry
 
     def add_node(
@@ -190,6 +193,15 @@ class EntryBuilder:
         entry = entry.model_copy(update={"id": self.unique_id(source_id), "parentId": parent})
         self._attach(entry, source_id)
         return entry
+
+    def add_instructions(
+        self, line: int, source_id: str, text: str, source: str, timestamp: str | None
+    ) -> Entry:
+        """Agent instructions at the current leaf (they are not conversation: calls stay open)."""
+        entry = InstructionsEntry(
+            id=PLACEHOLDER_ID, parentId=None, text=text, source=source, timestamp=timestamp or utc_now()
+        )
+        return self.add_node(line, source_id, self.leaf_id, entry, enters_context=False)
 
     def add_label(self, source_id: str, parent: str | None, entry: LabelEntry) -> None:
         """Labels annotate the tree without growing it: children of the label attach to its parent."""
@@ -220,10 +232,15 @@ class EntryBuilder:
         self.leaf_id = entry.id
 
     def close_open_calls(self, parent: str | None, line: int, timestamp: str | None) -> str | None:
-        """Give every tool call still open at `parent` a result saying none was recorded."""
+        """Give every tool call still open at `parent` a result saying none was recorded;
+        each repair is reported at the line of its call."""
         for call_id, tool_name in list(self._open_calls.get(parent, {}).items()):
             self.problems.append(
-                Problem(line, "repaired", f"tool call {call_id!r} ({tool_name}) had no result; added one")
+                Problem(
+                    self._call_lines.get(call_id, line),
+                    "repaired",
+                    f"tool call {call_id!r} ({tool_name}) had no result; added one",
+                )
             )
             result = ToolResultMessage(
                 toolCallId=call_id, toolName=tool_name, content=MISSING_RESULT_TEXT, isError=True
@@ -273,11 +290,12 @@ def message_or_problem(
 
 
 def fill_tokens_after(entries: list[Entry]) -> list[Entry]:
-    """Give each imported compaction the prompt size of the first answer that followed it.
+    """Give each imported compaction the prompt size of the first valid answer after it.
 
     Other tools do not record the size of the context right after a compaction; the next
     answer's reported prompt (input + cache reads + cache writes) is the nearest recorded
-    figure. Compactions with no answer after them keep 0.
+    figure. Failed answers and answers that report no prompt say nothing about it.
+    Compactions with no such answer after them keep 0.
     """
     by_id = {entry.id: entry for entry in entries}
 
@@ -297,10 +315,13 @@ def fill_tokens_after(entries: list[Entry]) -> list[Entry]:
                     isinstance(later, MessageEntry)
                     and isinstance(later.message, AssistantMessage)
                     and later.message.usage is not None
+                    and not later.message.failed
                     and descends_from(later, entry.id)
                 ):
                     usage = later.message.usage
                     prompt = usage.input + usage.cacheRead + usage.cacheWrite
+                    if prompt == 0:
+                        continue
                     entry = entry.model_copy(update={"tokensAfter": prompt})
                     break
         result.append(entry)

@@ -11,7 +11,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from contextd.compaction.context import pruned_entry_ids, visible_entries
+from contextd.compaction.context import (
+    pruned_entry_ids,
+    standing_instructions,
+    visible_entries,
+)
 from contextd.model import (
     AssistantMessage,
     CompactionEntry,
@@ -118,7 +122,9 @@ def context_size(
 
     anchor = usage_anchor(path)
     if anchor is None:
-        counted = sum(tokens_of(entry) for entry in visible_entries(path))
+        # Instructions are in every context, before the conversation (the system prompt).
+        visible = [*standing_instructions(path), *visible_entries(path)]
+        counted = sum(tokens_of(entry) for entry in visible)
         return TokenFigure(0, counted, calibration, anchored=False, exact=exact)
     anchored = path[anchor]
     assert isinstance(anchored, MessageEntry) and isinstance(anchored.message, AssistantMessage)

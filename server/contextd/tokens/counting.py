@@ -16,6 +16,7 @@ from contextd.model import (
     AssistantMessage,
     Entry,
     ImageContent,
+    InstructionsEntry,
     Message,
     TextContent,
     ThinkingContent,
@@ -69,8 +70,12 @@ def count_message(message: Message, encoding: str) -> int:
 
 
 def count_entry(entry: Entry, encoding: str) -> int:
-    """Tokens an entry adds to the context: its message, or the user message a summary or
-    handoff becomes; entries that add no message (prunes, labels, ...) count 0."""
+    """Tokens an entry adds to the context: its message, the user message a summary or
+    handoff becomes, or its instructions; entries that add no message (prunes, labels, ...)
+    count 0."""
+    if isinstance(entry, InstructionsEntry):
+        # Part of the system prompt: framed like one message, gone when withdrawn.
+        return MESSAGE_OVERHEAD_TOKENS + count_text(entry.text, encoding) if entry.text else 0
     message = entry_message(entry)
     return 0 if message is None else count_message(message, encoding)
 
