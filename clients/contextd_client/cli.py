@@ -476,11 +476,8 @@ async def run_import(args: argparse.Namespace) -> int:
         raise ReplayFileError(f"cannot read {args.file}: {error.strerror}") from None
     problems = sorted(imported.problems, key=lambda problem: problem.line)
     report = [{"line": problem.line, "kind": problem.kind, "message": problem.message} for problem in problems]
-    if not imported.entries:
-        if not args.json:
-            for problem in problems:
-                print(f"{args.file}: {problem}", file=sys.stderr)
-        raise ReplayFileError(f"{args.file} holds no {args.source} conversation", {"problems": report})
+    if (refusal := imported.refusal()) is not None:
+        raise ReplayFileError(f"{args.file} {refusal}", {"problems": report})
     workspace = args.workspace or imported.workspace or str(Path.cwd())
     store = datadir.store_of(args.data_dir)
     session_id, path = save(imported, store.data_dir, workspace=workspace, name=args.name or args.file.name)

@@ -25,8 +25,8 @@ from pydantic import (
 )
 
 from contextd import __version__
-from contextd.formats import to_format
-from contextd.model import IdleSettings, Message, Settings
+from contextd.formats import render_context
+from contextd.model import MAX_TEXT_CHARS, IdleSettings, Message, Settings
 from contextd.rpc.connection import ConnectionLost, Handler
 from contextd.rpc.daemon import ClientConnection, Daemon, field_errors, invalid_params
 from contextd.rpc.messages import REQUEST_CANCELLED, RpcError
@@ -127,6 +127,11 @@ def nesting_depth(value: Any) -> int:
 
 class ContextParams(SessionParams):
     format: Literal["neutral", "anthropic", "openai"] = "neutral"
+
+
+class SetInstructionsParams(SessionParams):
+    text: str = Field(max_length=MAX_TEXT_CHARS)
+    source: str = Field(default="client", min_length=1, max_length=128)
 
 
 class SetModelParams(SessionParams):
@@ -396,10 +401,14 @@ def session_append(connection: ClientConnection, params: AppendParams) -> dict[s
 
 def session_context(connection: ClientConnection, params: ContextParams) -> dict[str, Any]:
     session = connection.daemon.sessions.get(params.sessionId)
-    return {
-        "messages": to_format(session.context_messages(), params.format),
-        "tokens": session.tokens,
-    }
+    rendered = render_context(session.context_messages(), session.instructions_text(), params.format)
+    return {**rendered, "tokens": session.tokens}
+
+
+def session_set_instructions(connection: ClientConnection, params: SetInstructionsParams) -> dict[str, Any]:
+    session = connection.daemon.sessions.get(params.sessionId)
+    entry_id = session.set_instructions(params.text, params.source)
+    return {"entryId": entry_id, "leafId": session.leaf_id, "usage": session.usage_body()}
 
 
 def session_state(connection: ClientConnection, params: SessionParams) -> dict[str, Any]:
@@ -513,6 +522,7 @@ REQUESTS: dict[str, Handler] = {
     "contextd/session/state": request(SessionParams, session_state),
     "contextd/session/stats": request(SessionParams, session_stats),
     "contextd/session/setModel": request(SetModelParams, session_set_model),
+    "contextd/session/setInstructions": request(SetInstructionsParams, session_set_instructions),
     "contextd/session/close": request(SessionParams, session_close, opens=False),
     "contextd/compact": request(CompactParams, compact),
     "contextd/compact/abort": request(SessionParams, compact_abort),

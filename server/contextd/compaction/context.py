@@ -53,7 +53,7 @@ def visible_entries(path: Sequence[Entry]) -> list[Entry]:
     kept entries is left out: the latest summary was written as an update of it.
     Instructions are not conversation: `standing_instructions` gives them, wherever they are.
     """
-    conversation = [entry for entry in path if not isinstance(entry, InstructionsEntry)]
+    conversation: list[Entry] = [entry for entry in path if not isinstance(entry, InstructionsEntry)]
     compaction_at = latest_compaction_index(conversation)
     if compaction_at is None:
         return conversation

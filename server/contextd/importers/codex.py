@@ -182,6 +182,9 @@ class _Converter:
                 if isinstance(part, dict) and part.get("type") in TEXT_PARTS:
                     self.add_to_answer(line, {"type": "text", "text": part.get("text", "")}, timestamp)
             return
+        if role not in ("user", "developer", "system"):
+            self.problems.append(Problem(line, "unknown", f"message with role {role!r}"))
+            return
         conversation: list[dict[str, Any]] = []
         for part in content:
             if not isinstance(part, dict):

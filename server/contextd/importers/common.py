@@ -25,7 +25,7 @@ from contextd.model import (
 
 MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
 
-ProblemKind = Literal["corrupt", "unknown", "skipped", "repaired"]
+ProblemKind = Literal["corrupt", "unknown", "skipped", "repaired", "dropped"]
 
 PLACEHOLDER_ID = "pending"
 """The id of an entry built before the builder gives it its real one."""
@@ -39,7 +39,8 @@ class Problem:
 
     `corrupt`: the line is not valid JSON or not the shape its type promises; `unknown`: a
     line type this importer does not know; `skipped`: a known line with no place in a
-    contextd session; `repaired`: imported with a fix (e.g. a missing tool result added).
+    contextd session; `repaired`: imported with a fix (e.g. a missing tool result added);
+    `dropped`: imported without some of its fields, which contextd has no place for.
     """
 
     line: int
@@ -66,6 +67,17 @@ class ImportedSession:
     @property
     def message_count(self) -> int:
         return sum(1 for entry in self.entries if isinstance(entry, MessageEntry))
+
+    def refusal(self) -> str | None:
+        """Why this is not a session worth writing (in one line), or None if it is."""
+        if self.message_count:
+            return None
+        if not self.problems:
+            return f"holds no {self.source} conversation (no JSON lines at all)"
+        first = min(self.problems, key=lambda problem: problem.line)
+        count = len({problem.line for problem in self.problems})
+        lines = "1 line" if count == 1 else f"{count} lines"
+        return f"holds no {self.source} conversation ({lines} not imported; {first})"
 
 
 def json_lines(lines: Iterable[str], problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -49,6 +49,42 @@ ENTRY_MAPPING = {
 }
 
 
+HEADER_FIELDS = {"type", "version", "id", "timestamp", "cwd", "modelId", "provider"}
+ENTRY_FIELDS = {"type", "id", "parentId", "timestamp"}
+FIELDS_BY_ENTRY_TYPE = {
+    "message": {"message"},
+    "custom_message": {"content", "customType", "display", "details"},
+    "compaction": {"summary", "firstKeptEntryId", "firstKeptEntryIndex", "tokensBefore", "details"},
+    "branch_summary": {"fromId", "summary", "details"},
+    "model_change": {"modelId"},
+    "session_info": {"name"},
+    "label": {"targetId", "label"},
+}
+FIELDS_BY_ROLE = {
+    "user": {"role", "content"},
+    "assistant": {"role", "content", "usage", "stopReason", "errorMessage", "model"},
+    "toolResult": {"role", "toolCallId", "toolName", "content", "isError"},
+    "bashExecution": {"role", "command", "output", "exitCode", "cancelled", "truncated", "fullOutputPath", "excludeFromContext"},
+    "custom": {"role", "content"},
+    "hookMessage": {"role", "content"},
+}
+USAGE_FIELDS = {"input", "output", "cacheRead", "cacheWrite", "totalTokens"}
+
+
+def _dropped_fields(raw: dict[str, Any]) -> list[str]:
+    """Fields of a pi entry that contextd has no place for (they are reported, not kept)."""
+    kind = raw.get("type")
+    if kind not in FIELDS_BY_ENTRY_TYPE:
+        return []
+    dropped = sorted(set(raw) - ENTRY_FIELDS - FIELDS_BY_ENTRY_TYPE[kind])
+    message = raw.get("message")
+    if kind == "message" and isinstance(message, dict) and message.get("role") in FIELDS_BY_ROLE:
+        dropped += [f"message.{name}" for name in sorted(set(message) - FIELDS_BY_ROLE[message["role"]])]
+        if isinstance(message.get("usage"), dict):
+            dropped += [f"message.usage.{name}" for name in sorted(set(message["usage"]) - USAGE_FIELDS)]
+    return dropped
+
+
 def parse(lines: Iterable[str]) -> ImportedSession:
     problems: list[Problem] = []
     parsed = list(json_lines(lines, problems))
@@ -57,6 +93,10 @@ def parse(lines: Iterable[str]) -> ImportedSession:
         return ImportedSession(SOURCE, None, None, None, None, [], None, problems)
     header_line, header = parsed[0]
     version = header.get("version", 1)
+    if set(header) - HEADER_FIELDS:
+        problems.append(
+            Problem(header_line, "dropped", f"header imported without {', '.join(sorted(set(header) - HEADER_FIELDS))}")
+        )
     body = parsed[1:]
     if version == 1:
         body = _with_v1_ids(parsed)
@@ -76,6 +116,8 @@ def parse(lines: Iterable[str]) -> ImportedSession:
             problems.append(Problem(line, "repaired", f"parent {parent!r} not found; attached to the entry before it"))
             parent = previous
         name = _convert(builder, line, entry_id, parent, raw, problems) or name
+        if dropped := _dropped_fields(raw):
+            problems.append(Problem(line, "dropped", f"{raw.get('type')} imported without {', '.join(dropped)}"))
         previous = entry_id
     # pi resumes at the last line of the file, whatever its type.
     entries, leaf_id = builder.finish(body[-1][0] if body else header_line, leaf=previous)

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from contextd.compaction.context import standing_instructions
 from contextd.compaction.handoff import prepare_handoff
 from contextd.compaction.prepare import (
     CompactionPreparation,
@@ -28,6 +29,7 @@ from contextd.model import (
     CompactionEntry,
     CompactionReason,
     HandoffEntry,
+    InstructionsEntry,
     ParentSession,
     SummarizerInfo,
 )
@@ -299,6 +301,8 @@ class CompactionJobs(LiveState):
         async def work(running: RunningCompaction) -> tuple[dict[str, Any], tuple[NewSession, HandoffEntry]]:
             answer = await summarizer.summarize_with_info(request)
             fresh = start_session(ParentSession(id=self.session_id, entryId=self.leaf_id))
+            for standing in standing_instructions(self.path):  # instructions outlive a handoff too
+                fresh.append_node(InstructionsEntry, text=standing.text, source=standing.source)
             entry = fresh.append_node(HandoffEntry, document=answer.text, fromSession=self.session_id)
             assert isinstance(entry, HandoffEntry)
             fields = {"tokensAfter": fresh.tokens, "entryId": entry.id, "handoffSessionId": fresh.session_id}

@@ -19,6 +19,7 @@ from contextd.model import (
     CompactionEntry,
     Entry,
     HandoffEntry,
+    InstructionsEntry,
     LabelEntry,
     LeafEntry,
     MessageEntry,
@@ -63,6 +64,8 @@ def entry_preview(entry: Entry) -> str:
         text = f"name: {entry.name}"
     elif isinstance(entry, PruneEntry):
         text = f"pruned {len(entry.entryIds)} tool results ({entry.tokensSaved} tokens)"
+    elif isinstance(entry, InstructionsEntry):
+        text = f"instructions ({entry.source}): {entry.text or 'withdrawn'}"
     else:
         text = entry.type
     line = " ".join(text.split())

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from contextd.compaction.context import (
     ContextItem,
     build_context,
+    instructions_text,
     open_tool_calls,
     pruned_placeholder,
 )
@@ -23,6 +24,7 @@ from contextd.model import (
     CompactionEntry,
     Entry,
     IdleSettings,
+    InstructionsEntry,
     LeafEntry,
     Message,
     MessageEntry,
@@ -224,6 +226,10 @@ class LiveState(ABC):
     def context_messages(self) -> list[Message]:
         return [item.message for item in self.context_items()]
 
+    def instructions_text(self) -> str | None:
+        """The system prompt: the instructions standing at the leaf, whatever was compacted."""
+        return instructions_text(self._path)
+
     # --- appending --------------------------------------------------------------------
 
     def _write(self, entry_class: type[Any], **fields: Any) -> Entry:
@@ -275,6 +281,13 @@ class LiveState(ABC):
         entry = self._write(entry_class, **fields)
         self.rebuild()
         return entry
+
+    def set_instructions(self, text: str, source: str) -> str:
+        """Instructions of `source` from the leaf on (an empty text withdraws them)."""
+        entry = self.append_node(InstructionsEntry, text=text, source=source)
+        self.announce("instructions")
+        self.touch()
+        return entry.id
 
     def append_annotation(self, entry_class: type[Any], **fields: Any) -> Entry:
         """A `label` or `leaf` line: it annotates the tree without growing it."""
