@@ -3,6 +3,7 @@ imported session as the real daemon rebuilds it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from contextd.model import (
     AssistantMessage,
     BranchSummaryEntry,
     CompactionEntry,
+    InstructionsEntry,
     LabelEntry,
     MessageEntry,
     ModelChangeEntry,
@@ -125,9 +127,69 @@ def test_codex_maps_failures_compaction_and_skips() -> None:
     compaction = next(e for e in imported.entries if isinstance(e, CompactionEntry))
     assert compaction.tokensBefore == 6300 + 40  # the context size last reported before it
     assert compaction.summary.startswith("The user wants /health")
-    assert problems_at(imported, 4)[0].startswith("skipped: developer instructions")
     assert problems_at(imported, 23)[0].startswith("corrupt")
     assert problems_at(imported, 28)[0].startswith("skipped: web_search_call")
+
+
+def codex_lines_with(replacements: dict[int, dict[str, Any]], inserted: dict[int, dict[str, Any]] | None = None) -> list[str]:
+    lines = fixture_lines("codex")
+    for number, payload in replacements.items():
+        record = json.loads(lines[number - 1])
+        record["payload"] = {**record["payload"], **payload}
+        lines[number - 1] = json.dumps(record)
+    for number, record in sorted((inserted or {}).items(), reverse=True):
+        lines.insert(number - 1, json.dumps(record))
+    return lines
+
+
+def test_codex_environment_and_developer_text_are_instructions_not_user_messages() -> None:
+    imported = load("codex")
+    instructions = [e for e in imported.entries if isinstance(e, InstructionsEntry)]
+    assert [(e.source, e.text[:21]) for e in instructions] == [
+        ("environment_context", "<environment_context>"),
+        ("developer", "You are Codex, a codi"),
+    ]
+    users = [e.message for e in imported.entries if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage)]
+    assert users[0].content[0].text.startswith("The /health endpoint returns 500")
+    assert not problems_at(imported, 2) and not problems_at(imported, 4)
+
+
+def test_codex_plain_text_exit_codes_and_rejected_patches_are_errors() -> None:
+    lines = codex_lines_with({
+        21: {"output": "Exit code: 1\nWall time: 0.4 seconds\nOutput:\nE   NameError: name 'JSONResponse' is not defined"},
+        18: {"output": "apply_patch verification failed: Failed to find expected lines in app/routes.py"},
+        27: {"output": "Exit code: 0\nWall time: 2.1 seconds\nOutput:\n3 passed in 0.52s"},
+    })
+    imported = IMPORTERS["codex"](lines)
+    results = {e.message.toolCallId: e.message.isError for e in imported.entries if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)}
+    assert results["call_t1"] is True and results["call_p1"] is True and results["call_t2"] is False
+
+
+def test_codex_placeholder_usage_is_neither_a_figure_nor_tokens_before() -> None:
+    placeholder = {"timestamp": "2025-10-03T14:00:19.000Z", "type": "event_msg", "payload": {"type": "token_count", "info": {
+        "last_token_usage": {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0, "total_tokens": 10000}}}}
+    imported = IMPORTERS["codex"](codex_lines_with({}, {24: placeholder}))
+    compaction = next(e for e in imported.entries if isinstance(e, CompactionEntry))
+    assert compaction.tokensBefore == 6300 + 40
+    assert problems_at(imported, 24) == ["skipped: token_count with no prompt tokens, a placeholder"]
+    usages = [e.message.usage for e in imported.entries if isinstance(e, MessageEntry) and isinstance(e.message, AssistantMessage)]
+    assert all(usage is None or usage.total != 10000 for usage in usages)
+
+
+def test_codex_compacted_replacement_history_is_the_kept_part_whole() -> None:
+    request = "The /health endpoint returns 500 when the DB is down. " * 40  # long: never cut
+    history = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>\n  <cwd>/home/dev/api</cwd>\n  <approval_policy>on-request</approval_policy>\n</environment_context>"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": request}]},
+        {"type": "compaction", "encrypted_content": "gAAAA..."},
+    ]
+    imported = IMPORTERS["codex"](codex_lines_with({24: {"message": "", "replacement_history": history}}))
+    index = next(i for i, e in enumerate(imported.entries) if isinstance(e, CompactionEntry))
+    compaction, kept = imported.entries[index], imported.entries[index + 1]
+    assert isinstance(compaction, CompactionEntry) and "encrypted" in compaction.summary
+    assert isinstance(kept, MessageEntry) and kept.message.content[0].text == request
+    assert sum(isinstance(e, InstructionsEntry) for e in imported.entries) == 2  # the environment is not repeated
+    assert "skipped: environment_context instructions repeated unchanged" in problems_at(imported, 24)
 
 
 # --- pi -----------------------------------------------------------------------------------
@@ -165,7 +227,85 @@ def test_pi_v1_gets_ids_and_its_compaction_index_becomes_an_id() -> None:
     assert path[0].model == "claude-sonnet-4-0"
     repaired = [p for p in imported.problems if p.kind == "repaired"]
     assert len(repaired) == 1 and "'t3'" in repaired[0].message
+    assert repaired[0].line == 9  # the line of the call, not of what came after it
     assert path[-1].message.isError and path[-1].message.toolCallId == "t3"
+
+
+def test_pi_compaction_takes_tokens_after_from_the_next_valid_answer() -> None:
+    lines = fixture_lines("pi-v1")
+    aborted = {"type": "message", "timestamp": "2025-06-01T10:00:10.000Z", "message": {
+        "role": "assistant", "content": [], "stopReason": "aborted",
+        "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0}}}
+    lines.insert(8, json.dumps(aborted))  # right after the compaction
+    imported = IMPORTERS["pi"](lines)
+    compaction = next(e for e in imported.entries if isinstance(e, CompactionEntry))
+    assert compaction.tokensAfter == 700  # the prompt of the t3 answer, not the aborted one's 0
+
+
+def test_pi_fields_contextd_does_not_keep_are_reported() -> None:
+    lines = fixture_lines("pi-v1")
+    header = json.loads(lines[0])
+    lines[0] = json.dumps({**header, "branchedFrom": "/home/dev/.pi/agent/sessions/old.jsonl"})
+    imported = IMPORTERS["pi"](lines)
+    assert any("branchedFrom" in p for p in problems_at(imported, 1))
+    assert any("message.details" in p for p in problems_at(imported, 4))
+    assert any("message.api" in p and "message.provider" in p and "message.usage.cost" in p for p in problems_at(imported, 3))
+
+
+# --- Claude Code: older summaries, parallel calls, other files ------------------------------
+
+
+def claude_record(uuid: str, parent: str | None, kind: str, content: Any, **extra: Any) -> str:
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if kind == "assistant":
+        message.update(id=extra.pop("message_id", f"msg-{uuid}"), model="claude-opus-4-1", stop_reason=extra.pop("stop_reason", None),
+                       usage={"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 0})
+    return json.dumps({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s", "cwd": "/w",
+                       "timestamp": "2025-08-01T10:00:00.000Z", "message": message, **extra})
+
+
+def test_claude_code_older_summary_without_a_boundary_is_a_compaction_over_the_history() -> None:
+    summary = "This session is being continued from a previous conversation that ran out of context. " + "Stack: Next.js and Supabase. " * 50
+    lines = [
+        claude_record("u1", None, "user", "Add a welcome email."),
+        claude_record("a1", "u1", "assistant", [{"type": "text", "text": "Done."}], stop_reason="end_turn"),
+        claude_record("s1", None, "user", summary, isCompactSummary=True),
+        claude_record("a2", "s1", "assistant", [{"type": "text", "text": "Continuing."}], stop_reason="end_turn"),
+    ]
+    imported = IMPORTERS["claude-code"](lines)
+    path = path_to_leaf(imported)
+    assert [e.id for e in path][1:] == ["u1", "a1", "s1", "a2"]
+    compaction = by_id(imported)["s1"]
+    assert isinstance(compaction, CompactionEntry) and compaction.summary == summary
+    assert compaction.tokensBefore == 1015  # the last answer's context before it
+    assert not imported.problems
+
+
+def test_claude_code_results_of_parallel_calls_stay_on_the_branch() -> None:
+    def call(n: int) -> list[dict[str, Any]]:
+        return [{"type": "tool_use", "id": f"call{n}", "name": "Read", "input": {"file_path": f"/w/{n}.py"}}]
+
+    def result(n: int) -> list[dict[str, Any]]:
+        return [{"type": "tool_result", "tool_use_id": f"call{n}", "content": f"file {n}"}]
+
+    lines = [
+        claude_record("u1", None, "user", "Read both files."),
+        claude_record("a1", "u1", "assistant", call(1), message_id="m1"),
+        claude_record("a2", "a1", "assistant", call(2), message_id="m1", stop_reason="tool_use"),
+        claude_record("r1", "a1", "user", result(1)),  # hangs off its own call's record
+        claude_record("r2", "a2", "user", result(2)),
+        claude_record("a3", "r2", "assistant", [{"type": "text", "text": "Both read."}], stop_reason="end_turn"),
+    ]
+    imported = IMPORTERS["claude-code"](lines)
+    results = [e.message for e in path_to_leaf(imported) if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)]
+    assert [(r.toolCallId, r.content) for r in results] == [("call1", "file 1"), ("call2", "file 2")]
+    assert not imported.problems
+
+
+def test_claude_code_refuses_other_files_instead_of_crashing() -> None:
+    imported = IMPORTERS["claude-code"](fixture_lines("pi"))
+    assert imported.entries == [] and imported.refusal() is not None
+    assert "holds no claude-code conversation" in imported.refusal()
 
 
 # --- robustness ---------------------------------------------------------------------------

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from hypothesis import given
-from hypothesis import strategies as st
-
-from contextd.compaction.context import instructions_text, standing_instructions, visible_entries
+from contextd.compaction.context import (
+    instructions_text,
+    standing_instructions,
+    visible_entries,
+)
 from contextd.formats import render_context
 from contextd.model import (
     CompactionEntry,
@@ -17,6 +18,8 @@ from contextd.model import (
 )
 from contextd.tokens.context_size import context_size
 from contextd.tokens.counting import count_entry
+from hypothesis import given
+from hypothesis import strategies as st
 
 SOURCES = ["AGENTS.md", "environment", "client"]
 

@@ -165,6 +165,8 @@ class _Converter:
             text = text_of(item.get("summary") or []) or text_of(item.get("content") or [])
             if text:
                 self.add_to_answer(line, {"type": "thinking", "thinking": text}, timestamp)
+            else:
+                self.problems.append(Problem(line, "skipped", "reasoning with no readable text (only encrypted content)"))
         elif kind in CALL_TYPES:
             self.call(line, kind, item, timestamp)
         elif kind in OUTPUT_TYPES:
@@ -291,7 +293,8 @@ class _Converter:
             return
         info = payload.get("info")
         if not isinstance(info, dict) or not isinstance(info.get("last_token_usage"), dict):
-            return  # rate limits only: nothing about this conversation
+            self.problems.append(Problem(line, "skipped", "token_count with rate limits only, no usage"))
+            return
         usage = _usage(info["last_token_usage"])
         if usage.input + usage.cacheRead == 0:
             # Codex writes these around a compaction: no model call stands behind them.
