@@ -18,6 +18,7 @@ from contextd.model import (
     MessageEntry,
     ModelChangeEntry,
     SessionInfoEntry,
+    TextContent,
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
@@ -300,6 +301,21 @@ def test_claude_code_results_of_parallel_calls_stay_on_the_branch() -> None:
     results = [e.message for e in path_to_leaf(imported) if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)]
     assert [(r.toolCallId, r.content) for r in results] == [("call1", "file 1"), ("call2", "file 2")]
     assert not imported.problems
+
+
+def test_claude_code_md_context_is_instructions_and_the_request_stays_a_user_message() -> None:
+    claude_md = (
+        "<system-reminder>\nAs you answer the user's questions, you can use the following context:\n# claudeMd\n"
+        "Contents of /w/CLAUDE.md (project instructions, checked into the codebase):\n\nUse pnpm, never npm.\n</system-reminder>\n"
+    )
+    lines = [
+        claude_record("u1", None, "user", [{"type": "text", "text": claude_md}, {"type": "text", "text": "Add a login page."}]),
+        claude_record("a1", "u1", "assistant", [{"type": "text", "text": "On it."}], stop_reason="end_turn"),
+    ]
+    imported = IMPORTERS["claude-code"](lines)
+    instructions = [e for e in imported.entries if isinstance(e, InstructionsEntry)]
+    assert [(e.source, "Use pnpm, never npm." in e.text) for e in instructions] == [("CLAUDE.md", True)]
+    assert by_id(imported)["u1"].message.content == [TextContent(text="Add a login page.")]
 
 
 def test_claude_code_refuses_other_files_instead_of_crashing() -> None:

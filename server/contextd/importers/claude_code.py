@@ -314,20 +314,23 @@ class _Converter:
         self.flush_boundary(None)
         timestamp = raw.get("timestamp")
         if isinstance(content, str):
-            self.add_user(line, raw["uuid"], content, timestamp)
-            return
+            content = [{"type": "text", "text": content}]
         rest: list[dict[str, Any]] = []
         for index, block in enumerate(content or []):
             kind = block.get("type") if isinstance(block, dict) else None
             if kind == "tool_result":
                 self.tool_result(line, f"{raw['uuid']}-{index}", block, timestamp)
+            elif kind == "text" and _is_claude_md(block.get("text")):
+                self.builder.add_instructions(line, f"{raw['uuid']}-{index}", block["text"], "CLAUDE.md", timestamp)
             elif kind == "text":
                 rest.append({"type": "text", "text": block.get("text", "")})
             elif kind == "image":
                 rest.append(_image(block))
             else:
                 self.problems.append(Problem(line, "skipped", f"user content block of type {kind!r}"))
-        if rest:
+        if len(rest) == 1 and isinstance(raw["message"].get("content"), str):
+            self.add_user(line, raw["uuid"], rest[0]["text"], timestamp)  # a plain string stays one
+        elif rest:
             self.add_user(line, raw["uuid"], rest, timestamp)
 
     def add_user(self, line: int, source_id: str, content: Any, timestamp: str | None) -> None:
@@ -377,6 +380,11 @@ class _Converter:
             **({"timestamp": raw["timestamp"]} if isinstance(raw.get("timestamp"), str) else {}),
         )
         self.builder.add_node(line, raw["uuid"], self.builder.leaf_id, entry, enters_context=True)
+
+
+def _is_claude_md(text: Any) -> bool:
+    """The CLAUDE.md context Claude Code puts into the first user message as a reminder."""
+    return isinstance(text, str) and text.lstrip().startswith("<system-reminder>") and "# claudeMd" in text
 
 
 def _usage(usage: dict[str, Any]) -> dict[str, int]:

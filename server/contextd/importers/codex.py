@@ -192,8 +192,7 @@ class _Converter:
             if not isinstance(part, dict):
                 continue
             text = part.get("text") if part.get("type") in TEXT_PARTS else None
-            source = instructions_source(role, text) if isinstance(text, str) else None
-            if source is not None and isinstance(text, str):
+            if isinstance(text, str) and (source := instructions_source(role, text)) is not None:
                 self.instructions(line, text, source, timestamp)
             elif role in ("developer", "system"):
                 self.problems.append(Problem(line, "skipped", f"{role} content of type {part.get('type')!r}"))
@@ -344,6 +343,7 @@ class _Converter:
             if item.get("type") == "message":
                 self.message(line, item, timestamp)
         self.flush_answer()
+
 
 def _usage(usage: dict[str, Any]) -> Usage:
     """OpenAI counts cached input inside input_tokens; contextd keeps them apart."""
