@@ -391,7 +391,7 @@ async def test_imported_sessions_rebuild_in_the_daemon(tmp_path: Path) -> None:
                 assert usage["tokens"] == RECORDED_FINAL_USAGE[case], case
             else:
                 assert usage["tokens"] > 700 + 90  # the last recorded answer plus the added result
-            first = context["messages"][0]
+            first = next(message for message in context["messages"] if message["role"] != "system")
             if any(isinstance(e, CompactionEntry) for e in path_to_leaf(imported)):
                 assert first["content"].startswith(COMPACTION_PREAMBLE)
             assert not first["content"].startswith(HANDOFF_PREAMBLE)
