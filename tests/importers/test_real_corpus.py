@@ -439,7 +439,9 @@ def test_files_that_are_not_the_format_exit_2_with_one_line(tmp_path: Path, sour
         path.write_bytes(BAD_FILES[bad])
     done = run_import("--from", source, str(path), data_dir=tmp_path / "data")
     assert done.returncode == 2
-    assert done.stderr.count("\n") == 1 and f"holds no {source} conversation" in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"contextd: error: {path}"), done.stderr
+    why = "is not a UTF-8 text file" if bad == "binary" else f"holds no {source} conversation"
+    assert why in done.stderr, done.stderr
     assert not (tmp_path / "data").exists() or not list((tmp_path / "data").rglob("*.jsonl"))
 
 
