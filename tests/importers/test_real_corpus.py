@@ -451,11 +451,6 @@ CLAUDE_SUMMARY_FACTS = ("Gym Lead Hub", "account_claim_tokens", "Resend")
 """The product, a table and the mail service, as Claude Code's last summary of this session states them."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the offline summarizer to carry a free-text previous summary forward (issue 12, "
-    "helper `summary`); once that lands this passes: remove this marker",
-)
 async def test_an_imported_claude_code_summary_outlives_two_contextd_compactions(tmp_path: Path) -> None:
     name = "claude-code-atlas-opus41.jsonl.gz"
     session = imported(name)
