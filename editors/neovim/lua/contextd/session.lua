@@ -130,10 +130,12 @@ local function drop_neovims_exit_notice(client_id)
 end
 
 local function on_exit(code, signal, client_id)
+  -- Also when the plugin stopped it: a daemon that refused its settings exits with code 1
+  -- after the plugin has already said why.
+  drop_neovims_exit_notice(client_id)
   if stopping[client_id] then
     return
   end
-  drop_neovims_exit_notice(client_id)
   vim.schedule(function()
     client.forget_client(client_id)
     if stopping[client_id] then
