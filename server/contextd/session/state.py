@@ -346,6 +346,11 @@ class LiveState(ABC):
             self._count_all(self.tree.entries.values())
         self.rebuild()
 
+    @property
+    def node_count(self) -> int:
+        """Every node of the tree, abandoned branches included (labels and leaf moves are not nodes)."""
+        return sum(1 for _ in self.tree.nodes())
+
     def state(self) -> dict[str, Any]:
         return {
             "sessionId": self.session_id,
@@ -354,7 +359,7 @@ class LiveState(ABC):
             "leafId": self.leaf_id,
             "model": self.model_id,
             "contextWindow": self.model_info.context_window,
-            "entries": sum(1 for _ in self.tree.nodes()),
+            "entries": self.node_count,
             "usage": self.usage_body(),
             "compacting": self.compacting,
             "path": str(self.file.path),
@@ -365,4 +370,4 @@ class LiveState(ABC):
         figures = compression_stats(
             self._path, self.entry_tokens, self.tokens, self._figure.calibration
         ).as_dict()
-        return {"sessionId": self.session_id, "treeNodes": sum(1 for _ in self.tree.nodes()), **figures}
+        return {"sessionId": self.session_id, "treeNodes": self.node_count, **figures}
