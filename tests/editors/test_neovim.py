@@ -769,7 +769,31 @@ def test_the_tree_marks_what_a_compaction_folded(editor: Editor) -> None:
     lines = open_tree(editor)
     folded = [line for line in lines if line.startswith("○ ")]
     assert any("Turn 0:" in line for line in folded)
-    assert not any(line.startswith("○ ") and "compaction:" in line for line in lines[-2:])
+    assert not any(line.startswith("○ ") and "compaction " in line for line in lines[-2:])
+
+
+def test_the_tree_shows_each_compactions_short_summary_on_its_line(editor: Editor) -> None:
+    session_id = editor.setup(settings=COMPACTABLE)
+    editor.append(long_turns(6))
+    editor.command("Contextd compact")
+    editor.wait_note("compacted")
+    editor.append(long_turns(3))
+    editor.command("Contextd compact")
+    editor.wait("#vim.tbl_filter(function(n) return n.msg:find('compacted') end, _G.notes) == 2")
+    compactions = session_entries(editor, session_id, "compaction")
+    assert len(compactions) == 2
+    lines = open_tree(editor)
+    for compaction in compactions:
+        short = compaction["shortSummary"]
+        assert len(short) > 60  # longer than a preview: shown whole, not cut
+        before, after = (short_tokens(compaction[k]) for k in ("tokensBefore", "tokensAfter"))
+        [line] = [line for line in lines if short in line]
+        assert f"compaction {before} → {after}: {short}" in line
+
+
+def short_tokens(count: int) -> str:
+    """A token figure as the plugin writes it: 950, 84k."""
+    return str(count) if count < 1000 else f"{int(count / 1000 + 0.5)}k"
 
 
 def test_a_branch_too_big_to_summarize_says_so_and_nothing_moves(editor: Editor) -> None:

@@ -213,13 +213,31 @@ function M.tree_items(tree)
   return items
 end
 
+-- The daemon clips a summary's one line to 140 characters; a preview is clipped shorter.
+local SHORT_SUMMARY_WIDTH = 140
+local PREVIEW_WIDTH = 60
+
+-- What a tree line says a node is, and about it: a compaction or branch summary shows its
+-- whole one-line summary (the preview would repeat the type and cut it at 60 characters),
+-- a compaction also what it saved.
+local function node_text(node)
+  if present(node.shortSummary) then
+    local kind = node.type == "branch_summary" and "branch summary" or node.type
+    if present(node.tokensBefore) and present(node.tokensAfter) then
+      kind = string.format("%s %s → %s", kind, M.tokens(node.tokensBefore), M.tokens(node.tokensAfter))
+    end
+    return kind, M.one_line(node.shortSummary, SHORT_SUMMARY_WIDTH)
+  end
+  return present(node.role) and node.role or node.type, M.one_line(node.preview, PREVIEW_WIDTH)
+end
+
 --- One line for a tree item: a mark (● the leaf, ○ folded into a summary), the connectors,
---- what it is, a preview, its label and tokens.
+--- what it is, a preview (a summary's one line), its label and tokens.
 function M.tree_item(item)
   local node = item.node
   local mark = item.is_leaf and "● " or (item.folded and "○ " or "  ")
-  local kind = present(node.role) and node.role or node.type
-  local text = string.format("%s%s%s: %s", mark, item.prefix, kind, M.one_line(node.preview, 60))
+  local kind, about = node_text(node)
+  local text = string.format("%s%s%s: %s", mark, item.prefix, kind, about)
   if present(node.label) then
     text = text .. "  [" .. node.label .. "]"
   end
