@@ -77,6 +77,11 @@ def compaction_finished(params: t.CompactionFinished | dict[str, Any]) -> str:
             f"{tokens(params.get('tokensAfter', 0))} tokens"
         )
     retry = ", will retry" if params.get("willRetry") else ""
+    if outcome == "promoted":
+        return (
+            f"↑ promoted ({params['reason']}): {params.get('previousModel')} → {params.get('model')}, "
+            f"window {tokens(params.get('contextWindow', 0))} tokens{retry}"
+        )
     error = f": {params['error']}" if params.get("error") else ""
     return f"✗ compaction {outcome} ({params['reason']}){error}{retry}"
 

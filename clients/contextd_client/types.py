@@ -202,13 +202,19 @@ class CompactionFinished(TypedDict):
     sessionId: str
     compactionId: str
     reason: CompactionReason
-    outcome: Literal["compacted", "failed", "aborted", "cancelled"]
+    outcome: Literal["compacted", "failed", "aborted", "cancelled", "promoted"]
     tokensBefore: int
     tokensAfter: NotRequired[int]
     entryId: NotRequired[str]
+    shortSummary: NotRequired[str]
     error: NotRequired[str]
     willRetry: bool
     handoffSessionId: NotRequired[str]
+    model: NotRequired[str]
+    """With `promoted`: the larger model the session moved to, and its window."""
+    contextWindow: NotRequired[int]
+    previousModel: NotRequired[str]
+    previousContextWindow: NotRequired[int]
 
 
 class SessionChanged(TypedDict):

@@ -304,6 +304,19 @@ DEFAULT_MODIFY_TOOLS = [
 ]
 
 
+ModelName = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class PromotionRule(BaseModel):
+    """On an overflow or a truncated answer, a session on a model `from` names moves to `to`
+    instead of compacting, when `to` has the larger window (see tokens/promotion.py)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    from_: ModelName = Field(alias="from")
+    """A model id, a prefix of ids at `-`, `@` or `:`, or a registry family (`claude-4`)."""
+    to: ModelName
+
+
 class CompactionSettings(SettingsGroup):
     enabled: bool = True
     strategy: Literal["summary", "handoff", "off"] = "summary"
@@ -315,6 +328,8 @@ class CompactionSettings(SettingsGroup):
     """How long a client's beforeCompact hook may take before the compaction goes on without it."""
     readTools: list[str] = Field(default_factory=lambda: list(DEFAULT_READ_TOOLS))
     modifyTools: list[str] = Field(default_factory=lambda: list(DEFAULT_MODIFY_TOOLS))
+    promotion: list[PromotionRule] = Field(default_factory=list)
+    """Larger models to move to before compacting on an overflow or a truncated answer."""
 
 
 class PruningSettings(SettingsGroup):

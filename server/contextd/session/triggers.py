@@ -22,6 +22,8 @@ from contextd.session.errors import (
     NothingToCompactError,
 )
 from contextd.session.jobs import CompactionJobs
+from contextd.tokens.promotion import promotion_target
+from contextd.tokens.registry import ModelInfo
 
 log = logging.getLogger(__name__)
 
@@ -72,16 +74,24 @@ class CompactionTriggers(CompactionJobs):
             self.announce("prune")
 
     def _recover(self, reason: CompactionReason) -> None:
-        """The failed answer leaves the context, then a compaction makes room for a retry."""
+        """The failed answer leaves the context, then a larger model (a promotion) or else a
+        compaction makes room for a retry."""
         if not self.auto_compaction:
             return
-        if self._recovering:
+        # A job under way makes the room itself; the model does not change under it.
+        larger = None if self._busy() else promotion_target(
+            self.model_info, self.settings.compaction.promotion, self.settings.models
+        )
+        if self._recovering and larger is None:
             # The retry after our compaction failed the same way: compacting again would loop.
             self._report_failure(reason, "the context is still too large right after a compaction")
             return
         failed = self._path[-1]
         self.append_annotation(LeafEntry, targetId=failed.parentId)
         self.announce(reason)
+        if larger is not None:
+            self._promote(reason, larger)
+            return
         self._recovering = True
         running = self._running
         if running is not None and running.reason != "handoff":
@@ -101,11 +111,35 @@ class CompactionTriggers(CompactionJobs):
         except (CompactionFailed, CompactionRunning, CompactionVetoed) as error:
             log.warning("session %s: %s compaction: %s", self.session_id, reason, error)
 
+    def _promote(self, reason: CompactionReason, larger: ModelInfo) -> None:
+        """Move to the larger model instead of compacting; the client retries on it. Reported
+        as a compaction that finishes `promoted`, so clients waiting on the overflow hear."""
+        previous = self.model_info
+        body = self._start_instant_job(reason, f"Moving to {larger.id}")
+        self.set_model(larger.id)
+        self._recovering = False  # a new window: if it overflows too, that one compacts
+        self._finish(
+            body,
+            outcome="promoted",
+            willRetry=True,
+            tokensAfter=self.tokens,
+            model=self.model_id,
+            contextWindow=self.model_info.context_window,
+            previousModel=previous.id,
+            previousContextWindow=previous.context_window,
+        )
+        log.info("session %s: %s on %s, promoted to %s", self.session_id, reason, previous.id, larger.id)
+
     def _report_failure(self, reason: CompactionReason, error: str) -> None:
         """A compaction that cannot start is still reported, so clients can stop waiting."""
+        self._finish(self._start_instant_job(reason, "Compacting"), outcome="failed", error=error)
+
+    def _start_instant_job(self, reason: CompactionReason, progress: str) -> dict[str, Any]:
+        """compactionStarted (and `$/progress` begin) of a job that finishes at once; `_finish`
+        ends it, so every started compaction finishes exactly once."""
         compaction_id = secrets.token_hex(6)
         body = {"compactionId": compaction_id, "reason": reason, "tokensBefore": self.tokens}
         self.events.compaction_started({"sessionId": self.session_id, **body})
         # `$/progress` comes in pairs: a client shows no `end` without its `begin`.
-        self.events.compaction_progress(compaction_id, "begin", "Compacting")
-        self._finish(body, outcome="failed", error=error)
+        self.events.compaction_progress(compaction_id, "begin", progress)
+        return body

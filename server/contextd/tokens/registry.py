@@ -147,6 +147,11 @@ _ROUTING_PREFIX = re.compile(r"^(?:.*/)?(?:(?:[a-z]{2}\.)?anthropic\.)?")
 T = TypeVar("T")
 
 
+def without_routing_prefix(model_id: str) -> str:
+    """The model's own id behind a router's or cloud's prefix (`us.anthropic.claude-...`)."""
+    return _ROUTING_PREFIX.sub("", model_id.lower())
+
+
 def best_match(model_id: str, table: Mapping[str, T]) -> T | None:
     """The value for `model_id` itself, else for its longest prefix ending at a boundary."""
     if model_id in table:
@@ -164,9 +169,7 @@ def resolve_model(
     window the session's agent recorded for it (`recorded_window`, from a transcript), then
     the user's override applied field by field."""
     override = best_match(model_id, overrides)
-    known = best_match(model_id, KNOWN_MODELS) or best_match(
-        _ROUTING_PREFIX.sub("", model_id.lower()), KNOWN_MODELS
-    )
+    known = best_match(model_id, KNOWN_MODELS) or best_match(without_routing_prefix(model_id), KNOWN_MODELS)
     info = replace(known or UNKNOWN_MODEL, id=model_id)
     if known is None:
         # Unknown models have nothing in common but ignorance: each learns on its own.
