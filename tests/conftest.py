@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,8 @@ from pygls.protocol import (
 )
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
+
+from tests.shared_daemon import shared_environment
 
 
 def running_in_ci() -> bool:
@@ -53,8 +55,15 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Any:
 
 
 # Clients and CLI commands under test get a daemon of their own, as before the shared
-# daemon; tests/protocol/test_shared_daemon.py turns the shared one on explicitly.
+# daemon; tests that want the shared one take the `shared_env` fixture.
 os.environ.setdefault("CONTEXTD_SHARED", "0")
+
+
+@pytest.fixture
+def shared_env() -> Iterator[dict[str, str]]:
+    """The environment of a shared daemon of the test's own (see tests/shared_daemon.py)."""
+    with shared_environment() as env:
+        yield env
 
 NOTIFICATIONS = (
     "contextd/tokenUsage",

@@ -451,6 +451,34 @@ class ContextdClient:
         params = {"sessionId": session_id, "entryId": entry_id, "label": label}
         return cast(t.LabelResult, await self.request("contextd/label", params))
 
+    async def watch_workspace(
+        self, workspace: str | Path | None = None, *, all_workspaces: bool = False
+    ) -> t.ListResult:
+        """Hear of every change of the sessions of `workspace` (default: this client's
+        workspace; `all_workspaces`: of every one), whoever makes it, as
+        `contextd/workspace/activity` notifications (see `activity()`). The result lists the
+        workspace's sessions as they are now."""
+        params = _params(
+            workspace=str(workspace) if workspace is not None else None,
+            allWorkspaces=all_workspaces or None,
+        )
+        return cast(t.ListResult, await self.request("contextd/workspace/watch", params))
+
+    async def unwatch_workspace(
+        self, workspace: str | Path | None = None, *, all_workspaces: bool = False
+    ) -> None:
+        """Stop the watch `watch_workspace` with the same arguments started."""
+        params = _params(
+            workspace=str(workspace) if workspace is not None else None,
+            allWorkspaces=all_workspaces or None,
+        )
+        await self.request("contextd/workspace/unwatch", params)
+
+    def activity(self) -> NotificationStream:
+        """A stream of the workspace activity arriving from now on (their params are
+        `types.WorkspaceActivity`)."""
+        return self.notifications(t.WORKSPACE_ACTIVITY)
+
     async def idle_configure(
         self,
         *,

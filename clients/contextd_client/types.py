@@ -223,6 +223,25 @@ class SessionChanged(TypedDict):
     cause: str
 
 
+class Source(TypedDict):
+    agent: str
+    path: str
+
+
+class WorkspaceActivity(TypedDict):
+    """A change of any session of a watched workspace, whoever made it."""
+
+    sessionId: str
+    name: str | None
+    workspace: str
+    cause: str
+    leafId: str | None
+    usage: TokenUsage
+    source: NotRequired[Source]
+    """The agent and transcript of a mirrored session."""
+    updatedAt: str
+
+
 class IdleTimer(TypedDict):
     sessionId: str
     state: Literal["armed", "fired", "cancelled"]
@@ -234,4 +253,5 @@ COMPACTION_STARTED = "contextd/compactionStarted"
 COMPACTION_FINISHED = "contextd/compactionFinished"
 SESSION_CHANGED = "contextd/sessionChanged"
 IDLE_TIMER = "contextd/idleTimer"
-NOTIFICATIONS = (TOKEN_USAGE, COMPACTION_STARTED, COMPACTION_FINISHED, SESSION_CHANGED, IDLE_TIMER)
+WORKSPACE_ACTIVITY = "contextd/workspace/activity"
+NOTIFICATIONS = (TOKEN_USAGE, COMPACTION_STARTED, COMPACTION_FINISHED, SESSION_CHANGED, IDLE_TIMER, WORKSPACE_ACTIVITY)

@@ -20,6 +20,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -79,6 +80,26 @@ class OpenParams(Params):
 
 class ListParams(Params):
     workspace: str | None = Field(default=None, min_length=1, max_length=4096)
+
+
+class WorkspaceWatchParams(Params):
+    """A workspace, or every workspace; neither means the connection's first workspace folder."""
+
+    workspace: str | None = Field(default=None, min_length=1, max_length=4096)
+    allWorkspaces: bool = Field(default=False, strict=True)
+
+    @field_validator("allWorkspaces")
+    @classmethod
+    def _not_both(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("workspace") is not None:
+            raise ValueError("give either workspace or allWorkspaces: true, not both")
+        return value
+
+    def target(self, connection: ClientConnection) -> str | None:
+        """The workspace meant, None for all of them."""
+        if self.allWorkspaces:
+            return None
+        return self.workspace or connection.default_workspace
 
 
 class AppendParams(SessionParams):
@@ -509,6 +530,19 @@ def idle_configure(connection: ClientConnection, params: IdleConfigureParams) ->
     }
 
 
+async def workspace_watch(connection: ClientConnection, params: WorkspaceWatchParams) -> dict[str, Any]:
+    """From now on the connection hears `contextd/workspace/activity` for every change of
+    the workspace's sessions; the result lists them as they are now."""
+    workspace = params.target(connection)
+    connection.daemon.watch_workspace(connection, workspace)
+    return {"sessions": await connection.daemon.sessions.listing(workspace)}
+
+
+def workspace_unwatch(connection: ClientConnection, params: WorkspaceWatchParams) -> dict[str, Any]:
+    connection.daemon.unwatch_workspace(connection, params.target(connection))
+    return {}
+
+
 # --- wiring -------------------------------------------------------------------------------
 
 REQUESTS: dict[str, Handler] = {
@@ -532,6 +566,8 @@ REQUESTS: dict[str, Handler] = {
     "contextd/fork": request(ForkParams, fork),
     "contextd/handoff": request(HandoffParams, handoff),
     "contextd/idle/configure": request(IdleConfigureParams, idle_configure),
+    "contextd/workspace/watch": request(WorkspaceWatchParams, workspace_watch),
+    "contextd/workspace/unwatch": request(WorkspaceWatchParams, workspace_unwatch),
 }
 
 NOTIFICATIONS: dict[str, Handler] = {

@@ -151,7 +151,7 @@ def test_watch_replay_prints_notifications_as_json_lines(data_dir: Path, convers
     methods = {event["method"] for event in events}
     assert {"contextd/tokenUsage", "contextd/sessionChanged", "contextd/compactionFinished"} <= methods
     causes = [e["params"]["cause"] for e in events if e["method"] == "contextd/sessionChanged"]
-    assert causes[0] == "model" and "append" in causes and "compaction" in causes
+    assert causes[0] == "open" and "append" in causes and "compaction" in causes
 
 
 def test_watch_a_session_until_interrupted(data_dir: Path, replayed: dict[str, Any]) -> None:

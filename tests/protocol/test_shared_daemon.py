@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator
@@ -20,41 +17,15 @@ import pytest_asyncio
 from contextd_client import ContextdClient
 
 from tests.factories import user
+from tests.shared_daemon import (
+    contextd,
+    running,
+    shared_command,
+    stop_daemon,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_MODULES = REPO / "editors" / "vscode" / "node_modules"
-
-
-@pytest.fixture
-def shared_env(tmp_path: Path) -> dict[str, str]:
-    """A runtime dir short enough for a socket path, and the shared daemon switched on."""
-    runtime = tempfile.mkdtemp(prefix="ctd-", dir="/tmp")
-    env = {**os.environ, "XDG_RUNTIME_DIR": runtime, "CONTEXTD_SHARED": "1"}
-    yield env
-    shutil.rmtree(runtime, ignore_errors=True)
-
-
-def contextd(env: dict[str, str], data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "contextd", "--data-dir", str(data_dir), *args],
-        check=False, env=env, capture_output=True, text=True, timeout=120,
-    )
-
-
-def running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def stop_daemon(pid: int) -> None:
-    """The daemon this test started (through a forwarder) is ended by its pid."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
 
 
 class NodeClient:
@@ -140,7 +111,7 @@ async def test_the_shared_daemon_stops_after_its_grace_period(tmp_path, shared_e
     data_dir = tmp_path / "data"
     forwarder = await ContextdClient.spawn(
         data_dir=data_dir, env=shared_env,
-        command=[sys.executable, "-m", "contextd", "--data-dir", str(data_dir), "serve", "--shared", "--grace", "1"],
+        command=shared_command(data_dir, "--grace", "1"),
     )
     pid = (await forwarder.daemon_status())["pid"]
     await forwarder.close()

@@ -82,6 +82,8 @@ class ClientConnection(Connection):
         self.settings = Settings()
         self.default_workspace = os.getcwd()
         self.open_sessions: dict[str, None] = {}  # insertion-ordered set
+        self.watched_workspaces: set[str] = set()
+        self.watches_all_workspaces = False
         self.connected_at = time.time()
 
     def capability(self, *path: str) -> Any:
@@ -104,11 +106,16 @@ class ClientConnection(Connection):
     def can_pull_configuration(self) -> bool:
         return self.capability("workspace", "configuration") is True
 
+    def watches_workspace(self, workspace: str) -> bool:
+        return self.watches_all_workspaces or workspace in self.watched_workspaces
+
     def describe(self) -> dict[str, Any]:
         return {
             "id": self.number,
             "client": self.client_info.get("name"),
             "sessions": list(self.open_sessions),
+            "workspaces": sorted(self.watched_workspaces),
+            "allWorkspaces": self.watches_all_workspaces,
             "connectedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.connected_at)),
         }
 
@@ -171,6 +178,23 @@ class Daemon:
         if isinstance(current, ClientConnection) and not current.closed and current not in found:
             found.append(current)
         return found
+
+    def watch_workspace(self, connection: ClientConnection, workspace: str | None) -> None:
+        """`connection` hears of every change of the sessions of `workspace` (None: of all)."""
+        if workspace is None:
+            connection.watches_all_workspaces = True
+        else:
+            connection.watched_workspaces.add(workspace)
+
+    def unwatch_workspace(self, connection: ClientConnection, workspace: str | None) -> None:
+        """Undo that watch (None: the watch of all workspaces; a watch of one stays)."""
+        if workspace is None:
+            connection.watches_all_workspaces = False
+        else:
+            connection.watched_workspaces.discard(workspace)
+
+    def workspace_watchers(self, workspace: str) -> list[ClientConnection]:
+        return [c for c in self.connections if c.watches_workspace(workspace) and not c.closed]
 
     # --- settings ---------------------------------------------------------------------
 
@@ -279,6 +303,12 @@ class DaemonEvents:
 
     def idle_timer(self, body: dict[str, Any]) -> None:
         self._tell(body["sessionId"], "contextd/idleTimer", body)
+
+    def workspace_activity(self, body: dict[str, Any]) -> None:
+        """To every connection watching the session's workspace, whoever caused the change
+        (one notification each, however many of its watches match)."""
+        for connection in self.daemon.workspace_watchers(body["workspace"]):
+            connection.notify("contextd/workspace/activity", body)
 
     async def before_compact(self, body: dict[str, Any]) -> HookAnswer:
         """Ask the connection that declared the hook (the requesting one first, else the

@@ -23,6 +23,10 @@ class SessionEvents(Protocol):
 
     def idle_timer(self, body: dict[str, Any]) -> None: ...
 
+    def workspace_activity(self, body: dict[str, Any]) -> None:
+        """Any change of the session, for whoever watches its workspace (see
+        `LiveState.activity_body`): sent after sessionChanged and tokenUsage."""
+
 
 @dataclass(frozen=True)
 class HookAnswer:
@@ -55,4 +59,7 @@ class SilentEvents:
         return HookAnswer()
 
     def idle_timer(self, body: dict[str, Any]) -> None:
+        pass
+
+    def workspace_activity(self, body: dict[str, Any]) -> None:
         pass

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
@@ -23,7 +22,6 @@ from contextd.session.index import (
     SessionSummary,
     counting_key,
     listing_row,
-    timestamp,
 )
 from contextd.session.live import LiveSession
 from contextd.store import EntryTree, SessionListing, Store, new_session_id
@@ -59,7 +57,7 @@ class SessionManager:
             id=new_session_id(), workspace=workspace, name=name, parentSession=parent
         )
         session = LiveSession(self.store.create(header), EntryTree(), self.settings, self.events)
-        session.set_model(model or self.settings.defaultModel)
+        session.record_model(model or self.settings.defaultModel)
         if name:
             session.append_node(SessionInfoEntry, name=name)
         self._remember(session)
@@ -181,7 +179,7 @@ class SessionManager:
         the others from the index, brought up to date in a worker thread."""
         directories = set(self.store.workspace_dirs(workspace))
         rows = [
-            listing_row(session.session_id, summary_of(session), timestamp(os.stat(session.file.path).st_mtime_ns))
+            listing_row(session.session_id, summary_of(session), session.updated_at())
             for session in self._loaded.values()
             if session.file.path.parent.parent in directories
         ]

@@ -7,6 +7,8 @@ timer and navigation that act on this state live in their own modules of this pa
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -37,6 +39,7 @@ from contextd.model import (
 )
 from contextd.session.errors import InvalidAppend
 from contextd.session.events import SessionEvents
+from contextd.session.index import timestamp
 from contextd.store import EntryTree, SessionFile, new_entry_id
 from contextd.tokens import (
     MESSAGE_OVERHEAD_TOKENS,
@@ -104,6 +107,9 @@ class LiveState(ABC):
         self.idle_override: IdleSettings | None = None
         self.hand_off: Callable[[], Awaitable[Any]] | None = None
         """Set by the manager: starts a handoff of this session (strategy `handoff`)."""
+        self.source: dict[str, str] | None = None
+        """`{"agent", "path"}` of the transcript a mirrored session follows (set by whoever
+        mirrors it); None for sessions clients write. Workspace activity carries it."""
         self._refresh_model_from(tree.nodes())
         self._count_all(tree.entries.values())
         self.rebuild()
@@ -299,6 +305,31 @@ class LiveState(ABC):
     def announce(self, cause: str) -> None:
         self.events.session_changed(self.session_id, self.leaf_id, cause)
         self.events.token_usage(self.usage_body())
+        self.events.workspace_activity(self.activity_body(cause))
+
+    def updated_at(self) -> str:
+        """The time the file was last written, as `session/list` shows it (now, for a file
+        that is gone: a deleted session)."""
+        try:
+            return timestamp(os.stat(self.file.path).st_mtime_ns)
+        except OSError:
+            return timestamp(time.time_ns())
+
+    def activity_body(self, cause: str) -> dict[str, Any]:
+        """What a change tells the connections watching the session's workspace: which
+        session, why, its leaf and figure, and when its file was last written."""
+        body: dict[str, Any] = {
+            "sessionId": self.session_id,
+            "name": self.name,
+            "workspace": self.header.workspace,
+            "cause": cause,
+            "leafId": self.leaf_id,
+            "usage": self.usage_body(),
+            "updatedAt": self.updated_at(),
+        }
+        if self.source is not None:
+            body["source"] = self.source
+        return body
 
     @property
     def compacting(self) -> bool:
@@ -331,12 +362,17 @@ class LiveState(ABC):
         self.model_info = resolve_model(model_id, self.settings.models, recorded_window)
 
     def set_model(self, model_id: str) -> None:
+        self.record_model(model_id)
+        self.announce("model")
+
+    def record_model(self, model_id: str) -> None:
+        """Switch to `model_id` and write its `model_change` entry without announcing it:
+        a new session's first entry, which its `open` announces."""
         old_encoding = self.model_info.encoding
         self._use_model(model_id)
         if self.model_info.encoding != old_encoding:
             self._count_all(self.tree.entries.values())
         self.append_node(ModelChangeEntry, model=model_id)
-        self.announce("model")
 
     def apply_settings(self, settings: Settings) -> None:
         old_encoding = self.model_info.encoding
