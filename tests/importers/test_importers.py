@@ -94,12 +94,19 @@ def test_claude_code_follows_the_final_branch_through_the_compaction() -> None:
     assert isinstance(error_result, ToolResultMessage) and error_result.isError and error_result.toolName == "Bash"
 
 
+def test_claude_code_keeps_a_rewound_answer_as_an_abandoned_branch() -> None:
+    imported = load("claude-code")
+    entries = by_id(imported)
+    assert entries["a6x"].parentId == entries["a6"].parentId  # both answer the same request
+    assert "a6x" not in [entry.id for entry in path_to_leaf(imported)]
+
+
 def test_claude_code_reports_every_line_it_leaves_out() -> None:
     imported = load("claude-code")
     assert problems_at(imported, 1)[0].startswith("skipped: summary")
     assert problems_at(imported, 2)[0].startswith("skipped: file-history-snapshot")
     assert problems_at(imported, 8)[0].startswith("corrupt: not valid JSON")
-    assert problems_at(imported, 13) == ["skipped: assistant: not on the branch the session ended on"]
+    assert problems_at(imported, 13) == []  # the rewound answer is imported as a branch
     assert "sidechain" in problems_at(imported, 14)[0]
     assert problems_at(imported, 25) == ["unknown: unknown record type 'mystery-record'"]
 

@@ -1,13 +1,14 @@
 """Claude Code transcripts (`~/.claude/projects/<encoded cwd>/<session id>.jsonl`).
 
 Each line is a record; `user`, `assistant` and `system` records chain through `uuid` and
-`parentUuid`. The conversation imported is the branch that ends at the last user or
-assistant record, followed back through `parentUuid` and, across a compaction, through the
-`compact_boundary` record's `logicalParentUuid`. Where the chain breaks (a parent on a lost
-or corrupt line, or an older compaction summary written with no parent and no boundary) it
-continues from the conversation record before it in the file. One API answer is written as
-several assistant records (one per content block) sharing `message.id`; they become one
-assistant message carrying the usage of the last of them.
+`parentUuid` (across a compaction, the `compact_boundary` record's `logicalParentUuid`).
+Records are imported in file order, each below its parent, so the import is a tree: the
+branches a rewind abandoned stay in it, and the session resumes at the last record. Where
+the chain breaks (a parent on a lost or corrupt line, or an older compaction summary written
+with no parent and no boundary) it continues from the entry before. One API answer is
+written as several assistant records (one per content block) sharing `message.id`; they
+become one assistant message carrying the usage of the last of them, written once a record
+of anything else follows (or the file ends).
 
 Claude Code's compaction summary is free text ("This session is being continued from a
 previous conversation…"); it is imported whole as the compaction's summary.
@@ -21,17 +22,21 @@ from typing import Any
 
 from contextd.importers.common import (
     PLACEHOLDER_ID,
-    EntryBuilder,
     ImportedSession,
     Problem,
-    json_lines,
+    StreamingImporter,
+    import_lines,
     message_or_problem,
     text_of,
 )
 from contextd.model import (
     CompactionEntry,
     CompactionReason,
+    Entry,
+    InstructionsEntry,
+    MessageEntry,
     SummarizerInfo,
+    ToolResultMessage,
 )
 
 SOURCE = "claude-code"
@@ -63,44 +68,15 @@ class _Answer:
     line: int
     source_id: str
     timestamp: str | None
+    parent: str | None
+    uuids: list[str] = field(default_factory=list)
     blocks: list[dict[str, Any]] = field(default_factory=list)
     last: dict[str, Any] = field(default_factory=dict)
     error: bool = False
 
 
 def parse(lines: Iterable[str]) -> ImportedSession:
-    problems: list[Problem] = []
-    records = list(json_lines(lines, problems))
-    path = _final_branch(records, problems)
-    on_path = {id(raw) for _, raw in path}
-    for line, raw in records:
-        if id(raw) not in on_path:
-            problems.append(_why_not_imported(line, raw))
-    if not path:
-        return ImportedSession(SOURCE, None, None, None, None, [], None, problems)
-    builder = EntryBuilder(problems)
-    first = path[0][1]
-    model = next(
-        (
-            raw["message"].get("model")
-            for _, raw in path
-            if raw.get("type") == "assistant" and raw["message"].get("model") not in (None, SYNTHETIC_MODEL)
-        ),
-        None,
-    )
-    builder.add_model_root(path[0][0], model)
-    _Converter(builder, problems).run(path)
-    entries, leaf_id = builder.finish(path[-1][0])
-    return ImportedSession(
-        source=SOURCE,
-        source_id=first.get("sessionId"),
-        workspace=first.get("cwd"),
-        created_at=first.get("timestamp"),
-        name=None,
-        entries=entries,
-        leaf_id=leaf_id,
-        problems=problems,
-    )
+    return import_lines(ClaudeCodeImporter(), lines)
 
 
 def _is_conversation(raw: dict[str, Any]) -> bool:
@@ -112,91 +88,106 @@ def _is_conversation(raw: dict[str, Any]) -> bool:
     )
 
 
-def _is_chain_record(raw: dict[str, Any]) -> bool:
-    """A record the conversation chain may pass through."""
-    return _is_conversation(raw) or (raw.get("type") == "system" and isinstance(raw.get("uuid"), str))
+def _real_model(raw: dict[str, Any]) -> str | None:
+    """The model of an assistant record, unless Claude Code wrote the record itself."""
+    if raw.get("type") != "assistant" or not _is_conversation(raw):
+        return None
+    model = raw["message"].get("model")
+    return model if isinstance(model, str) and model != SYNTHETIC_MODEL else None
 
 
-def _is_old_summary(raw: dict[str, Any]) -> bool:
-    """A compaction summary of Claude Code versions that wrote no compact_boundary before it."""
-    return bool(raw.get("isCompactSummary")) and raw.get("parentUuid") is None
+def _only_tool_results(entry: Entry) -> bool:
+    return isinstance(entry, InstructionsEntry) or (
+        isinstance(entry, MessageEntry) and isinstance(entry.message, ToolResultMessage)
+    )
 
 
-def _final_branch(records: list[tuple[int, dict[str, Any]]], problems: list[Problem]) -> list[tuple[int, dict[str, Any]]]:
-    """The records from the root to the last conversation record, compactions included."""
-    by_uuid = {raw["uuid"]: (line, raw) for line, raw in records if isinstance(raw.get("uuid"), str)}
-    chain = [(line, raw) for line, raw in records if _is_chain_record(raw)]
-    record_before = {id(raw): chain[index - 1] for index, (_, raw) in enumerate(chain) if index > 0}
-    leaf = next(((line, raw) for line, raw in reversed(records) if _is_conversation(raw)), None)
-    path: list[tuple[int, dict[str, Any]]] = []
-    seen: set[str] = set()
-    current = leaf
-    while current is not None and current[1]["uuid"] not in seen:
-        line, raw = current
-        seen.add(raw["uuid"])
-        path.append(current)
+class ClaudeCodeImporter(StreamingImporter):
+    """Records in file order, each hung where its `parentUuid` says.
+
+    A record whose parent is the conversation's last entry continues it; so do the results
+    of an answer's parallel tool calls, which Claude Code hangs off each call's own record.
+    Any other known parent starts a branch there (a rewind in Claude Code); an unknown one
+    (a lost or corrupt line) continues from the entry before. The first real model becomes
+    the root entry: records before the first answer wait for it.
+    """
+
+    source = SOURCE
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._waiting: list[tuple[int, dict[str, Any]]] | None = []
+        self._root_id: str | None = None
+        self._first: dict[str, Any] | None = None
+        self._converter = _Converter(self)
+
+    @property
+    def workspace(self) -> str | None:
+        return self._first.get("cwd") if self._first else None
+
+    def record(self, number: int, raw: dict[str, Any]) -> None:
+        if self._first is None and _is_conversation(raw):
+            self._first = raw
+        if self._waiting is None:
+            self._converter.record(number, raw)
+            return
+        self._waiting.append((number, raw))
+        model = _real_model(raw)
+        if model is not None:
+            started = next((r["timestamp"] for _, r in self._waiting if isinstance(r.get("timestamp"), str)), None)
+            self._root_id = self.builder.add_model_root(self._waiting[0][0], model, started)
+            self._replay()
+
+    def _replay(self) -> None:
+        waiting, self._waiting = self._waiting or [], None
+        for number, raw in waiting:
+            self._converter.record(number, raw)
+
+    def finish(self) -> ImportedSession:
+        self._replay()
+        self._converter.flush_answer()
+        self._converter.flush_boundary(None)
+        entries, leaf_id = self.builder.finish(self.last_line)
+        first = self._first or {}
+        return ImportedSession(
+            source=SOURCE,
+            source_id=first.get("sessionId"),
+            workspace=first.get("cwd"),
+            created_at=first.get("timestamp"),
+            name=None,
+            entries=entries,
+            leaf_id=leaf_id,
+            problems=self.problems,
+        )
+
+    def attach_point(self, line: int, raw: dict[str, Any]) -> str | None:
+        """Where a record goes: after the conversation's last entry, or at a branch."""
+        builder = self.builder
         parent = raw.get("parentUuid")
         if parent is None and raw.get("subtype") == "compact_boundary":
             parent = raw.get("logicalParentUuid")
-        if parent is None and _is_old_summary(raw):
-            current = record_before.get(id(raw))
-            continue
         if parent is None:
-            break
-        current = by_uuid.get(parent)
-        if current is None:
-            current = record_before.get(id(raw))
-            if current is None:
-                problems.append(Problem(line, "repaired", f"parent {parent!r} is not in the file; the history before it is missing"))
-            else:
-                problems.append(
-                    Problem(
-                        line,
-                        "repaired",
-                        f"parent {parent!r} is not in the file (a lost or corrupt line); "
-                        f"continued from the record on line {current[0]}",
-                    )
-                )
-    path.reverse()
-    return _with_parallel_results(path, records)
+            # An older version's summary continues the conversation; any other record
+            # without a parent starts one over.
+            return builder.leaf_id if raw.get("isCompactSummary") else self._root_id
+        if not builder.known(parent):
+            builder.problems.append(
+                Problem(line, "repaired", f"parent {parent!r} is not in the file (a lost or corrupt line); continued from the entry before it")
+            )
+            return builder.leaf_id
+        resolved = builder.resolve(parent)
+        if resolved == builder.leaf_id or self._results_since(resolved):
+            return builder.leaf_id
+        return resolved
 
-
-def _with_parallel_results(
-    path: list[tuple[int, dict[str, Any]]], records: list[tuple[int, dict[str, Any]]]
-) -> list[tuple[int, dict[str, Any]]]:
-    """The path with the results of an answer's parallel tool calls.
-
-    Claude Code writes each tool_use block of one answer as its own record, chained one
-    after the other, and hangs each result on the record of its call: only the last
-    result is on the chain, the others branch off it. They belong to the branch all the same.
-    """
-    position = {raw["uuid"]: index for index, (_, raw) in enumerate(path)}
-    after: dict[int, list[tuple[int, dict[str, Any]]]] = {}
-    for line, raw in records:
-        parent_at = position.get(raw.get("parentUuid"))  # type: ignore[arg-type]
-        if parent_at is None or raw["uuid"] in position or not _only_tool_results(raw):
-            continue
-        answer_id = path[parent_at][1].get("message", {}).get("id")
-        end = parent_at
-        while end + 1 < len(path) and answer_id is not None and path[end + 1][1].get("message", {}).get("id") == answer_id:
-            end += 1
-        after.setdefault(end, []).append((line, raw))
-    if not after:
-        return path
-    merged: list[tuple[int, dict[str, Any]]] = []
-    for index, record in enumerate(path):
-        merged.append(record)
-        merged.extend(after.get(index, []))
-    return merged
-
-
-def _only_tool_results(raw: dict[str, Any]) -> bool:
-    if raw.get("type") != "user" or not isinstance(raw.get("message"), dict) or raw.get("isSidechain"):
-        return False
-    content = raw["message"].get("content")
-    return isinstance(content, list) and bool(content) and all(
-        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
-    )
+    def _results_since(self, ancestor: str | None) -> bool:
+        """Only tool results (and instructions) were added since `ancestor`: the parallel
+        results of one answer, each hung off its own call's record."""
+        entry = self.builder.entry
+        current = entry(self.builder.leaf_id)
+        while current is not None and current.id != ancestor and _only_tool_results(current):
+            current = entry(current.parentId)
+        return current is not None and current.id == ancestor and current.id != self.builder.leaf_id
 
 
 def _why_not_imported(line: int, raw: dict[str, Any]) -> Problem:
@@ -205,38 +196,45 @@ def _why_not_imported(line: int, raw: dict[str, Any]) -> Problem:
         return Problem(line, "skipped", f"{kind}: {NOT_CONVERSATION[kind]}, not part of the conversation")
     if raw.get("isSidechain"):
         return Problem(line, "skipped", f"{kind}: a subagent's conversation (sidechain)")
-    if kind in ("user", "assistant", "system"):
-        if not isinstance(raw.get("message"), dict) and kind != "system":
+    if kind in ("user", "assistant"):
+        if not isinstance(raw.get("message"), dict):
             return Problem(line, "corrupt", f"{kind} record without a message object")
-        return Problem(line, "skipped", f"{kind}: not on the branch the session ended on")
+        return Problem(line, "corrupt", f"{kind} record without a uuid")
     return Problem(line, "unknown", f"unknown record type {kind!r}")
 
 
 class _Converter:
-    def __init__(self, builder: EntryBuilder, problems: list[Problem]) -> None:
-        self.builder = builder
-        self.problems = problems
+    def __init__(self, importer: ClaudeCodeImporter) -> None:
+        self.importer = importer
+        self.builder = importer.builder
+        self.problems = importer.problems
         self.answer: _Answer | None = None
         self.tool_names: dict[str, str] = {}
-        self.boundary: tuple[int, dict[str, Any]] | None = None
+        self.boundary: tuple[int, dict[str, Any], str | None] | None = None
         self.last_context_tokens = 0
 
-    def run(self, path: list[tuple[int, dict[str, Any]]]) -> None:
-        for line, raw in path:
-            kind = raw.get("type")
-            if kind == "assistant":
-                self.assistant(line, raw)
-                continue
-            self.flush_answer()
-            if kind == "user":
-                self.user(line, raw)
-            elif kind == "system" and raw.get("subtype") == "compact_boundary":
-                self.flush_boundary(None)
-                self.boundary = (line, raw)
-            else:
-                self.problems.append(Problem(line, "skipped", f"system record ({raw.get('subtype')}), not sent to the model"))
+    def record(self, line: int, raw: dict[str, Any]) -> None:
+        kind = raw.get("type")
+        if kind == "assistant" and _is_conversation(raw):
+            self.assistant(line, raw)
+            return
+        if raw.get("isSidechain"):
+            self.problems.append(_why_not_imported(line, raw))
+            return
         self.flush_answer()
-        self.flush_boundary(None)
+        uuid = raw.get("uuid")
+        if kind == "user" and _is_conversation(raw):
+            self.user(line, raw)
+        elif kind == "system" and raw.get("subtype") == "compact_boundary" and isinstance(uuid, str):
+            self.flush_boundary(None)
+            self.boundary = (line, raw, self.importer.attach_point(line, raw))
+        elif kind == "system" and isinstance(uuid, str):
+            self.problems.append(Problem(line, "skipped", f"system record ({raw.get('subtype')}), not sent to the model"))
+            self.builder.skip(uuid, self.builder.leaf_id)
+        else:
+            self.problems.append(_why_not_imported(line, raw))
+            if isinstance(uuid, str):
+                self.builder.skip(uuid, self.builder.leaf_id)
 
     # --- assistant ----------------------------------------------------------------------
 
@@ -246,8 +244,10 @@ class _Converter:
         if self.answer is None or message_id is None or message_id != self.answer.message_id:
             self.flush_answer()
             self.flush_boundary(None)
-            self.answer = _Answer(message_id, line, raw["uuid"], raw.get("timestamp"))
+            parent = self.importer.attach_point(line, raw)
+            self.answer = _Answer(message_id, line, raw["uuid"], raw.get("timestamp"), parent)
         answer = self.answer
+        answer.uuids.append(raw["uuid"])
         answer.last = message
         answer.error = answer.error or bool(raw.get("isApiErrorMessage")) or message.get("model") == SYNTHETIC_MODEL
         content = message.get("content")
@@ -299,29 +299,36 @@ class _Converter:
         if message.get("model") not in (None, SYNTHETIC_MODEL):
             data["model"] = message["model"]
         converted = message_or_problem(data, answer.line, self.problems, "assistant message")
+        entry = None
         if converted is not None:
-            self.builder.add_message(answer.line, answer.source_id, self.builder.leaf_id, converted, answer.timestamp)
+            entry = self.builder.add_message(answer.line, answer.source_id, answer.parent, converted, answer.timestamp)
+        for uuid in answer.uuids:  # the answer's other records stand for it
+            self.builder.skip(uuid, entry.id if entry is not None else answer.parent)
 
     # --- user ---------------------------------------------------------------------------
 
     def user(self, line: int, raw: dict[str, Any]) -> None:
         content = raw["message"].get("content")
         if raw.get("isCompactSummary"):
-            if self.boundary is None:
-                self.boundary = (line, raw)  # an older version's summary: it is its own boundary
-            self.flush_boundary(text_of(content))
+            if self.boundary is None:  # an older version's summary: it is its own boundary
+                self.boundary = (line, raw, self.importer.attach_point(line, raw))
+            compaction = self.flush_boundary(text_of(content))
+            self.builder.skip(raw["uuid"], compaction)
             return
         self.flush_boundary(None)
         timestamp = raw.get("timestamp")
+        parent = self.importer.attach_point(line, raw)
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
         rest: list[dict[str, Any]] = []
         for index, block in enumerate(content or []):
             kind = block.get("type") if isinstance(block, dict) else None
             if kind == "tool_result":
-                self.tool_result(line, f"{raw['uuid']}-{index}", block, timestamp)
+                parent = self.tool_result(line, f"{raw['uuid']}-{index}", block, timestamp, parent)
             elif kind == "text" and _is_claude_md(block.get("text")):
-                self.builder.add_instructions(line, f"{raw['uuid']}-{index}", block["text"], "CLAUDE.md", timestamp)
+                parent = self.builder.add_instructions(
+                    line, f"{raw['uuid']}-{index}", block["text"], "CLAUDE.md", timestamp, parent
+                ).id
             elif kind == "text":
                 rest.append({"type": "text", "text": block.get("text", "")})
             elif kind == "image":
@@ -329,16 +336,20 @@ class _Converter:
             else:
                 self.problems.append(Problem(line, "skipped", f"user content block of type {kind!r}"))
         if len(rest) == 1 and isinstance(raw["message"].get("content"), str):
-            self.add_user(line, raw["uuid"], rest[0]["text"], timestamp)  # a plain string stays one
+            parent = self.add_user(line, raw["uuid"], rest[0]["text"], timestamp, parent)  # a plain string stays one
         elif rest:
-            self.add_user(line, raw["uuid"], rest, timestamp)
+            parent = self.add_user(line, raw["uuid"], rest, timestamp, parent)
+        self.builder.skip(raw["uuid"], parent)  # what hangs off this record hangs off its last entry
 
-    def add_user(self, line: int, source_id: str, content: Any, timestamp: str | None) -> None:
+    def add_user(self, line: int, source_id: str, content: Any, timestamp: str | None, parent: str | None) -> str | None:
         message = message_or_problem({"role": "user", "content": content}, line, self.problems, "user message")
-        if message is not None:
-            self.builder.add_message(line, source_id, self.builder.leaf_id, message, timestamp)
+        if message is None:
+            return parent
+        return self.builder.add_message(line, source_id, parent, message, timestamp).id  # type: ignore[union-attr]
 
-    def tool_result(self, line: int, source_id: str, block: dict[str, Any], timestamp: str | None) -> None:
+    def tool_result(
+        self, line: int, source_id: str, block: dict[str, Any], timestamp: str | None, parent: str | None
+    ) -> str | None:
         call_id = str(block.get("tool_use_id"))
         content = block.get("content")
         if isinstance(content, list):
@@ -354,16 +365,17 @@ class _Converter:
             "isError": bool(block.get("is_error", False)),
         }
         message = message_or_problem(data, line, self.problems, "tool result")
-        if message is not None:
-            self.builder.add_message(line, source_id, self.builder.leaf_id, message, timestamp)
+        added = self.builder.add_message(line, source_id, parent, message, timestamp) if message is not None else None
+        return added.id if added is not None else parent
 
     # --- compaction ---------------------------------------------------------------------
 
-    def flush_boundary(self, summary: str | None) -> None:
-        """Write the pending compaction, with the summary record that followed its boundary."""
+    def flush_boundary(self, summary: str | None) -> str | None:
+        """Write the pending compaction, with the summary record that followed its boundary;
+        returns the compaction's id."""
         if self.boundary is None:
-            return
-        (line, raw), self.boundary = self.boundary, None
+            return self.builder.leaf_id
+        (line, raw, parent), self.boundary = self.boundary, None
         metadata = raw.get("compactMetadata") or {}
         if summary is None:
             summary = str(raw.get("content") or "Conversation compacted")
@@ -379,7 +391,7 @@ class _Converter:
             summarizer=SummarizerInfo(provider=SOURCE),
             **({"timestamp": raw["timestamp"]} if isinstance(raw.get("timestamp"), str) else {}),
         )
-        self.builder.add_node(line, raw["uuid"], self.builder.leaf_id, entry, enters_context=True)
+        return self.builder.add_node(line, raw["uuid"], parent, entry, enters_context=True).id
 
 
 def _is_claude_md(text: Any) -> bool:

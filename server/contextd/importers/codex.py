@@ -27,12 +27,14 @@ from contextd.importers.common import (
     EntryBuilder,
     ImportedSession,
     Problem,
-    json_lines,
+    StreamingImporter,
+    import_lines,
     message_or_problem,
     text_of,
 )
 from contextd.model import (
     CompactionEntry,
+    MessageEntry,
     ModelChangeEntry,
     SummarizerInfo,
     Usage,
@@ -54,6 +56,7 @@ AGENTS_MD_PREFIXES = ("# AGENTS.md instructions for ", "<user_instructions>")
 OPENING_TAG = re.compile(r"<([a-z_][a-z_ ]*)>")
 EXIT_CODE = re.compile(r"\s*Exit code: (-?\d+)")
 FAILED_PATCH = "apply_patch verification failed"
+TURN_ENDS = ("task_complete", "turn_aborted")
 ENCRYPTED_SUMMARY = (
     "Codex compacted the conversation here. Its summary was written by the provider and is "
     "stored encrypted, so it cannot be shown; the requests Codex kept follow."
@@ -77,25 +80,43 @@ def instructions_source(role: str | None, text: str) -> str | None:
 
 
 def parse(lines: Iterable[str]) -> ImportedSession:
-    problems: list[Problem] = []
-    converter = _Converter(EntryBuilder(problems), problems)
-    last_line = 1
-    for line, raw in json_lines(lines, problems):
-        last_line = line
+    return import_lines(CodexImporter(), lines)
+
+
+class CodexImporter(StreamingImporter):
+    """Rollout lines in order. An answer is held back until its `token_count` gives it its
+    usage (or the next answer starts), and a model change until the first usage tells the
+    window Codex gave that model."""
+
+    source = SOURCE
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._converter = _Converter(self.builder, self.problems)
+
+    @property
+    def workspace(self) -> str | None:
+        cwd = self._converter.meta.get("cwd")
+        return cwd if isinstance(cwd, str) else None
+
+    def record(self, number: int, raw: dict[str, Any]) -> None:
         kind, payload = _envelope(raw)
-        converter.line(line, kind, payload, raw.get("timestamp"))
-    converter.flush_answer()
-    entries, leaf_id = converter.builder.finish(last_line)
-    return ImportedSession(
-        source=SOURCE,
-        source_id=converter.meta.get("id"),
-        workspace=converter.meta.get("cwd"),
-        created_at=converter.meta.get("timestamp"),
-        name=None,
-        entries=entries,
-        leaf_id=leaf_id,
-        problems=problems,
-    )
+        self._converter.line(number, kind, payload, raw.get("timestamp"))
+
+    def finish(self) -> ImportedSession:
+        converter = self._converter
+        converter.flush_answer()
+        entries, leaf_id = self.builder.finish(max(self.last_line, 1))
+        return ImportedSession(
+            source=SOURCE,
+            source_id=converter.meta.get("id"),
+            workspace=converter.meta.get("cwd"),
+            created_at=converter.meta.get("timestamp"),
+            name=None,
+            entries=entries,
+            leaf_id=leaf_id,
+            problems=self.problems,
+        )
 
 
 def _envelope(raw: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -121,6 +142,8 @@ class _Converter:
         self.answer: list[dict[str, Any]] = []
         self.answer_start: tuple[int, str | None] = (0, None)
         self.answered: bool = False
+        self.last_usage: Usage | None = None
+        self.next_usage: Usage | None = None
         self.tool_names: dict[str, str] = {}
         self.last_context_tokens = 0
         self.instructions_in_force: dict[str, str] = {}
@@ -154,6 +177,7 @@ class _Converter:
             added = self.builder.add_node(line, f"L{line}", self.builder.leaf_id, entry, enters_context=False)
             assert isinstance(added, ModelChangeEntry)
             self.model_entry = added
+            self.builder.hold("window", added.id)
 
     # --- response items -----------------------------------------------------------------
 
@@ -222,14 +246,14 @@ class _Converter:
             source = f"{source}-{sum(name.startswith(source) for name in self.instructions_in_force) + 1}"
         self.flush_answer()
         self.instructions_in_force[source] = text
-        self.builder.add_instructions(line, f"L{line}-{source}", text, source, timestamp)
+        self.builder.add_instructions(line, f"L{line}-{source}", text, source, timestamp, self.builder.leaf_id)
 
     def settle_meta_instructions(self) -> None:
         """Instructions the meta recorded but no message carried: in force from the start."""
         if self.meta_instructions is not None:
             (line, text, timestamp), self.meta_instructions = self.meta_instructions, None
             self.instructions_in_force["AGENTS.md"] = text
-            self.builder.add_instructions(line, "meta-instructions", text, "AGENTS.md", timestamp)
+            self.builder.add_instructions(line, "meta-instructions", text, "AGENTS.md", timestamp, self.builder.leaf_id)
 
     def call(self, line: int, kind: str, item: dict[str, Any], timestamp: str | None) -> None:
         call_id = item.get("call_id") or item.get("id")
@@ -280,14 +304,25 @@ class _Converter:
         if self.model:
             data["model"] = self.model
         message = message_or_problem(data, line, self.problems, "assistant message")
-        if message is not None:
-            self.builder.add_message(line, f"L{line}", self.builder.leaf_id, message, timestamp)
+        if message is None:
+            return
+        entry = self.builder.add_message(line, f"L{line}", self.builder.leaf_id, message, timestamp)
+        if entry is None:
+            return
+        usage, self.next_usage = self.next_usage, None
+        if usage is not None:
+            self.give_usage(entry, usage)
+            self.answered = False  # its items came after its count: more of them may follow
+        else:
+            self.builder.hold("usage", entry.id)  # its token_count is still to come
 
     # --- events -------------------------------------------------------------------------
 
     def event(self, line: int, payload: dict[str, Any]) -> None:
         kind = payload.get("type")
         if kind != "token_count":
+            if kind in TURN_ENDS:
+                self.flush_answer()  # the turn is over: its last answer is complete
             self.problems.append(Problem(line, "skipped", f"event_msg {kind}: a UI event; the conversation is in response_item lines"))
             return
         info = payload.get("info")
@@ -299,17 +334,32 @@ class _Converter:
             # Codex writes these around a compaction: no model call stands behind them.
             self.problems.append(Problem(line, "skipped", "token_count with no prompt tokens, a placeholder"))
             return
-        # The response is complete once its usage arrives: it goes onto that answer.
-        self.flush_answer()
-        window = info.get("model_context_window")
-        if isinstance(window, int) and window > 0 and self.model_entry and self.model_entry.contextWindow is None:
-            self.model_entry.contextWindow = window  # the window Codex used for this model
-        self.last_context_tokens = usage.context_tokens
-        answer = self.builder.last_assistant
-        if answer is None:
-            self.problems.append(Problem(line, "skipped", "token_count before any assistant answer"))
+        if usage == self.last_usage:
+            # Codex repeats the last count when a new request starts: no new response.
+            self.problems.append(Problem(line, "skipped", "token_count repeating the one before"))
             return
+        self.last_usage = usage
+        window = info.get("model_context_window")
+        if self.model_entry is not None:
+            if isinstance(window, int) and window > 0:
+                self.model_entry.contextWindow = window  # the window Codex used for this model
+            self.model_entry = None  # the first usage after a model change says it, or nothing will
+            self.builder.release("window")
+        self.last_context_tokens = usage.context_tokens
+        # Codex writes a response's count after its items (then the answer gathered, or the
+        # last one if a tool's output already closed it, has no usage yet) or, in some
+        # versions, before them (then the last answer has its usage: this one is the next's).
+        self.flush_answer()
+        answer = self.builder.last_assistant
+        if answer is not None and answer.message.usage is None:  # type: ignore[union-attr]
+            self.give_usage(answer, usage)
+        else:
+            self.next_usage = usage
+
+    def give_usage(self, answer: MessageEntry, usage: Usage) -> None:
         answer.message.usage = usage  # type: ignore[union-attr]
+        self.builder.note_usage(answer)
+        self.builder.release("usage")
         self.answered = True
 
     def compacted(self, line: int, payload: dict[str, Any], timestamp: str | None) -> None:

@@ -1,10 +1,18 @@
-"""What every importer shares: the problem report, the result, and the entry builder that
-keeps tool calls and results paired on every path of the imported tree."""
+"""What every importer shares: the problem report, the result, the entry builder that keeps
+tool calls and results paired on every path of the imported tree, and the line feed.
+
+Every importer reads a transcript one line at a time (`StreamingImporter.feed`): a whole
+file is the same feed run to the end and `finish`ed, and a followed file is fed as it
+grows. An entry the importer has settled (`settled_entries`) never changes afterwards, so
+a mirror can write it at once; what a later line may still change (an answer waiting for
+its usage, a compaction waiting for the size of the context after it) is held back.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -80,21 +88,20 @@ class ImportedSession:
         return f"holds no {self.source} conversation ({lines} not imported; {first})"
 
 
-def json_lines(lines: Iterable[str], problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each line holding a JSON object; the rest are reported."""
-    for number, line in enumerate(lines, start=1):
-        text = line.strip()
-        if not text:
-            continue
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as error:
-            problems.append(Problem(number, "corrupt", f"not valid JSON ({error.msg})"))
-            continue
-        if not isinstance(value, dict):
-            problems.append(Problem(number, "corrupt", "not a JSON object"))
-            continue
-        yield number, value
+def json_line(number: int, line: str, problems: list[Problem]) -> dict[str, Any] | None:
+    """The JSON object a line holds, or None (a blank line; anything else is reported)."""
+    text = line.strip()
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        problems.append(Problem(number, "corrupt", f"not valid JSON ({error.msg})"))
+        return None
+    if not isinstance(value, dict):
+        problems.append(Problem(number, "corrupt", "not a JSON object"))
+        return None
+    return value
 
 
 def validation_summary(error: ValidationError) -> str:
@@ -140,6 +147,41 @@ class EntryBuilder:
         self._has_children: set[str | None] = set()
         self._last_assistant: MessageEntry | None = None
         self._call_lines: dict[str, int] = {}
+        self._position: dict[str, int] = {}
+        self._held: dict[str, str] = {}
+        self._awaiting_size: dict[str, set[str]] = {}
+        """Compactions waiting for the size of the context after them: each with the ids
+        written below it since (the conversation's path from it)."""
+
+    # --- settled entries --------------------------------------------------------------
+
+    def hold(self, reason: str, entry_id: str) -> None:
+        """A later line may still change `entry_id`: it and what follows are not settled.
+        One hold per reason; holding again moves it."""
+        self._held[reason] = entry_id
+
+    def release(self, reason: str) -> None:
+        self._held.pop(reason, None)
+
+    def settled_count(self) -> int:
+        """How many entries, from the first, no later line can change."""
+        held = [self._position[entry_id] for entry_id in (*self._held.values(), *self._awaiting_size)]
+        return min(held, default=len(self.entries))
+
+    def note_usage(self, entry: MessageEntry) -> None:
+        """An answer's usage is known: it is the size of the context after the compactions
+        it descends from that were still waiting for theirs."""
+        message = entry.message
+        if not isinstance(message, AssistantMessage) or message.usage is None or message.failed:
+            return
+        prompt = message.usage.input + message.usage.cacheRead + message.usage.cacheWrite
+        if prompt == 0:
+            return
+        for compaction_id, below in list(self._awaiting_size.items()):
+            if entry.id in below:
+                index = self._position[compaction_id]
+                self.entries[index] = self.entries[index].model_copy(update={"tokensAfter": prompt})
+                del self._awaiting_size[compaction_id]
 
     # --- ids --------------------------------------------------------------------------
 
@@ -150,6 +192,10 @@ class EntryBuilder:
             seen.add(source_id)
             source_id = self._alias[source_id]
         return source_id
+
+    def entry(self, entry_id: str | None) -> Entry | None:
+        position = self._position.get(entry_id) if entry_id is not None else None
+        return self.entries[position] if position is not None else None
 
     def known(self, source_id: str | None) -> bool:
         return source_id is None or self.resolve(source_id) in self._ids
@@ -192,6 +238,7 @@ class EntryBuilder:
         if isinstance(message, AssistantMessage):
             self._last_assistant = entry
             self._call_lines.update({call.id: line for call in message.tool_calls})
+            self.note_usage(entry)
         return entry
 
     def add_node(
@@ -207,13 +254,13 @@ class EntryBuilder:
         return entry
 
     def add_instructions(
-        self, line: int, source_id: str, text: str, source: str, timestamp: str | None
+        self, line: int, source_id: str, text: str, source: str, timestamp: str | None, parent: str | None
     ) -> Entry:
-        """Agent instructions at the current leaf (they are not conversation: calls stay open)."""
+        """Agent instructions below `parent` (they are not conversation: calls stay open)."""
         entry = InstructionsEntry(
             id=PLACEHOLDER_ID, parentId=None, text=text, source=source, timestamp=timestamp or utc_now()
         )
-        return self.add_node(line, source_id, self.leaf_id, entry, enters_context=False)
+        return self.add_node(line, source_id, parent, entry, enters_context=False)
 
     def add_label(self, source_id: str, parent: str | None, entry: LabelEntry) -> None:
         """Labels annotate the tree without growing it: children of the label attach to its parent."""
@@ -240,8 +287,16 @@ class EntryBuilder:
         self._open_calls[entry.id] = open_calls
         self._has_children.add(entry.parentId)
         self._ids.add(entry.id)
+        self._position[entry.id] = len(self.entries)
         self.entries.append(entry)
         self.leaf_id = entry.id
+        for compaction_id, below in list(self._awaiting_size.items()):
+            if entry.parentId in below:
+                below.add(entry.id)
+            else:  # the conversation went on elsewhere: no answer will tell this size
+                del self._awaiting_size[compaction_id]
+        if isinstance(entry, CompactionEntry):
+            self._awaiting_size[entry.id] = {entry.id}
 
     def close_open_calls(self, parent: str | None, line: int, timestamp: str | None) -> str | None:
         """Give every tool call still open at `parent` a result saying none was recorded;
@@ -272,22 +327,25 @@ class EntryBuilder:
         return self._last_assistant
 
     def finish(self, line: int, leaf: str | None = None) -> tuple[list[Entry], str | None]:
-        """Settle the tool calls left open at the ends of branches and give compactions their
-        tokensAfter; returns the entries and the leaf."""
+        """Settle the tool calls left open at the ends of branches; returns the entries and
+        the leaf. Compactions no answer followed keep tokensAfter 0."""
+        self._held.clear()
+        self._awaiting_size.clear()
         leaf_id = self.resolve(leaf) if leaf is not None else self.leaf_id
         for entry in list(self.entries):
             if entry.id not in self._has_children and self._open_calls.get(entry.id):
                 end = self.close_open_calls(entry.id, line, entry.timestamp)
                 if entry.id == leaf_id:
                     leaf_id = end
-        return fill_tokens_after(self.entries), leaf_id
+        return self.entries, leaf_id
 
-    def add_model_root(self, line: int, model: str | None) -> str | None:
-        """The session's first model as its root entry: contextd learns a model from
-        model_change entries."""
+    def add_model_root(self, line: int, model: str | None, timestamp: Any) -> str | None:
+        """The session's first model as its root entry (contextd learns a model from
+        model_change entries), dated like the transcript's start."""
         if not model:
             return None
-        entry = ModelChangeEntry(id=PLACEHOLDER_ID, parentId=None, model=model)
+        dated = {"timestamp": timestamp} if isinstance(timestamp, str) else {}
+        entry = ModelChangeEntry(id=PLACEHOLDER_ID, parentId=None, model=model, **dated)
         return self.add_node(line, "model", None, entry, enters_context=False).id
 
 
@@ -301,40 +359,52 @@ def message_or_problem(
         return None
 
 
-def fill_tokens_after(entries: list[Entry]) -> list[Entry]:
-    """Give each imported compaction the prompt size of the first valid answer after it.
+class StreamingImporter(ABC):
+    """An importer fed one line at a time: the whole file, or a followed file as it grows.
 
-    Other tools do not record the size of the context right after a compaction; the next
-    answer's reported prompt (input + cache reads + cache writes) is the nearest recorded
-    figure. Failed answers and answers that report no prompt say nothing about it.
-    Compactions with no such answer after them keep 0.
+    `feed` takes each line (its number counts from 1, every line counted, blank or not);
+    `finish` ends the file: what was still waiting (an answer, a compaction without its
+    summary) is written and open tool calls get their placeholder results.
     """
-    by_id = {entry.id: entry for entry in entries}
 
-    def descends_from(entry: Entry, ancestor_id: str) -> bool:
-        parent = entry.parentId
-        while parent is not None:
-            if parent == ancestor_id:
-                return True
-            parent = getattr(by_id.get(parent), "parentId", None)
-        return False
+    source: str
 
-    result: list[Entry] = []
-    for index, entry in enumerate(entries):
-        if isinstance(entry, CompactionEntry):
-            for later in entries[index + 1 :]:
-                if (
-                    isinstance(later, MessageEntry)
-                    and isinstance(later.message, AssistantMessage)
-                    and later.message.usage is not None
-                    and not later.message.failed
-                    and descends_from(later, entry.id)
-                ):
-                    usage = later.message.usage
-                    prompt = usage.input + usage.cacheRead + usage.cacheWrite
-                    if prompt == 0:
-                        continue
-                    entry = entry.model_copy(update={"tokensAfter": prompt})
-                    break
-        result.append(entry)
-    return result
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+        self.builder = EntryBuilder(self.problems)
+        self.last_line = 0
+
+    def feed(self, number: int, line: str) -> None:
+        self.last_line = number
+        raw = json_line(number, line, self.problems)
+        if raw is not None:
+            self.record(number, raw)
+
+    @abstractmethod
+    def record(self, number: int, raw: dict[str, Any]) -> None:
+        """One JSON object of the transcript."""
+
+    @abstractmethod
+    def finish(self) -> ImportedSession:
+        """The session the lines fed so far make, as a whole-file import."""
+
+    @property
+    @abstractmethod
+    def workspace(self) -> str | None:
+        """The agent's working directory, once a line has named it."""
+
+    @property
+    def leaf_id(self) -> str | None:
+        """Where the transcript's conversation stands now."""
+        return self.builder.leaf_id
+
+    def settled_entries(self) -> list[Entry]:
+        """The entries no later line can change, in order (a mirror writes these)."""
+        return self.builder.entries[: self.builder.settled_count()]
+
+
+def import_lines(importer: StreamingImporter, lines: Iterable[str]) -> ImportedSession:
+    """A whole-file import: every line fed, then the end of the file."""
+    for number, line in enumerate(lines, start=1):
+        importer.feed(number, line)
+    return importer.finish()

@@ -18,7 +18,8 @@ from contextd.importers.common import (
     EntryBuilder,
     ImportedSession,
     Problem,
-    json_lines,
+    StreamingImporter,
+    import_lines,
     message_or_problem,
     validation_summary,
 )
@@ -49,6 +50,7 @@ ENTRY_MAPPING = {
 }
 
 
+NOT_A_HEADER = "the first line is not a pi session header"
 HEADER_FIELDS = {"type", "version", "id", "timestamp", "cwd", "modelId", "provider"}
 ENTRY_FIELDS = {"type", "id", "parentId", "timestamp"}
 FIELDS_BY_ENTRY_TYPE = {
@@ -86,75 +88,123 @@ def _dropped_fields(raw: dict[str, Any]) -> list[str]:
 
 
 def parse(lines: Iterable[str]) -> ImportedSession:
-    problems: list[Problem] = []
-    parsed = list(json_lines(lines, problems))
-    if not parsed or parsed[0][1].get("type") != "session":
-        problems.append(Problem(parsed[0][0] if parsed else 1, "corrupt", "the first line is not a pi session header"))
-        return ImportedSession(SOURCE, None, None, None, None, [], None, problems)
-    header_line, header = parsed[0]
-    version = header.get("version", 1)
-    if set(header) - HEADER_FIELDS:
-        problems.append(
-            Problem(header_line, "dropped", f"header imported without {', '.join(sorted(set(header) - HEADER_FIELDS))}")
-        )
-    body = parsed[1:]
-    if version == 1:
-        body = _with_v1_ids(parsed)
-    builder = EntryBuilder(problems)
-    name: str | None = None
-    root_id = builder.add_model_root(header_line, header.get("modelId") or _model_before_any_change(body))
-    previous: str | None = root_id
-    for line, raw in body:
-        entry_id = raw.get("id")
-        if not isinstance(entry_id, str) or not entry_id:
-            problems.append(Problem(line, "corrupt", "entry without an id"))
-            continue
-        parent = raw.get("parentId")
-        if parent is None:
-            parent = root_id
-        elif not builder.known(parent):
-            problems.append(Problem(line, "repaired", f"parent {parent!r} not found; attached to the entry before it"))
-            parent = previous
-        name = _convert(builder, line, entry_id, parent, raw, problems) or name
-        if dropped := _dropped_fields(raw):
-            problems.append(Problem(line, "dropped", f"{raw.get('type')} imported without {', '.join(dropped)}"))
-        previous = entry_id
-    # pi resumes at the last line of the file, whatever its type.
-    entries, leaf_id = builder.finish(body[-1][0] if body else header_line, leaf=previous)
-    return ImportedSession(
-        source=SOURCE,
-        source_id=header.get("id"),
-        workspace=header.get("cwd"),
-        created_at=header.get("timestamp"),
-        name=name,
-        entries=entries,
-        leaf_id=leaf_id,
-        problems=problems,
-    )
+    return import_lines(PiImporter(), lines)
 
 
-def _with_v1_ids(parsed: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, dict[str, Any]]]:
-    """v1 -> v2 as pi migrates it: a chain of ids, and compaction indexes turned into ids."""
-    ids = [f"L{line}" for line, _ in parsed]
-    body: list[tuple[int, dict[str, Any]]] = []
-    for index, (line, raw) in enumerate(parsed[1:], start=1):
-        raw = {**raw, "id": ids[index], "parentId": ids[index - 1] if index > 1 else None}
+class PiImporter(StreamingImporter):
+    """Entries in file order. The root is the session's first model: the header's, else
+    the first answer's unless a model_change comes first, so entries before either wait.
+    v1 files get ids as pi migrates them: a chain, compaction indexes turned into ids."""
+
+    source = SOURCE
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.header: dict[str, Any] | None = None
+        self.header_line = 1
+        self.name: str | None = None
+        self._waiting: list[tuple[int, dict[str, Any]]] | None = []
+        self._root_id: str | None = None
+        self._previous: str | None = None
+        self._v1_ids: list[str] = []
+        self._refused = False
+
+    @property
+    def workspace(self) -> str | None:
+        cwd = self.header.get("cwd") if self.header else None
+        return cwd if isinstance(cwd, str) else None
+
+    @property
+    def leaf_id(self) -> str | None:
+        # pi resumes at the last line of the file, whatever its type.
+        return self.builder.resolve(self._previous)
+
+    def record(self, number: int, raw: dict[str, Any]) -> None:
+        if self._refused:
+            return
+        if self.header is None:
+            if raw.get("type") != "session":
+                self.problems.append(Problem(number, "corrupt", NOT_A_HEADER))
+                self._refused = True  # not a pi session: nothing after this is read as one
+                return
+            self._begin(number, raw)
+            return
+        if self.header.get("version", 1) == 1:
+            raw = self._with_v1_id(number, raw)
+        if self._waiting is None:
+            self._add(number, raw)
+            return
+        self._waiting.append((number, raw))
+        if raw.get("type") == "model_change":
+            self._start(None)
+        elif raw.get("type") == "message" and isinstance(raw.get("message"), dict) and raw["message"].get("role") == "assistant":
+            self._start(raw["message"].get("model"))
+
+    def _begin(self, number: int, header: dict[str, Any]) -> None:
+        self.header, self.header_line = header, number
+        self._v1_ids = [f"L{number}"]
+        if set(header) - HEADER_FIELDS:
+            self.problems.append(
+                Problem(number, "dropped", f"header imported without {', '.join(sorted(set(header) - HEADER_FIELDS))}")
+            )
+        if header.get("modelId"):
+            self._start(header["modelId"])
+
+    def _start(self, model: str | None) -> None:
+        """The root model is known: add it and the entries that waited for it."""
+        assert self.header is not None
+        self._root_id = self.builder.add_model_root(self.header_line, model, self.header.get("timestamp"))
+        self._previous = self._root_id
+        waiting, self._waiting = self._waiting or [], None
+        for number, raw in waiting:
+            self._add(number, raw)
+
+    def _with_v1_id(self, number: int, raw: dict[str, Any]) -> dict[str, Any]:
+        """v1 -> v2 as pi migrates it: a chain of ids, and compaction indexes turned into ids."""
+        ids = self._v1_ids
+        raw = {**raw, "id": f"L{number}", "parentId": ids[-1] if len(ids) > 1 else None}
         kept_index = raw.pop("firstKeptEntryIndex", None)
         if raw.get("type") == "compaction" and isinstance(kept_index, int) and 0 < kept_index < len(ids):
             raw["firstKeptEntryId"] = ids[kept_index]
-        body.append((line, raw))
-    return body
+        ids.append(raw["id"])
+        return raw
 
+    def _add(self, line: int, raw: dict[str, Any]) -> None:
+        builder = self.builder
+        entry_id = raw.get("id")
+        if not isinstance(entry_id, str) or not entry_id:
+            self.problems.append(Problem(line, "corrupt", "entry without an id"))
+            return
+        parent = raw.get("parentId")
+        if parent is None:
+            parent = self._root_id
+        elif not builder.known(parent):
+            self.problems.append(Problem(line, "repaired", f"parent {parent!r} not found; attached to the entry before it"))
+            parent = self._previous
+        self.name = _convert(builder, line, entry_id, parent, raw, self.problems) or self.name
+        if dropped := _dropped_fields(raw):
+            self.problems.append(Problem(line, "dropped", f"{raw.get('type')} imported without {', '.join(dropped)}"))
+        self._previous = entry_id
 
-def _model_before_any_change(body: list[tuple[int, dict[str, Any]]]) -> str | None:
-    """The model of the first answer, unless a model_change names the model before it."""
-    for _, raw in body:
-        if raw.get("type") == "model_change":
-            return None
-        message = raw.get("message")
-        if raw.get("type") == "message" and isinstance(message, dict) and message.get("role") == "assistant":
-            return message.get("model")
-    return None
+    def finish(self) -> ImportedSession:
+        header = self.header
+        if header is None:
+            if not self.problems:
+                self.problems.append(Problem(1, "corrupt", NOT_A_HEADER))
+            return ImportedSession(SOURCE, None, None, None, None, [], None, self.problems)
+        if self._waiting is not None:
+            self._start(None)
+        entries, leaf_id = self.builder.finish(max(self.last_line, self.header_line), leaf=self._previous)
+        return ImportedSession(
+            source=SOURCE,
+            source_id=header.get("id"),
+            workspace=header.get("cwd"),
+            created_at=header.get("timestamp"),
+            name=self.name,
+            entries=entries,
+            leaf_id=leaf_id,
+            problems=self.problems,
+        )
 
 
 def _convert(
