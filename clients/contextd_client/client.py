@@ -16,7 +16,10 @@ from contextd_client.rpc import METHOD_NOT_FOUND, ContextdError, JsonRpcConnecti
 CLIENT_NAME = "contextd-client"
 SHUTDOWN_TIMEOUT_SECONDS = 5.0
 
-BeforeCompactHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
+HookHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
+"""Answers a request of the daemon (contextd/beforeCompact, contextd/beforeNavigate)."""
+BeforeCompactHandler = HookHandler
+BeforeNavigateHandler = HookHandler
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,7 @@ class ContextdClient:
         settings: dict[str, Any] | None = None,
         daemon: DaemonProcess | None = None,
         before_compact: BeforeCompactHandler | None = None,
+        before_navigate: BeforeNavigateHandler | None = None,
         work_done_progress: bool = False,
     ) -> None:
         self.settings: dict[str, Any] = dict(settings or {})
@@ -112,7 +116,8 @@ class ContextdClient:
         self.daemon = daemon
         self.server_info: dict[str, Any] = {}
         self.server_capabilities: dict[str, Any] = {}
-        self._before_compact = before_compact
+        hooks = {"beforeCompact": before_compact, "beforeNavigate": before_navigate}
+        self._hooks: dict[str, HookHandler] = {name: hook for name, hook in hooks.items() if hook is not None}
         self._handlers: dict[str | None, list[Callable[[str, dict[str, Any]], None]]] = {}
         self._streams: set[NotificationStream] = set()
         self._rpc = JsonRpcConnection(
@@ -134,6 +139,7 @@ class ContextdClient:
         env: dict[str, str] | None = None,
         command: list[str] | None = None,
         before_compact: BeforeCompactHandler | None = None,
+        before_navigate: BeforeNavigateHandler | None = None,
         work_done_progress: bool = False,
         shared: bool | None = None,
     ) -> ContextdClient:
@@ -145,8 +151,10 @@ class ContextdClient:
         daemon of its own, which ends with it.
 
         `before_compact(params)` answers the daemon's contextd/beforeCompact requests (None
-        lets the compaction proceed); `work_done_progress` asks for `$/progress` during
-        compactions, delivered like any notification.
+        lets the compaction proceed), `before_navigate(params)` its contextd/beforeNavigate
+        requests before each of this client's navigations (None lets it proceed);
+        `work_done_progress` asks for `$/progress` during compactions, delivered like any
+        notification.
         """
         daemon = await DaemonProcess.start(
             command
@@ -163,6 +171,7 @@ class ContextdClient:
             settings=settings,
             daemon=daemon,
             before_compact=before_compact,
+            before_navigate=before_navigate,
             work_done_progress=work_done_progress,
         )
         return await client._handshake(workspace)
@@ -176,6 +185,7 @@ class ContextdClient:
         settings: dict[str, Any] | None = None,
         workspace: str | Path | None = None,
         before_compact: BeforeCompactHandler | None = None,
+        before_navigate: BeforeNavigateHandler | None = None,
         work_done_progress: bool = False,
     ) -> ContextdClient:
         """Connect to a daemon started with `contextd serve --tcp HOST:PORT`."""
@@ -185,6 +195,7 @@ class ContextdClient:
             writer,
             settings=settings,
             before_compact=before_compact,
+            before_navigate=before_navigate,
             work_done_progress=work_done_progress,
         )
         return await client._handshake(workspace)
@@ -234,7 +245,7 @@ class ContextdClient:
                     "window": {"workDoneProgress": self._work_done_progress},
                     "workspace": {"configuration": True},
                     "experimental": {
-                        "contextd": {"beforeCompact": self._before_compact is not None}
+                        "contextd": {hook: hook in self._hooks for hook in ("beforeCompact", "beforeNavigate")}
                     },
                 },
                 "initializationOptions": self.settings,
@@ -334,8 +345,9 @@ class ContextdClient:
             "client/unregisterCapability",
         ):
             return None
-        if method == "contextd/beforeCompact" and self._before_compact is not None:
-            return await self._before_compact(params)
+        hook = self._hooks.get(method.removeprefix("contextd/")) if method.startswith("contextd/") else None
+        if hook is not None:
+            return await hook(params)
         raise ContextdError(METHOD_NOT_FOUND, f"the client does not serve {method}")
 
     # --- requests ------------------------------------------------------------------

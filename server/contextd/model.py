@@ -325,7 +325,7 @@ class CompactionSettings(SettingsGroup):
     thresholdPercent: Fraction | None = None
     thresholdTokens: PositiveInt | None = None
     hookTimeoutSeconds: Annotated[float, Field(gt=0)] = 10
-    """How long a client's beforeCompact hook may take before the compaction goes on without it."""
+    """How long a client's beforeCompact or beforeNavigate hook may take before the job goes on without it."""
     readTools: list[str] = Field(default_factory=lambda: list(DEFAULT_READ_TOOLS))
     modifyTools: list[str] = Field(default_factory=lambda: list(DEFAULT_MODIFY_TOOLS))
     promotion: list[PromotionRule] = Field(default_factory=list)

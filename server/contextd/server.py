@@ -32,9 +32,9 @@ from contextd.rpc.connection import ConnectionLost, Handler
 from contextd.rpc.daemon import ClientConnection, Daemon, field_errors, invalid_params
 from contextd.rpc.messages import REQUEST_CANCELLED, RpcError
 from contextd.session import (
+    ClientVetoed,
     CompactionFailed,
     CompactionRunning,
-    CompactionVetoed,
     EntryNotFound,
     InvalidAppend,
     NothingToCompactError,
@@ -195,6 +195,14 @@ class BeforeCompactAnswer(BaseModel):
     instructions: str | None = Field(default=None, max_length=20_000)
 
 
+class BeforeNavigateAnswer(BaseModel):
+    """A client's answer to contextd/beforeNavigate; null or {} lets the navigation proceed."""
+
+    model_config = ConfigDict(extra="forbid")
+    cancel: bool = False
+    summary: str | None = Field(default=None, min_length=1, max_length=400_000)
+
+
 class CompactParams(SessionParams):
     instructions: str | None = Field(default=None, max_length=20_000)
     dryRun: bool = False
@@ -220,7 +228,7 @@ def to_rpc_error(error: Exception) -> RpcError:
         return RpcError(COMPACTION_RUNNING, str(error), {"sessionId": error.session_id})
     if isinstance(error, NothingToCompactError):
         return RpcError(NOTHING_TO_COMPACT, str(error), {"sessionId": error.session_id})
-    if isinstance(error, CompactionVetoed):
+    if isinstance(error, ClientVetoed):
         return RpcError(REQUEST_CANCELLED, str(error))
     if isinstance(error, CompactionFailed):
         return RpcError(SUMMARIZER_FAILED, redact(str(error)), {"provider": error.provider})

@@ -277,6 +277,30 @@ async def test_before_compact_hook_supplies_the_summary_or_cancels(tmp_path: Pat
         assert finished.params["outcome"] == "cancelled"
 
 
+async def test_before_navigate_hook_cancels_or_supplies_the_branch_summary(tmp_path: Path) -> None:
+    asked: list[dict[str, Any]] = []
+    answers = [{"cancel": True}, {"summary": "Read module 1; nothing to change there."}]
+
+    async def before_navigate(params: dict[str, Any]) -> dict[str, Any] | None:
+        asked.append(params)
+        return answers[len(asked) - 1]
+
+    async with await ContextdClient.spawn(data_dir=tmp_path, before_navigate=before_navigate) as client:
+        session_id = (await client.session_open(workspace=tmp_path))["sessionId"]
+        first = await client.append(session_id, long_conversation(1))
+        second = await client.append(session_id, long_conversation(2)[4:])
+        with pytest.raises(ContextdError) as cancelled:
+            await client.navigate(session_id, first["leafId"], summarize=True)
+        assert cancelled.value.code == -32800
+        assert (await client.state(session_id))["leafId"] == second["leafId"]
+        assert asked[0]["leftBehindEntryIds"] == second["entryIds"] and asked[0]["leafId"] == second["leafId"]
+
+        moved = await client.navigate(session_id, first["leafId"], summarize=True)
+        tree = {node["id"]: node for node in (await client.tree(session_id))["nodes"]}
+        assert tree[moved["branchSummaryId"]]["shortSummary"] == "Read module 1; nothing to change there."
+        assert tree[moved["branchSummaryId"]]["parentId"] == first["leafId"]
+
+
 async def test_work_done_progress_during_a_compaction(tmp_path: Path) -> None:
     async with await ContextdClient.spawn(data_dir=tmp_path, settings=SETTINGS, work_done_progress=True) as client:
         session_id = await filled_session(client, tmp_path)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from contextd.model import Settings, unknown_setting_keys
 from contextd.rpc.connection import (
@@ -94,9 +94,9 @@ class ClientConnection(Connection):
             value = value.get(part)
         return value
 
-    @property
-    def wants_before_compact(self) -> bool:
-        return self.capability("experimental", "contextd", "beforeCompact") is True
+    def declares_hook(self, hook: str) -> bool:
+        """Whether the client serves `contextd/<hook>` (`beforeCompact`, `beforeNavigate`)."""
+        return self.capability("experimental", "contextd", hook) is True
 
     @property
     def supports_progress(self) -> bool:
@@ -312,32 +312,54 @@ class DaemonEvents:
 
     async def before_compact(self, body: dict[str, Any]) -> HookAnswer:
         """Ask the connection that declared the hook (the requesting one first, else the
-        first to have opened the session). Silence or nonsense never stalls us."""
+        first to have opened the session)."""
         from contextd.server import BeforeCompactAnswer
 
-        askable = [c for c in self.daemon.watchers(body["sessionId"]) if c.wants_before_compact]
+        askable = [c for c in self.daemon.watchers(body["sessionId"]) if c.declares_hook("beforeCompact")]
         current = current_connection.get()
         askable.sort(key=lambda c: c is not current)
-        if not askable:
+        return await self._ask_hook(askable[:1], "beforeCompact", body, BeforeCompactAnswer, "compacting as configured")
+
+    async def before_navigate(self, body: dict[str, Any]) -> HookAnswer:
+        """Ask the connection whose navigate request this is, if it declared the hook."""
+        from contextd.server import BeforeNavigateAnswer
+
+        current = current_connection.get()
+        askable = [current] if isinstance(current, ClientConnection) and current.declares_hook("beforeNavigate") else []
+        return await self._ask_hook(askable, "beforeNavigate", body, BeforeNavigateAnswer, "navigating as asked")
+
+    async def _ask_hook(
+        self,
+        askable: list[ClientConnection],
+        hook: str,
+        body: dict[str, Any],
+        answer_model: type[BaseModel],
+        going_on: str,
+    ) -> HookAnswer:
+        """`contextd/<hook>` to the first of `askable`, within its hookTimeoutSeconds. Silence,
+        an error or nonsense never stalls us: the job goes on (`going_on`) and the log says why."""
+        if not askable or askable[0].closed:
             return HookAnswer()
         connection = askable[0]
         timeout = connection.settings.compaction.hookTimeoutSeconds
         try:
-            raw = await asyncio.wait_for(connection.request("contextd/beforeCompact", body), timeout)
-            answer = BeforeCompactAnswer.model_validate(raw or {})
+            raw = await asyncio.wait_for(connection.request(f"contextd/{hook}", body), timeout)
+            answer = answer_model.model_validate(raw or {})
         except TimeoutError:
-            log.warning("beforeCompact: no answer within %gs; compacting as configured", timeout)
+            log.warning("%s: no answer within %gs; %s", hook, timeout, going_on)
             return HookAnswer()
         except (RpcError, ConnectionLost) as error:
-            log.warning("beforeCompact: the client answered an error (%s); compacting as configured", error)
+            log.warning("%s: the client answered an error (%s); %s", hook, error, going_on)
             return HookAnswer()
         except ValidationError as error:
             log.warning(
-                "beforeCompact: unusable answer (%s); compacting as configured",
+                "%s: unusable answer (%s); %s",
+                hook,
                 "; ".join(f"{e['field']}: {e['message']}" for e in field_errors(error)),
+                going_on,
             )
             return HookAnswer()
-        return HookAnswer(cancel=answer.cancel, summary=answer.summary, instructions=answer.instructions)
+        return HookAnswer(**answer.model_dump())
 
     def compaction_progress(self, compaction_id: str, stage: str, message: str) -> None:
         """`$/progress` for the connections that show work-done progress; the token is the

@@ -12,6 +12,7 @@
 """
 
 from contextd.session.errors import (
+    ClientVetoed,
     CompactionFailed,
     CompactionRunning,
     CompactionVetoed,
@@ -27,6 +28,7 @@ from contextd.session.navigation import entry_preview
 from contextd.session.state import check_tool_results
 
 __all__ = [
+    "ClientVetoed",
     "CompactionFailed",
     "CompactionRunning",
     "CompactionVetoed",

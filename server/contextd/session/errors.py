@@ -31,11 +31,18 @@ class NothingToCompactError(StoreError):
         self.session_id = session_id
 
 
-class CompactionVetoed(StoreError):
-    """The client's beforeCompact hook said no."""
+class ClientVetoed(StoreError):
+    """A client's hook (beforeCompact, beforeNavigate) said no: the request is cancelled."""
 
+
+class CompactionVetoed(ClientVetoed):
     def __init__(self) -> None:
         super().__init__("the client cancelled the compaction")
+
+
+class NavigationVetoed(ClientVetoed):
+    def __init__(self) -> None:
+        super().__init__("the client's beforeNavigate hook cancelled the navigation")
 
 
 class CompactionFailed(StoreError):

@@ -21,6 +21,8 @@ class SessionEvents(Protocol):
 
     async def before_compact(self, body: dict[str, Any]) -> HookAnswer: ...
 
+    async def before_navigate(self, body: dict[str, Any]) -> HookAnswer: ...
+
     def idle_timer(self, body: dict[str, Any]) -> None: ...
 
     def workspace_activity(self, body: dict[str, Any]) -> None:
@@ -30,7 +32,8 @@ class SessionEvents(Protocol):
 
 @dataclass(frozen=True)
 class HookAnswer:
-    """What a client's beforeCompact hook decided; the default lets the compaction proceed."""
+    """What a client's hook (beforeCompact, beforeNavigate) decided; the default lets the
+    job proceed. `instructions` are beforeCompact's only."""
 
     cancel: bool = False
     summary: str | None = None
@@ -56,6 +59,9 @@ class SilentEvents:
         pass
 
     async def before_compact(self, body: dict[str, Any]) -> HookAnswer:
+        return HookAnswer()
+
+    async def before_navigate(self, body: dict[str, Any]) -> HookAnswer:
         return HookAnswer()
 
     def idle_timer(self, body: dict[str, Any]) -> None:

@@ -35,6 +35,7 @@ from contextd.session.errors import (
     CompactionFailed,
     CompactionRunning,
     EntryNotFound,
+    NavigationVetoed,
     NothingToCompactError,
 )
 from contextd.session.jobs import CompactionJobs, RunningCompaction
@@ -132,8 +133,9 @@ class Navigation(CompactionJobs):
         """Move the leaf to `target_id`, optionally leaving a summary of the branch behind.
 
         Navigating to a user message puts the leaf on its parent and hands the message's
-        text back for editing. The summary is made before anything is written, so a
-        cancelled or failed summary leaves the session where it was.
+        text back for editing. The client's beforeNavigate hook may cancel the move or
+        supply the summary. The summary is made before anything is written, so a cancelled
+        or failed summary leaves the session where it was.
         """
         if self._running is not None:
             raise CompactionRunning(self.session_id)
@@ -145,26 +147,56 @@ class Navigation(CompactionJobs):
             new_leaf = target.parentId
         else:
             new_leaf = self.through_results(target.id)
-        preparation = self._branch_preparation(new_leaf, instructions) if summarize else None
-        if preparation is None:
-            return self._move_leaf(new_leaf, editor_text, None)
-
-        async def work(_: RunningCompaction) -> tuple[dict[str, Any], dict[str, Any]]:
-            summary = await self._summarize_branch(preparation)
-            result = self._move_leaf(new_leaf, editor_text, (preparation, summary))
-            finished = {
-                "entryId": result["branchSummaryId"],
-                "tokensAfter": self.tokens,
-                "shortSummary": short_summary(summary),
-            }
-            return finished, result
-
-        # A job like a compaction: started/finished events, progress, abort, one at a time.
-        self._navigations += 1
+        self._navigations += 1  # waiting for the hook or the summary: stays in memory
         try:
+            hook = await self.events.before_navigate(
+                self._navigate_hook_body(target.id, new_leaf, summarize, instructions)
+            )
+            if hook.cancel:
+                raise NavigationVetoed()
+            if self._running is not None:  # a compaction started while the client decided
+                raise CompactionRunning(self.session_id)
+            supplied = hook.summary
+            preparation = (
+                self._branch_preparation(new_leaf, instructions, whole_branch=supplied is not None)
+                if summarize or supplied is not None
+                else None
+            )
+            if preparation is None:
+                return self._move_leaf(new_leaf, editor_text, None)
+
+            async def work(_: RunningCompaction) -> tuple[dict[str, Any], dict[str, Any]]:
+                summary = supplied if supplied is not None else await self._summarize_branch(preparation)
+                result = self._move_leaf(new_leaf, editor_text, (preparation, summary))
+                finished = {
+                    "entryId": result["branchSummaryId"],
+                    "tokensAfter": self.tokens,
+                    "shortSummary": short_summary(summary),
+                }
+                return finished, result
+
+            # A job like a compaction: started/finished events, progress, abort, one at a time.
             return await self.run_job("branch", self.tokens, work)
         finally:
             self._navigations -= 1
+
+    def _navigate_hook_body(
+        self, target_id: str, new_leaf: str | None, summarize: bool, instructions: str | None
+    ) -> dict[str, Any]:
+        """What contextd/beforeNavigate tells the client: where the leaf goes and what it leaves."""
+        left_behind, ancestor_id = branch_being_left(self._path, self.tree.path_to(new_leaf))
+        body: dict[str, Any] = {
+            "sessionId": self.session_id,
+            "targetId": target_id,
+            "leafId": self.leaf_id,
+            "newLeafId": new_leaf,
+            "commonAncestorId": ancestor_id,
+            "leftBehindEntryIds": [entry.id for entry in left_behind],
+            "summarize": summarize,
+        }
+        if instructions is not None:
+            body["instructions"] = instructions
+        return body
 
     def _move_leaf(
         self,
@@ -213,11 +245,12 @@ class Navigation(CompactionJobs):
         return entry_id
 
     def _branch_preparation(
-        self, new_leaf: str | None, instructions: str | None
+        self, new_leaf: str | None, instructions: str | None, *, whole_branch: bool = False
     ) -> BranchSummaryPreparation | None:
         """The summary request for the branch a move to `new_leaf` leaves; None when the
         move leaves nothing behind. A branch that does not fit the budget is an error: the
-        user asked for a summary and must not lose that branch silently."""
+        user asked for a summary and must not lose that branch silently. `whole_branch`
+        (the client supplies the summary, no summarizer reads it) lifts the budget."""
         window = self.model_info.context_window
         reserve = self.settings.branchSummary.reserveTokens
         target_path = self.tree.path_to(new_leaf)
@@ -225,7 +258,7 @@ class Navigation(CompactionJobs):
             self._path,
             target_path,
             self.entry_tokens,
-            max(window - reserve, 1),
+            None if whole_branch else max(window - reserve, 1),
             self.settings,
             instructions=instructions,
         )
