@@ -8,6 +8,7 @@ the pickers.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -15,8 +16,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -110,12 +112,13 @@ CONVERSATION = [
 class Editor:
     """A headless Neovim with the plugin on its runtimepath."""
 
-    def __init__(self, nvim: Any, tmp_path: Path) -> None:
+    def __init__(self, nvim: Any, tmp_path: Path, runtime_dir: Path) -> None:
         self.nvim = nvim
         self.nvim_path = ""
         self.data_dir = tmp_path / "data"
         self.workspace = tmp_path / "workspace"
         self.workspace.mkdir(exist_ok=True)
+        self.runtime_dir = runtime_dir  # its XDG_RUNTIME_DIR: the shared daemon's socket
 
     def lua(self, code: str, *args: Any) -> Any:
         return self.nvim.exec_lua(code, *args)
@@ -206,16 +209,18 @@ class Editor:
 
 
 @contextlib.contextmanager
-def running_editor(nvim_path: str, tmp_path: Path) -> Iterator[Editor]:
-    """A headless Neovim with the plugin and the harness; Neovim and its daemon end after."""
+def running_editor(nvim_path: str, tmp_path: Path, runtime_dir: Path) -> Iterator[Editor]:
+    """A headless Neovim with the plugin and the harness; Neovim and its daemon end after.
+    `runtime_dir` is its XDG_RUNTIME_DIR, where the shared daemon's socket goes."""
     home = tmp_path / "home"
     env = [
         f"XDG_{name}_HOME={home / name.lower()}" for name in ("CONFIG", "DATA", "STATE", "CACHE")
     ]
+    env.append(f"XDG_RUNTIME_DIR={runtime_dir}")
     # A zone far from UTC, half an hour off, so that a UTC time shown as is cannot pass for local.
     argv = ["env", *env, "TZ=Asia/Kolkata", nvim_path, "--embed", "--headless", "--clean", "-n"]
     nvim = pynvim.attach("child", argv=argv)
-    editor = Editor(nvim, tmp_path)
+    editor = Editor(nvim, tmp_path, runtime_dir)
     editor.lua(HARNESS, str(PLUGIN_DIR))
     try:
         yield editor
@@ -228,9 +233,18 @@ def running_editor(nvim_path: str, tmp_path: Path) -> Iterator[Editor]:
 
 @pytest.fixture(params=[path for _, path in NEOVIMS], ids=[version for version, _ in NEOVIMS])
 def editor(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Editor]:
-    with running_editor(request.param, tmp_path) as started:
-        started.nvim_path = request.param
-        yield started
+    # Short, so that the socket path fits; the test's own, so no other daemon answers there.
+    runtime_dir = Path(tempfile.mkdtemp(prefix="ctxd-run-"))
+    try:
+        with running_editor(request.param, tmp_path, runtime_dir) as started:
+            started.nvim_path = request.param
+            yield started
+    finally:
+        # A shared daemon outlives its editors for its grace period: it ends with the test.
+        for pid in shared_daemons(tmp_path / "data"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        shutil.rmtree(runtime_dir, ignore_errors=True)
 
 
 if not NEOVIMS:
@@ -910,24 +924,126 @@ def shared_daemons(data_dir: Path) -> list[int]:
 def test_two_neovims_share_one_daemon_and_see_each_others_appends(
     editor: Editor, tmp_path: Path
 ) -> None:
-    try:
-        with running_editor(editor.nvim_path, tmp_path / "second") as second:
-            second.data_dir, second.workspace = editor.data_dir, editor.workspace
-            first_id = editor.setup(shared=True)
-            editor.append(CONVERSATION)
-            assert second.setup(shared=True) == first_id
-            assert not second.notes()  # no error, no new empty session
-            assert len(shared_daemons(editor.data_dir)) == 1
-            second.wait("require('contextd').statusline() == 'ctx 84k/200k 42%'")
-            second.append([user("Asked from the second editor")])
-            context, err = editor.call_api("get_context")
-            assert err is None
-            assert context["messages"][-1]["content"] == "Asked from the second editor"
-            editor.append([assistant("Answered in the first editor.", 85000)])
-            second.wait("require('contextd').statusline() == 'ctx 85k/200k 43%'")
-    finally:
-        for pid in shared_daemons(editor.data_dir):
-            os.kill(pid, signal.SIGTERM)
+    with running_editor(editor.nvim_path, tmp_path / "second", editor.runtime_dir) as second:
+        second.data_dir, second.workspace = editor.data_dir, editor.workspace
+        first_id = editor.setup(shared=True)
+        editor.append(CONVERSATION)
+        assert second.setup(shared=True) == first_id
+        assert not second.notes()  # no error, no new empty session
+        assert len(shared_daemons(editor.data_dir)) == 1
+        second.wait("require('contextd').statusline() == 'ctx 84k/200k 42%'")
+        second.append([user("Asked from the second editor")])
+        context, err = editor.call_api("get_context")
+        assert err is None
+        assert context["messages"][-1]["content"] == "Asked from the second editor"
+        editor.append([assistant("Answered in the first editor.", 85000)])
+        second.wait("require('contextd').statusline() == 'ctx 85k/200k 43%'")
+
+
+class Script:
+    """A Python script on the shared daemon (contextd_client over `contextd serve --shared`),
+    its event loop in a thread of its own so that it stays connected between steps."""
+
+    def __init__(self, editor: Editor) -> None:
+        from contextd_client import ContextdClient
+
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        env = {**os.environ, "XDG_RUNTIME_DIR": str(editor.runtime_dir)}
+        self.client = self.run(
+            ContextdClient.spawn(
+                data_dir=editor.data_dir, workspace=editor.workspace, env=env, shared=True
+            )
+        )
+        self.workspace = editor.workspace
+
+    def run(self, step: Any) -> Any:
+        """Runs a coroutine of the client; a hung daemon fails the test instead of hanging it."""
+        return asyncio.run_coroutine_threadsafe(step, self.loop).result(timeout=120)
+
+    def open(self, name: str) -> str:
+        return self.run(self.client.session_open(workspace=self.workspace, name=name))["sessionId"]
+
+    def append(self, session_id: str, messages: list[dict[str, Any]]) -> None:
+        self.run(self.client.append(session_id, messages))
+
+    def close(self) -> None:
+        self.run(self.client.close())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
+
+
+@pytest.fixture
+def script(editor: Editor) -> Iterator[Callable[[], Script]]:
+    """A script on the editor's shared daemon; the editor must have attached first."""
+    started: list[Script] = []
+
+    def start() -> Script:
+        started.append(Script(editor))
+        return started[-1]
+
+    yield start
+    for each in started:
+        each.close()
+
+
+def test_the_statusline_shows_the_session_a_script_drives_without_opening_it(
+    editor: Editor, script: Callable[[], Script]
+) -> None:
+    own = editor.setup(shared=True)
+    editor.append(CONVERSATION)
+    editor.wait("require('contextd').statusline() == 'ctx 84k/200k 42%'")
+    driver = script()
+    driven = driver.open("driven by a script")
+    driver.append(driven, [user("Refactor the parser"), assistant("Parser refactored.", 120000)])
+    editor.wait("require('contextd').statusline() == 'ctx 120k/200k 60%'")
+    state = editor.state()
+    assert state["session_id"] == own  # commands and the API stay on this editor's session
+    assert state["shown"]["session_id"] == driven and not state["shown"]["current"]
+    assert not editor.notes()
+    # This editor's own append is now the latest change.
+    editor.append([user("One more thing"), assistant("Done.", 86000)])
+    editor.wait("require('contextd').statusline() == 'ctx 86k/200k 43%'")
+    driver.append(driven, [user("And the lexer"), assistant("Lexer too.", 130000)])
+    editor.wait("require('contextd').statusline() == 'ctx 130k/200k 65%'")
+
+
+def test_statusline_session_current_keeps_to_this_editors_session(
+    editor: Editor, script: Callable[[], Script]
+) -> None:
+    own = editor.setup(shared=True, statusline_session="current")
+    editor.append(CONVERSATION)
+    driver = script()
+    driven = driver.open("driven by a script")
+    driver.append(driven, [user("Refactor the parser"), assistant("Parser refactored.", 120000)])
+    # The activity arrived (and is kept), yet the statusline stays on this editor's session.
+    editor.lua("_G.driven = ...", driven)
+    editor.wait("(require('contextd.state').latest or {}).sessionId == _G.driven")
+    assert editor.statusline() == "ctx 84k/200k 42%"
+    assert editor.state()["shown"]["session_id"] == own
+
+
+def test_the_session_picker_lists_other_clients_sessions_and_opens_the_chosen(
+    editor: Editor, script: Callable[[], Script]
+) -> None:
+    own = editor.setup(shared=True, session_name="the editor's session")
+    editor.append(CONVERSATION)
+    driver = script()
+    driven = driver.open("driven by a script")
+    driver.append(driven, [user("Refactor the parser"), assistant("Parser refactored.", 120000)])
+    editor.answer_selects("driven by a script")
+    editor.command("Contextd sessions")
+    editor.wait_note("switched to session")
+    listed = editor.lua("return _G.selects")[0]["items"]
+    assert any("the editor's session" in item and item.startswith("●") for item in listed)
+    assert editor.state()["session_id"] == driven != own
+    assert editor.statusline() == "ctx 120k/200k 60%"
+    # The chosen session is the editor's now: its appends reach the script's session.
+    editor.append([user("Continued in Neovim")])
+    messages = driver.run(driver.client.context(driven))["messages"]
+    assert messages[-1]["content"] == "Continued in Neovim"
 
 
 # --- statusline, lualine, completion, local times ----------------------------------------

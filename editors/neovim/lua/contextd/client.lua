@@ -1,5 +1,6 @@
 -- The one LSP client that talks to `contextd serve`, across Neovim 0.7 to 0.11+.
 local config = require("contextd.config")
+local format = require("contextd.format")
 local notify = require("contextd.notify")
 local state = require("contextd.state")
 
@@ -19,6 +20,7 @@ M.codes = {
   nothing_to_compact = -32005,
   summarizer_failed = -32006,
   entry_not_found = -32007,
+  read_only_mirror = -32008,
   cancelled = -32800,
 }
 
@@ -27,6 +29,7 @@ local LEVEL_BY_CODE = {
   [M.codes.method_not_found] = levels.WARN,
   [M.codes.compaction_running] = levels.WARN,
   [M.codes.nothing_to_compact] = levels.INFO,
+  [M.codes.read_only_mirror] = levels.WARN,
   [M.codes.cancelled] = levels.INFO,
 }
 
@@ -40,9 +43,22 @@ local function plain_message(err)
   return (text:gsub("^invalid params: ", ""))
 end
 
+-- A mirror follows another agent's transcript: only that agent writes to it.
+local function mirror_message(err)
+  local session_id = type(err.data) == "table" and err.data.sessionId or nil
+  local source = (session_id == nil or session_id == state.session_id) and state.source or nil
+  local agent = format.agent_name(source)
+  local whose = agent and ("a " .. agent .. " session") or "another agent's session"
+  return "this session is a read-only mirror of "
+    .. whose
+    .. "; :Contextd handoff starts a session of your own from it"
+end
+
 function M.describe_error(err)
   if err.code == M.codes.method_not_found then
     return "this contextd version does not support it yet"
+  elseif err.code == M.codes.read_only_mirror then
+    return mirror_message(err)
   end
   local data = err.data
   if type(data) == "table" and type(data.errors) == "table" and #data.errors > 0 then

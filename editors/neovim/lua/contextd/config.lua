@@ -26,6 +26,10 @@ M.defaults = {
   -- Attach to the per-user shared daemon (`contextd serve --shared`, started on demand), so
   -- that editors in one project share its sessions; false runs a daemon of this editor's own.
   shared = true,
+  -- What the statusline shows: "latest", the workspace's session that changed last, whoever
+  -- drives it (this editor, another client, a mirror of Claude Code, Codex or pi);
+  -- "current", always the session this editor works on.
+  statusline_session = "latest",
   -- The longest the synchronous API (and command-line completion) blocks the editor.
   timeout_ms = 3000,
   -- How long the daemon may take to start and open the session before it counts as failed.
@@ -70,6 +74,12 @@ local VALIDATORS = {
   model = "string",
   autostart = "boolean",
   shared = "boolean",
+  statusline_session = {
+    function(v)
+      return v == "latest" or v == "current"
+    end,
+    '"latest" or "current"',
+  },
   timeout_ms = { positive, "a positive number of milliseconds" },
   start_timeout_ms = { positive, "a positive number of milliseconds" },
   on_editor_text = "callable",

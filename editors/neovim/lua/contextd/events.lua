@@ -89,6 +89,16 @@ local function on_idle_timer(_, timer)
   end
 end
 
+-- Any session of the workspace changed (contextd/workspace/watch): the statusline may
+-- follow it. Opening a session changes nothing in it, so it is not followed.
+local function on_workspace_activity(_, activity)
+  if type(activity) ~= "table" or activity.cause == "open" then
+    return
+  end
+  state.latest = activity.sessionId ~= state.session_id and activity or nil
+  state.changed()
+end
+
 -- The daemon says what the user must know (settings it could not apply) this way.
 local SHOW_LEVEL = { levels.ERROR, levels.WARN, levels.INFO, levels.INFO }
 
@@ -103,6 +113,7 @@ M.handlers = {
   ["contextd/compactionStarted"] = on_compaction_started,
   ["contextd/compactionFinished"] = on_compaction_finished,
   ["contextd/idleTimer"] = on_idle_timer,
+  ["contextd/workspace/activity"] = on_workspace_activity,
   ["window/showMessage"] = on_show_message,
 }
 

@@ -88,8 +88,20 @@ function M.local_time(text, pattern)
   return os.date(pattern or "%Y-%m-%d %H:%M", seconds)
 end
 
+local AGENT_NAMES = { ["claude-code"] = "Claude Code", codex = "Codex", pi = "pi" }
+
+--- The name of the agent a mirrored session follows ("Claude Code"), from its `source`;
+--- nil for a session of contextd's own clients.
+function M.agent_name(source)
+  if type(source) ~= "table" or not present(source.agent) then
+    return nil
+  end
+  return AGENT_NAMES[source.agent] or tostring(source.agent)
+end
+
 --- The statusline text for the cached state (see :help contextd-statusline).
---- `view` is {status, usage, compacting, idle}.
+--- `view` is {status, usage, compacting, idle, agent}; `agent` names the agent of a
+--- mirrored session, shown instead of "ctx".
 function M.statusline(view)
   if view.status == "starting" then
     return "ctx starting…"
@@ -101,7 +113,8 @@ function M.statusline(view)
     return view.compacting and "ctx compacting…" or ""
   end
   local text = string.format(
-    "ctx %s/%s %s",
+    "%s %s/%s %s",
+    view.agent or "ctx",
     M.tokens(usage.tokens),
     M.tokens(usage.contextWindow),
     M.percent(usage.percent)
@@ -247,9 +260,15 @@ function M.tree_item(item)
   return text
 end
 
+--- A session/list row for the picker: ● marks the current session; a mirror starts with
+--- its agent's name and says it is read-only.
 function M.session_item(session, current_id)
   local marker = session.sessionId == current_id and "● " or "  "
   local name = present(session.name) and session.name or "(unnamed)"
+  local agent = M.agent_name(session.source)
+  if agent then
+    name = string.format("%s · %s (read-only mirror)", agent, name)
+  end
   local updated = M.local_time(session.updatedAt)
   return string.format(
     "%s%s · %s entries · %s tokens · %s · %s",
@@ -290,6 +309,10 @@ function M.status_lines(state, server_version)
   }
   if present(state.workspace) then
     table.insert(lines, "workspace " .. state.workspace)
+  end
+  local agent = M.agent_name(state.source)
+  if agent then
+    table.insert(lines, string.format("read-only mirror of a %s session: %s", agent, state.source.path or "?"))
   end
   return lines
 end

@@ -58,8 +58,20 @@ function M.restart()
   session.restart()
 end
 
+local function shown()
+  return state.shown(config.options.statusline_session == "latest")
+end
+
+-- What the statusline shows. Compaction and idle cues are known of the current session only.
 local function view()
-  return { status = state.status, usage = state.usage, compacting = state.compacting, idle = state.idle }
+  local session = shown()
+  return {
+    status = state.status,
+    usage = session.usage,
+    agent = format.agent_name(session.source),
+    compacting = session.current and state.compacting or nil,
+    idle = session.current and state.idle or nil,
+  }
 end
 
 --- The statusline text, e.g. "ctx 84k/200k 42%" (see :help contextd-statusline); "" when
@@ -75,13 +87,16 @@ end
 
 --- "normal", "warning", "critical", "disconnected" or "" (nothing runs): for colours.
 function M.level()
-  return format.level(state.status, state.usage)
+  return format.level(state.status, shown().usage)
 end
 
---- A copy of the cached state: session_id, leaf_id, model, context_window, usage, compacting,
---- idle, status, server_version.
+--- A copy of the cached state: session_id, leaf_id, model, context_window, usage, source,
+--- compacting, idle, status, server_version, and `shown`: the session the statusline shows
+--- {session_id, name, source, usage, current}.
 function M.state()
   return {
+    source = state.source,
+    shown = state.session_id and shown() or nil,
     status = state.status,
     server_version = state.server_version,
     session_id = state.session_id,

@@ -2,6 +2,7 @@
 local client = require("contextd.client")
 local config = require("contextd.config")
 local events = require("contextd.events")
+local format = require("contextd.format")
 local notify = require("contextd.notify")
 local state = require("contextd.state")
 
@@ -56,9 +57,34 @@ function M.wait_ready(deadline)
   return err
 end
 
+-- Shows `row` (a session/list row of another session) until the next activity, with the
+-- figure the daemon has for it; a session it cannot report on is left out.
+local function show_row(row)
+  client.request("contextd/session/state", { sessionId = row.sessionId }, function(err, result)
+    if err or state.latest or not result.usage then
+      return
+    end
+    state.latest = { sessionId = row.sessionId, name = row.name, source = row.source, usage = result.usage }
+    state.changed()
+  end)
+end
+
+-- Asks for contextd/workspace/activity about every session of the workspace, whoever drives
+-- it, and starts from the one that changed last. A daemon without it shows the current
+-- session only.
+local function watch_workspace()
+  client.request("contextd/workspace/watch", { workspace = config.workspace() }, function(err, result)
+    local newest = not err and result and result.sessions and result.sessions[1]
+    if newest and newest.sessionId ~= state.session_id then
+      show_row(newest)
+    end
+  end)
+end
+
 local function adopt(result)
   state.adopt_session(result)
   settle(nil)
+  watch_workspace()
 end
 
 local function create()
@@ -97,7 +123,14 @@ local function open_initial()
     create()
   else
     client.request("contextd/session/list", { workspace = config.workspace() }, function(err, result)
-      local newest = not err and result and result.sessions and result.sessions[1]
+      local newest = nil
+      -- Mirrors are read-only: this editor resumes a session of contextd's own clients.
+      for _, row in ipairs(not err and result and result.sessions or {}) do
+        if not format.present(row.source) then
+          newest = row
+          break
+        end
+      end
       if newest then
         resume(newest.sessionId)
       else

@@ -8,6 +8,10 @@ local M = {
   model = nil,
   context_window = nil,
   usage = nil, -- the latest contextd/tokenUsage body of the current session
+  source = nil, -- {agent, path} when the current session mirrors another agent's session
+  -- The contextd/workspace/activity body of the workspace session that changed last, when
+  -- that is not the current one (another client's session, a mirror): nil shows the current.
+  latest = nil,
   compacting = nil, -- the contextd/compactionStarted body while one runs
   idle = nil, -- the latest contextd/idleTimer body of the current session
   handoff_requested = nil, -- true while a handoff the user asked for waits for its answer
@@ -28,6 +32,8 @@ function M.reset(status)
   M.session_id = nil
   M.leaf_id = nil
   M.usage = nil
+  M.source = nil
+  M.latest = nil
   M.compacting = nil
   M.idle = nil
   M.changed()
@@ -40,10 +46,24 @@ function M.adopt_session(session)
   M.model = session.model
   M.context_window = session.contextWindow
   M.usage = session.usage
+  M.source = session.source
+  -- The statusline shows the session just chosen until another one changes.
+  M.latest = nil
   M.compacting = session.compacting and (M.compacting or { reason = "unknown" }) or nil
   M.idle = nil
   M.status = "running"
   M.changed()
+end
+
+--- The session the statusline shows: the workspace's session that changed last when the
+--- `statusline_session` option is "latest" and that is another session, else the current
+--- one. {session_id, name, source, usage, current}.
+function M.shown(follow_latest)
+  local latest = follow_latest and M.latest
+  if latest and latest.sessionId ~= M.session_id then
+    return { session_id = latest.sessionId, name = latest.name, source = latest.source, usage = latest.usage, current = false }
+  end
+  return { session_id = M.session_id, source = M.source, usage = M.usage, current = true }
 end
 
 function M.is_current(params)
