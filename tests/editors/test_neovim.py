@@ -1003,6 +1003,10 @@ def test_the_statusline_shows_the_session_a_script_drives_without_opening_it(
     assert state["session_id"] == own  # commands and the API stay on this editor's session
     assert state["shown"]["session_id"] == driven and not state["shown"]["current"]
     assert not editor.notes()
+    editor.command("Contextd status")
+    status = editor.wait_note("the statusline shows")["msg"]
+    assert f'session {own}' in status
+    assert f'the latest change: another session "driven by a script" ({driven})' in status
     # This editor's own append is now the latest change.
     editor.append([user("One more thing"), assistant("Done.", 86000)])
     editor.wait("require('contextd').statusline() == 'ctx 86k/200k 43%'")

@@ -61,6 +61,10 @@ function M.status()
     if state.idle and state.idle.state == "armed" then
       table.insert(lines, "idle compaction at " .. format.local_time(state.idle.dueAt, "%H:%M:%S"))
     end
+    local shown = state.shown()
+    if not shown.current then
+      table.insert(lines, "the statusline shows the latest change: " .. format.shown_session(shown))
+    end
     notify.info(table.concat(lines, "\n"))
   end)
 end

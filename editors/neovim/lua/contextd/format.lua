@@ -260,6 +260,14 @@ function M.tree_item(item)
   return text
 end
 
+--- Which session the statusline shows, when it is not the current one:
+--- `Claude Code session "fix tests" (01a1…)`.
+function M.shown_session(shown)
+  local who = M.agent_name(shown.source)
+  local name = present(shown.name) and (' "' .. shown.name .. '"') or ""
+  return string.format("%s session%s (%s)", who or "another", name, shown.session_id or "?")
+end
+
 --- A session/list row for the picker: ● marks the current session; a mirror starts with
 --- its agent's name and says it is read-only.
 function M.session_item(session, current_id)

@@ -58,13 +58,9 @@ function M.restart()
   session.restart()
 end
 
-local function shown()
-  return state.shown(config.options.statusline_session == "latest")
-end
-
 -- What the statusline shows. Compaction and idle cues are known of the current session only.
 local function view()
-  local session = shown()
+  local session = state.shown()
   return {
     status = state.status,
     usage = session.usage,
@@ -87,7 +83,7 @@ end
 
 --- "normal", "warning", "critical", "disconnected" or "" (nothing runs): for colours.
 function M.level()
-  return format.level(state.status, shown().usage)
+  return format.level(state.status, state.shown().usage)
 end
 
 --- A copy of the cached state: session_id, leaf_id, model, context_window, usage, source,
@@ -96,7 +92,7 @@ end
 function M.state()
   return {
     source = state.source,
-    shown = state.session_id and shown() or nil,
+    shown = state.session_id and state.shown() or nil,
     status = state.status,
     server_version = state.server_version,
     session_id = state.session_id,

@@ -1,4 +1,6 @@
 -- The cached view of the daemon that statuslines and commands read without a round trip.
+local config = require("contextd.config")
+
 local M = {
   status = "stopped", -- stopped | starting | running | exited
   client_id = nil,
@@ -58,8 +60,8 @@ end
 --- The session the statusline shows: the workspace's session that changed last when the
 --- `statusline_session` option is "latest" and that is another session, else the current
 --- one. {session_id, name, source, usage, current}.
-function M.shown(follow_latest)
-  local latest = follow_latest and M.latest
+function M.shown()
+  local latest = config.options.statusline_session == "latest" and M.latest
   if latest and latest.sessionId ~= M.session_id then
     return { session_id = latest.sessionId, name = latest.name, source = latest.source, usage = latest.usage, current = false }
   end
