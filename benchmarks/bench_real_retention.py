@@ -9,12 +9,14 @@ imported as a contextd session and compacted with the offline summarizer twice: 
 the last `--later` messages (and at least keepRecentTokens/2 tokens) not yet appended, then again once they are (the second summary
 updates the first). Compaction is the pure core (`prepare_compaction`), as the daemon runs it.
 
-After each compaction the context is the summary plus the kept tail. A fact counts when the
-context before the compaction held it (one of its strings, case and spacing aside); it is
-kept "in summary" when the summary holds it, "in tail" when only the kept messages do, else
-lost. A stale item (a fixed error, a rejected hypothesis, a reverted decision) is presented
-as current when the summary shows it under Goal, In Progress, Blocked or Next Steps, once
-the transcript has made it stale (its optional `staleWhen` strings mark that moment).
+After each compaction the context is the standing instructions (AGENTS.md, CLAUDE.md, an
+environment context: never summarized, always sent), the summary and the kept tail. A fact
+counts when the context before the compaction held it (one of its strings, case and spacing
+aside); it is kept "in summary" when the summary holds it, "in tail" when only the kept
+messages do, "in instr" when only the standing instructions do, else lost. A stale item (a
+fixed error, a rejected hypothesis, a reverted decision) is presented as current when the
+summary shows it under Goal, In Progress, Blocked or Next Steps, once the transcript has
+made it stale (its optional `staleWhen` strings mark that moment).
 
 Targets: >= 90% of facts kept after the first compaction and >= 85% after the second, on
 every format; no stale item presented as current; each summary within its token budget.
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contextd.compaction.context import build_context
+from contextd.compaction.context import build_context, instructions_text
 from contextd.compaction.prepare import (
     CompactionPreparation,
     assemble_compaction_summary,
@@ -98,7 +100,9 @@ def path_to(entries: list[Entry], leaf: str | None) -> list[Entry]:
 
 
 def context_text(path: list[Entry], tokens: dict[str, int]) -> str:
-    return serialize_conversation(item.message for item in build_context(path, tokens))
+    """What the model sees at the end of `path`: the standing instructions and the messages."""
+    messages = serialize_conversation(item.message for item in build_context(path, tokens))
+    return "\n\n".join(filter(None, [instructions_text(path), messages]))
 
 
 @dataclass
@@ -106,6 +110,7 @@ class Measure:
     present: int
     in_summary: int
     in_tail: int
+    in_instructions: int
     stale_current: list[str]
     tokens_before: int
     tokens_after: int
@@ -114,7 +119,12 @@ class Measure:
 
     @property
     def kept(self) -> float:
-        return (self.in_summary + self.in_tail) / self.present if self.present else 1.0
+        kept = self.in_summary + self.in_tail + self.in_instructions
+        return kept / self.present if self.present else 1.0
+
+    @property
+    def lost(self) -> int:
+        return self.present - self.in_summary - self.in_tail - self.in_instructions
 
 
 async def compact(
@@ -166,7 +176,8 @@ def measure(
 ) -> tuple[Measure, list[str]]:
     after = build_context(after_path, tokens)
     tail = serialize_conversation(item.message for item in after[1:])
-    present = in_summary = in_tail = 0
+    instructions = instructions_text(after_path) or ""
+    present = in_summary = in_tail = in_instructions = 0
     lost: list[str] = []
     for fact in facts["facts"]:
         if not found(fact["any"], before):
@@ -176,6 +187,8 @@ def measure(
             in_summary += 1
         elif found(fact["any"], tail):
             in_tail += 1
+        elif found(fact["any"], instructions):
+            in_instructions += 1
         else:
             lost.append(fact["fact"])
     current = current_sections(entry.summary)
@@ -191,6 +204,7 @@ def measure(
         present=present,
         in_summary=in_summary,
         in_tail=in_tail,
+        in_instructions=in_instructions,
         stale_current=stale,
         tokens_before=preparation.tokens_before,
         tokens_after=sum(tokens.get(item.entry_id, 0) for item in after[1:])
@@ -256,7 +270,7 @@ def main() -> None:
     args = parser.parse_args()
     files = sorted(FACTS.glob("*.json"))
     print(f"keepRecentTokens {args.keep}; second compaction after {args.later} more messages\n")
-    header = (f"{'transcript':34} {'#':>1} {'facts':>5} {'summary':>7} {'tail':>4} {'lost':>4} "
+    header = (f"{'transcript':34} {'#':>1} {'facts':>5} {'summary':>7} {'tail':>4} {'instr':>5} {'lost':>4} "
               f"{'kept':>5} {'stale':>5} {'before':>7} {'after':>6} {'summ':>5} {'budget':>6}")
     print(header)
     worst: dict[tuple[str, int], float] = {}
@@ -267,9 +281,8 @@ def main() -> None:
         if args.only and facts["transcript"] != args.only:
             continue
         for number, m in enumerate(asyncio.run(run_one(facts, args.keep, args.later, args.show)), 1):
-            lost = m.present - m.in_summary - m.in_tail
             print(f"{facts['transcript']:34} {number:>1} {m.present:>5} {m.in_summary:>7} {m.in_tail:>4} "
-                  f"{lost:>4} {m.kept:>5.0%} {len(m.stale_current):>5} {m.tokens_before:>7} "
+                  f"{m.in_instructions:>5} {m.lost:>4} {m.kept:>5.0%} {len(m.stale_current):>5} {m.tokens_before:>7} "
                   f"{m.tokens_after:>6} {m.summary_tokens:>5} {m.budget:>6}")
             key = (facts["agent"], number)
             worst[key] = min(worst.get(key, 1.0), m.kept)

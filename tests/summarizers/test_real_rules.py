@@ -328,3 +328,53 @@ def test_a_missing_program_is_a_fact_about_the_machine_not_a_blocker() -> None:
 
     assert body["### Blocked"] == "(none)"
     assert "`which` is not installed here (command not found)" in body["## Critical Context"]
+
+
+def test_a_split_turns_request_is_kept_whole() -> None:
+    # claude-code-vps-glm47, the first user message: the whole session is one turn, so the
+    # task, its completion signal and its output rules live in the turn's request alone.
+    request = (
+        "You are Maven Flow, an autonomous development agent.\n\n## Your Task\n\n"
+        "1. Find the first incomplete story in the PRD files (docs/prd-*.json)\n"
+        "2. Implement that story completely\n"
+        "3. Update the PRD to mark it complete (set \"passes\": true)\n"
+        "4. Run tests: pnpm run typecheck\n"
+        "5. Commit: git add . && git commit -m \"feat: [story-id] [description]\" -m "
+        "\"Co-Authored-By: Next Mavens Flow <flow@nextmavens.com>\"\n\n"
+        "## Completion Signal\n\nWhen ALL stories are complete, output EXACTLY:\n<promise>COMPLETE</promise>\n\n"
+        "## If Not Complete\n\nDo NOT output the signal. Just end your response.\n\n"
+        "## Important: Output Formatting\n\n- Use ASCII characters only - no Unicode symbols like checkmarks, arrows, etc.\n"
+    )
+    raw = [
+        user(request),
+        said("", call("p", "grep -l '\"passes\": false' docs/prd-*.json")),
+        result("p", "docs/prd-dashboard-ui.json"),
+    ]
+
+    original = sections(summary_of(raw, kind="turn_prefix"))["## Original Request"]
+
+    assert "<promise>COMPLETE</promise>" in original
+    assert "Use ASCII characters only" in original
+    # A budget too small for it cuts the middle, keeping the start and the end.
+    small = sections(summary_of(raw, kind="turn_prefix", max_tokens=300))["## Original Request"]
+    assert small.startswith("- You are Maven Flow") and "[…]" in small and small.endswith("etc.")
+
+
+def test_a_command_the_user_typed_is_quoted_with_its_input() -> None:
+    # codex-voice-assistant L279: `/speckit.specify <description>` arrives as the command's
+    # prompt, which names the command; the user's message is the command and its input.
+    wrapped = (
+        "\n## User Input\n\n```text\nローカル音声アシスタントのバックエンドとフロントエンドの基本プロジェクト構成を作成したい。"
+        "FastAPI + React (または Next.js) 構成。\n```\n\nYou **MUST** consider the user input before proceeding "
+        "(if not empty).\n\n## Outline\n\nThe text the user typed after `/speckit.specify` in the triggering message "
+        "**is** the feature description.\n"
+    )
+    unnamed = "\n## User Input\n\n```text\nuser story 1\n```\n\nYou **MUST** consider the user input before proceeding.\n"
+
+    body = sections(summary_of([user(unnamed), said("Done."), user(wrapped)]))
+
+    assert body["## User Messages (newest first)"].splitlines() == [
+        '- "/speckit.specify ローカル音声アシスタントのバックエンドとフロントエンドの基本プロジェクト構成を作成したい。'
+        'FastAPI + React (または Next.js) 構成。"',
+        '- "user story 1"',  # codex-lotto: a prompt that does not name its command
+    ]

@@ -174,8 +174,11 @@ def _add_goals(
         (r for r in reversed(facts.requests) if len(r.split()) >= MIN_REQUEST_WORDS), ""
     ))
     if request.kind == "turn_prefix" and facts.requests:
-        task = facts.requests[-1]  # the turn's own request, however short ("it's not working")
-    if task:
+        # The turn's own request, however short ("it's not working"), and whole: the rest
+        # of the turn works to it, and a turn's context has no User Messages to quote it.
+        task = facts.requests[-1]
+        checkpoint.add(GOAL, _within_tokens(task, int(request.max_tokens * USER_MESSAGES_SHARE)), CORE)
+    elif task:
         checkpoint.add(GOAL, _one_line(task), ESSENTIAL if request.goal else CORE)
     for position, goal in enumerate(earlier):
         if position == 0 and facts.finished_earlier_turn:
@@ -424,6 +427,13 @@ def _is_fact(text: str) -> bool:
 
 def _paths_in(texts: Iterable[str]) -> list[str]:
     return [path for text in texts for path in FILE_PATH.findall(text)]
+
+
+def _within_tokens(text: str, tokens: int) -> str:
+    """A message on one line, whole when it fits `tokens`, else cut in the middle to fit."""
+    line = " ".join(text.split())
+    size = count_tokens(line)
+    return line if size <= tokens else one_line(line, len(line) * tokens // size)
 
 
 def _one_line(text: str) -> str:

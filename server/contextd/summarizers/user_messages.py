@@ -30,6 +30,8 @@ CONTINUATION_PREFIXES = (
 )
 """An agent's own summary of the conversation before (Claude Code's continuation)."""
 _SPEC_INPUT = re.compile(r"^\s*## User Input\s*\n+```(?:text)?\n(.*?)\n```", re.DOTALL)
+_SPEC_COMMAND = re.compile(r"typed after `(/[\w.:-]+)`")
+"""Where a command's prompt names the command the user typed (`/speckit.specify`)."""
 _LOG_LINE = re.compile(
     r"^\s*(?:\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\[\d|at \S+ \(|"
     r"at [\w.<>$]+ \S*:\d+|[│|>]\s*\d+\s*[|│]|\s*\^+\s*$|[-=]{6,}|\w+ (?:\d+ )?\|\s|"
@@ -69,7 +71,11 @@ def read_user_text(text: str) -> UserText:
         if stripped.startswith(prefix):
             return UserText("", earlier_summary=stripped)
     if spec := _SPEC_INPUT.match(stripped):
-        return UserText(spec.group(1).strip())  # a spec-kit command: only the user's line
+        # A spec-kit command: only the user's line, after the command they typed when the
+        # prompt names it, since that command is how the user drives the work.
+        said = spec.group(1).strip()
+        command = _SPEC_COMMAND.search(stripped)
+        return UserText(f"{command.group(1)} {said}" if command and said else said)
     if any(stripped.startswith(prefix) for prefix in INJECTED_PREFIXES):
         return UserText("", injected=True)
     said, pasted = trim_pasted_log(stripped)
