@@ -219,6 +219,8 @@ class HandoffEntry(EntryBase):
     type: Literal["handoff"] = "handoff"
     document: str
     fromSession: str
+    details: FileDetails = Field(default_factory=FileDetails)
+    """The document's files and sources; the sources name entries of `fromSession`."""
 
 
 class LabelEntry(EntryBase):

@@ -96,6 +96,50 @@ async def test_a_branch_summary_is_reported_like_a_compaction(daemon):
     assert finished["entryId"] == moved["branchSummaryId"]
 
 
+def written_entry(path: str, entry_id: str) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as handle:
+        return next(e for e in map(json.loads, handle) if e.get("id") == entry_id)
+
+
+async def test_a_branch_summary_names_the_sources_of_its_items(daemon):
+    session = (await daemon.open_session())["sessionId"]
+    base = await append(daemon, session, [user("Make the tests pass"), assistant("Looking.")])
+    branch = await append(daemon, session, [
+        assistant("Trying a rewrite of src/db.py.", calls=[("c1", "edit", {"path": "src/db.py"})]),
+        result("c1", "edit", "TypeError: unsupported operand type(s) for +: 'int' and 'str'", error=True),
+        assistant("The rewrite failed with a TypeError."),
+    ])
+    moved = await daemon.request(
+        "contextd/navigate", {"sessionId": session, "targetId": base["leafId"], "summarize": True}
+    )
+
+    state = await daemon.request("contextd/session/state", {"sessionId": session})
+    entry = written_entry(state["path"], moved["branchSummaryId"])
+    sources = entry["details"]["sources"]
+    blocked = [item for item in sources if "TypeError: unsupported operand" in item["text"]]
+    assert blocked and blocked[0]["entryIds"] == [branch["entryIds"][1]], "the failed result"
+    assert all(item["text"] in entry["summary"] for item in sources)
+    # Only the branch left is summarized: the common ancestor's entries are not sources.
+    named = {entry_id for item in sources for entry_id in item["entryIds"]}
+    assert named <= set(branch["entryIds"])
+    assert entry["details"]["modifiedFiles"] == ["src/db.py"]
+
+
+async def test_a_handoff_names_the_sources_of_its_items_in_the_old_session(daemon):
+    session = (await daemon.open_session())["sessionId"]
+    asked = await append(daemon, session, [user("Migrate the cache to Redis. Never drop the old keys.")])
+    for turn in range(3):
+        await append(daemon, session, coding_turn(turn))
+    handed = await daemon.request("contextd/handoff", {"sessionId": session})
+
+    fresh = await daemon.request("contextd/session/state", {"sessionId": handed["sessionId"]})
+    entry = written_entry(fresh["path"], handed["entryId"])
+    assert entry["fromSession"] == session
+    constraint = [item for item in entry["details"]["sources"] if item["text"] == "Never drop the old keys."]
+    assert constraint and constraint[0]["entryIds"] == asked["entryIds"], "the old session's user message"
+    assert "src/module_2.py" in entry["details"]["modifiedFiles"]
+
+
 async def test_a_branch_too_big_for_the_summary_budget_is_refused_and_nothing_moves(make_daemon):
     daemon = await make_daemon(settings={"branchSummary": {"reserveTokens": 200_000}})
     session = (await daemon.open_session())["sessionId"]

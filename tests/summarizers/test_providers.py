@@ -110,9 +110,10 @@ async def test_client_errors_are_not_retried(
 async def test_a_slow_answer_times_out_and_is_retried(
     name: str, provider: FakeProvider, api_key: str, summary_request: SummaryRequest
 ) -> None:
-    provider.script(Reply.hang(10), Reply.with_summary(SUMMARY))
+    provider.script(Reply.hang(30), Reply.with_summary(SUMMARY))
 
-    summarizer = chain(name, provider, timeoutSeconds=0.5, maxRetries=1)
+    # Long enough for a real answer on a loaded machine (0.5 s was not), far below the hang.
+    summarizer = chain(name, provider, timeoutSeconds=3, maxRetries=1)
     assert (await summarizer.summarize(summary_request)).startswith(SUMMARY)
     assert len(provider.requests) == 2
 

@@ -374,7 +374,9 @@ def test_a_command_the_user_typed_is_quoted_with_its_input() -> None:
     body = sections(summary_of([user(unnamed), said("Done."), user(wrapped)]))
 
     assert body["## User Messages (newest first)"].splitlines() == [
-        '- "/speckit.specify ローカル音声アシスタントのバックエンドとフロントエンドの基本プロジェクト構成を作成したい。'
-        'FastAPI + React (または Next.js) 構成。"',
+        (
+            '- "/speckit.specify ローカル音声アシスタントのバックエンドとフロントエンドの基本プロジェクト構成を作成したい。'
+            'FastAPI + React (または Next.js) 構成。"'
+        ),
         '- "user story 1"',  # codex-lotto: a prompt that does not name its command
     ]

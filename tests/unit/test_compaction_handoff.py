@@ -19,7 +19,7 @@ def test_handoff_reads_the_whole_context_and_focuses_on_the_goal():
     builder.tool_step("read", {"path": "src/lexer.py"}, "tokens")
     settings = Settings.model_validate({"compaction": {"reserveTokens": 10000}})
 
-    request = prepare_handoff(builder.path(), builder.tokens, settings, goal="finish the lexer")
+    request = prepare_handoff(builder.path(), builder.tokens, settings, goal="finish the lexer").request
 
     assert request.kind == "handoff" and request.goal == "finish the lexer"
     assert request.max_tokens == 8000
@@ -34,5 +34,5 @@ def test_handoff_reads_the_whole_context_and_focuses_on_the_goal():
 def test_handoff_without_a_goal_has_no_focus_line():
     builder = SessionBuilder()
     builder.user("hi")
-    request = prepare_handoff(builder.path(), builder.tokens, Settings())
+    request = prepare_handoff(builder.path(), builder.tokens, Settings()).request
     assert request.goal is None and "Focus the document" not in request.prompt

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from contextd.compaction.branch import BranchSummaryPreparation
+from contextd.compaction.handoff import HandoffPreparation
 from contextd.compaction.prepare import CompactionPreparation
 from contextd.compaction.serialize import serialize_conversation
 from contextd.model import FileDetails, Message, SourcedItem
@@ -83,13 +85,39 @@ def _holders(probes: list[str], texts: list[tuple[str, str]]) -> list[str]:
     return []
 
 
+def summary_details(
+    files: FileDetails,
+    summary: str,
+    sources: Sequence[tuple[str, Message]],
+    previous: tuple[str, str] | None = None,
+) -> FileDetails:
+    """A summary entry's `details`: its file lists and where each of its items came from.
+    The same for compactions, branch summaries and handoffs."""
+    return files.model_copy(update={"sources": trace_sources(summary, sources, previous)})
+
+
 def compaction_details(preparation: CompactionPreparation, summary: str) -> FileDetails:
-    """The compaction entry's `details`: its file lists and the sources of its items."""
+    """The compaction entry's `details`: items carried from the summary it updates name
+    that compaction entry."""
     messages = [m for request in preparation.requests for m in request.messages]
     previous = (
         (preparation.previous_entry_id, preparation.previous_summary)
         if preparation.previous_entry_id and preparation.previous_summary
         else None
     )
-    sources = trace_sources(summary, list(zip(preparation.summarize_entry_ids, messages)), previous)
-    return preparation.files.model_copy(update={"sources": sources})
+    return summary_details(
+        preparation.files, summary, list(zip(preparation.summarize_entry_ids, messages)), previous
+    )
+
+
+def branch_details(preparation: BranchSummaryPreparation, summary: str) -> FileDetails:
+    """The branch summary entry's `details`: its items name entries of the branch left."""
+    sources = list(zip(preparation.entry_ids, preparation.request.messages))
+    return summary_details(preparation.files, summary, sources)
+
+
+def handoff_details(preparation: HandoffPreparation, document: str) -> FileDetails:
+    """The handoff entry's `details`: its items name entries of the session handed off
+    (the entry's `fromSession`), where the new session has none of them."""
+    sources = list(zip(preparation.entry_ids, preparation.request.messages))
+    return summary_details(preparation.request.files, document, sources)

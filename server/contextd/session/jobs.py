@@ -22,12 +22,13 @@ from contextd.compaction.prepare import (
     offline_summary,
     prepare_compaction,
 )
-from contextd.compaction.provenance import compaction_details
+from contextd.compaction.provenance import compaction_details, handoff_details
 from contextd.compaction.prune import plan_prune
 from contextd.compaction.short_summary import short_summary
 from contextd.model import (
     CompactionEntry,
     CompactionReason,
+    FileDetails,
     HandoffEntry,
     InstructionsEntry,
     ParentSession,
@@ -154,7 +155,16 @@ class CompactionJobs(LiveState):
             else:
                 summaries = await self._summarize(current)
             self.events.compaction_progress(running.compaction_id, "report", "Writing the summary")
-            entry = self._write_compaction(current, summaries)
+            text = assemble_compaction_summary(
+                current,
+                history_summary=_text(summaries.get("history")),
+                turn_prefix_summary=_text(summaries.get("turn_prefix")),
+            )
+            # Tracing every item to its entries scans the whole span: off the loop, like
+            # the summary itself, so that other requests are answered meanwhile.
+            details = await asyncio.to_thread(compaction_details, current, text)
+            author = next(iter(summaries.values())).summarizer
+            entry = self._write_compaction(current, text, author, details)
             fields = {"tokensAfter": entry.tokensAfter, "entryId": entry.id, "shortSummary": entry.shortSummary}
             return fields, entry
 
@@ -239,22 +249,18 @@ class CompactionJobs(LiveState):
         return dict(zip(requests, answers))
 
     def _write_compaction(
-        self, prepared: CompactionPreparation, summaries: dict[str, Summary]
+        self, prepared: CompactionPreparation, text: str, author: SummarizerInfo, details: FileDetails
     ) -> CompactionEntry:
+        """Append the compaction entry with summary `text` and its `details` (the file lists
+        and where each item came from)."""
         if all(entry.id != prepared.first_kept_entry_id for entry in self._path):
             raise NothingToCompactError(
                 self.session_id, "the session moved to another branch while compacting"
             )
-        text = assemble_compaction_summary(
-            prepared,
-            history_summary=_text(summaries.get("history")),
-            turn_prefix_summary=_text(summaries.get("turn_prefix")),
-        )
-        author = next(iter(summaries.values())).summarizer
         draft = self._compaction_draft(prepared, text, author)
         tokens_after = self.figure_with_compaction(draft).tokens
         fields = draft.model_dump(include=COMPACTION_FIELDS)
-        fields["details"] = compaction_details(prepared, text)  # where each item came from
+        fields["details"] = details
         entry = self.append_node(CompactionEntry, **{**fields, "tokensAfter": tokens_after})
         assert isinstance(entry, CompactionEntry)
         return entry
@@ -295,15 +301,18 @@ class CompactionJobs(LiveState):
         self, goal: str | None, start_session: Callable[[ParentSession], NewSession]
     ) -> tuple[NewSession, HandoffEntry]:
         """Write a handoff document with the summarizer and start a new session with it."""
-        request = prepare_handoff(self.path, self.entry_tokens, self.settings, goal)
+        preparation = prepare_handoff(self.path, self.entry_tokens, self.settings, goal)
         summarizer = build_summarizer(self.settings.summarizer)
 
         async def work(running: RunningCompaction) -> tuple[dict[str, Any], tuple[NewSession, HandoffEntry]]:
-            answer = await summarizer.summarize_with_info(request)
+            answer = await summarizer.summarize_with_info(preparation.request)
+            details = await asyncio.to_thread(handoff_details, preparation, answer.text)
             fresh = start_session(ParentSession(id=self.session_id, entryId=self.leaf_id))
             for standing in standing_instructions(self.path):  # instructions outlive a handoff too
                 fresh.append_node(InstructionsEntry, text=standing.text, source=standing.source)
-            entry = fresh.append_node(HandoffEntry, document=answer.text, fromSession=self.session_id)
+            entry = fresh.append_node(
+                HandoffEntry, document=answer.text, fromSession=self.session_id, details=details
+            )
             assert isinstance(entry, HandoffEntry)
             fields = {"tokensAfter": fresh.tokens, "entryId": entry.id, "handoffSessionId": fresh.session_id}
             return fields, (fresh, entry)

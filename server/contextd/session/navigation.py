@@ -3,6 +3,7 @@ the history a fork starts from."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from contextd.compaction.branch import (
@@ -12,12 +13,14 @@ from contextd.compaction.branch import (
 )
 from contextd.compaction.context import build_context, open_tool_calls
 from contextd.compaction.files import format_file_lists
+from contextd.compaction.provenance import branch_details
 from contextd.compaction.short_summary import short_summary, summary_line
 from contextd.model import (
     AssistantMessage,
     BranchSummaryEntry,
     CompactionEntry,
     Entry,
+    FileDetails,
     HandoffEntry,
     InstructionsEntry,
     LabelEntry,
@@ -167,7 +170,9 @@ class Navigation(CompactionJobs):
 
             async def work(_: RunningCompaction) -> tuple[dict[str, Any], dict[str, Any]]:
                 summary = supplied if supplied is not None else await self._summarize_branch(preparation)
-                result = self._move_leaf(new_leaf, editor_text, (preparation, summary))
+                # Where each item came from, traced off the loop like the summary itself.
+                details = await asyncio.to_thread(branch_details, preparation, summary)
+                result = self._move_leaf(new_leaf, editor_text, (preparation, summary, details))
                 finished = {
                     "entryId": result["branchSummaryId"],
                     "tokensAfter": self.tokens,
@@ -202,17 +207,17 @@ class Navigation(CompactionJobs):
         self,
         new_leaf: str | None,
         editor_text: str | None,
-        summary: tuple[BranchSummaryPreparation, str] | None,
+        summary: tuple[BranchSummaryPreparation, str, FileDetails] | None,
     ) -> dict[str, Any]:
         result: dict[str, Any] = {}
         self.append_annotation(LeafEntry, targetId=new_leaf)
         if summary is not None:
-            preparation, text = summary
+            preparation, text, details = summary
             entry = self.append_node(
                 BranchSummaryEntry,
                 fromId=preparation.from_id,
                 summary=text + format_file_lists(preparation.files),
-                details=preparation.files,
+                details=details,
                 shortSummary=short_summary(text),
             )
             result["branchSummaryId"] = entry.id

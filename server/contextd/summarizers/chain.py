@@ -78,8 +78,9 @@ class SummarizerChain:
             if failures:
                 log.info("summary written by fallback %s", summarizer.provider)
             if summarizer.provider != OFFLINE:
-                # A model's summary forgets commands and their outcomes: code appends them.
-                text = with_artifact_trail(text, request)
+                # A model's summary forgets commands and their outcomes: code appends them,
+                # off the loop, since reading them scans the whole span.
+                text = await asyncio.to_thread(with_artifact_trail, text, request)
             return Summary(text, SummarizerInfo(provider=summarizer.provider, model=summarizer.model))
         raise SummarizerFailed(failures)
 
