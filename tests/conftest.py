@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from contextd_client import ContextdClient
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import (
@@ -22,7 +24,7 @@ from pygls.protocol import (
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
-from tests.shared_daemon import shared_environment
+from tests.shared_daemon import shared_command, shared_environment, stop_daemon
 
 
 def running_in_ci() -> bool:
@@ -64,6 +66,32 @@ def shared_env() -> Iterator[dict[str, str]]:
     """The environment of a shared daemon of the test's own (see tests/shared_daemon.py)."""
     with shared_environment() as env:
         yield env
+
+
+@pytest_asyncio.fixture
+async def shared_clients(tmp_path: Path, shared_env: dict[str, str]) -> AsyncIterator[Callable[..., Any]]:
+    """`await shared_clients(workspace)`: a Python client of the test's shared daemon, which
+    compacts small sessions (its own settings file); all are closed and the daemon stopped."""
+    data_dir = tmp_path / "data"
+    settings = tmp_path / "daemon-settings.json"
+    settings.write_text(json.dumps({"compaction": {"reserveTokens": 2_000, "keepRecentTokens": 3_000}}))
+    clients: list[ContextdClient] = []
+
+    async def start(workspace: Path) -> ContextdClient:
+        workspace.mkdir(parents=True, exist_ok=True)
+        client = await ContextdClient.spawn(
+            data_dir=data_dir, workspace=workspace, env=shared_env,
+            command=shared_command(data_dir, "--settings", str(settings)),
+        )
+        clients.append(client)
+        return client
+
+    yield start
+    pid = (await clients[0].daemon_status())["pid"] if clients else None
+    for client in clients:
+        await client.close()
+    if pid is not None:
+        stop_daemon(pid)
 
 NOTIFICATIONS = (
     "contextd/tokenUsage",

@@ -33,7 +33,12 @@ from contextd_client.replay import (
     read_file,
     replay,
 )
-from contextd_client.rpc import INTERNAL_ERROR, ConnectionLost, ContextdError
+from contextd_client.rpc import (
+    INTERNAL_ERROR,
+    SESSION_LOCKED,
+    ConnectionLost,
+    ContextdError,
+)
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_NO_DAEMON, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 EXIT_CODES = {
@@ -153,8 +158,9 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
     listing.add_argument("--workspace", default=argparse.SUPPRESS, help="only this workspace's sessions")
     remove = actions.add_parser(
         "rm", help="delete sessions from the data directory", parents=[global_options],
-        description="Delete sessions from the data directory. A session open in a running daemon "
-        "is refused (exit 1): close it there first.",
+        description="Delete sessions from the data directory. While the shared daemon runs, it "
+        "deletes them, closing them for its clients (which it tells); a session another daemon "
+        "has open is refused (exit 1): close it there first.",
     )
     remove.add_argument("sessions", nargs="+", metavar="SESSION", help=SESSION_HELP)
 
@@ -275,14 +281,20 @@ async def connect(args: argparse.Namespace, settings: dict[str, Any]) -> Context
         raise DaemonUnavailable(f"cannot start the daemon ({sys.executable} -m contextd serve): {error}") from None
 
 
-async def run_status(args: argparse.Namespace) -> int:
-    """Which shared daemon runs for this data dir: its socket, clients and sessions."""
+def shared_daemon_socket(args: argparse.Namespace) -> tuple[Path, bool]:
+    """The shared daemon's socket for this data dir, and whether a daemon answers on it."""
     from contextd.rpc.listen import socket_in_use
     from contextd.rpc.shared import socket_path
     from contextd.store import default_data_dir
 
     path = socket_path(Path(args.data_dir) if args.data_dir else default_data_dir())
-    if not socket_in_use(path):
+    return path, socket_in_use(path)
+
+
+async def run_status(args: argparse.Namespace) -> int:
+    """Which shared daemon runs for this data dir: its socket, clients and sessions."""
+    path, running = shared_daemon_socket(args)
+    if not running:
         raise DaemonUnavailable(f"no shared daemon runs (its socket would be {path})")
     async with await ContextdClient.connect_unix(path) as client:
         status = await client.daemon_status()
@@ -322,7 +334,7 @@ def default_model(settings: dict[str, Any]) -> str:
 
 async def run_sessions(args: argparse.Namespace) -> int:
     if args.action == "rm":
-        return remove_sessions(args)
+        return await remove_sessions(args)
     async with await connect(args, load_settings(args)) as client:
         result = await client.session_list(workspace=args.workspace)
     if args.json:
@@ -337,17 +349,40 @@ async def run_sessions(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def remove_sessions(args: argparse.Namespace) -> int:
+async def remove_sessions(args: argparse.Namespace) -> int:
+    """Every name is resolved before anything is deleted. While the shared daemon runs, it
+    deletes them (closing them for its clients, which it tells); else they go from the data
+    directory, refused for a session a daemon has open."""
     from contextd_client import datadir
 
     data_dir_only(args, "sessions rm")
-    removed = datadir.remove_sessions(datadir.store_of(args.data_dir), args.sessions)
+    store = datadir.store_of(args.data_dir)
+    removed = datadir.find_sessions(store, args.sessions)
+    socket, running = shared_daemon_socket(args)
+    if running:
+        async with await ContextdClient.connect_unix(socket) as client:
+            for listing in removed:
+                await delete_through(client, listing.session_id)
+    else:
+        datadir.remove_listings(store, removed)
     if args.json:
         emit_json({"removed": [{"sessionId": listing.session_id, "path": str(listing.path)} for listing in removed]})
     else:
         for listing in removed:
             print(f"Deleted session {listing.session_id} ({listing.path})")
     return EXIT_OK
+
+
+async def delete_through(client: ContextdClient, session_id: str) -> None:
+    """contextd/session/delete; a session another daemon holds is refused as `rm` refuses it."""
+    from contextd.store import SessionLocked
+
+    try:
+        await client.delete_session(session_id)
+    except ContextdError as error:
+        if error.code == SESSION_LOCKED and isinstance(error.data, dict):
+            raise SessionLocked(session_id, error.data.get("pid")) from None
+        raise
 
 
 async def run_show(args: argparse.Namespace) -> int:
@@ -451,14 +486,11 @@ async def run_replay(args: argparse.Namespace) -> int:
 
 async def discard_if_empty(client: ContextdClient, args: argparse.Namespace, session_id: str) -> None:
     """A replay the daemon refused from its first message leaves no empty session behind."""
-    from contextd_client import datadir
-
     if args.tcp:
         return  # another daemon's data directory: not ours to delete from
     if any(node.get("type") == "message" for node in (await client.tree(session_id))["nodes"]):
         return
-    await client.close_session(session_id)
-    datadir.remove_sessions(datadir.store_of(args.data_dir), [session_id])
+    await client.delete_session(session_id)
 
 
 async def run_import(args: argparse.Namespace) -> int:

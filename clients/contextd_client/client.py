@@ -410,6 +410,12 @@ class ContextdClient:
         params = {"sessionId": session_id}
         return cast(t.CloseResult, await self.request("contextd/session/close", params))
 
+    async def delete_session(self, session_id: str) -> t.DeleteResult:
+        """Delete the session's file through the daemon: every client that has it open is
+        told (sessionChanged `deleted`) and detached. -32003 when another daemon holds it."""
+        params = {"sessionId": session_id}
+        return cast(t.DeleteResult, await self.request("contextd/session/delete", params))
+
     @overload
     async def compact(
         self, session_id: str, *, instructions: str | None = ..., dry_run: Literal[False] = ...

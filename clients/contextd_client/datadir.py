@@ -96,17 +96,19 @@ def read_session(store: Store, wanted: str) -> SessionContents:
     return SessionContents(listing, tree)
 
 
-def remove_sessions(store: Store, wanted: list[str]) -> list[SessionListing]:
-    """Delete each named session; every name is resolved before anything is deleted.
+def find_sessions(store: Store, wanted: list[str]) -> list[SessionListing]:
+    """Each named session once; NotFound or Ambiguous for any name before any is used."""
+    listings = {listing.session_id: listing for listing in (find_session(store, name) for name in wanted)}
+    return list(listings.values())
+
+
+def remove_listings(store: Store, listings: list[SessionListing]) -> None:
+    """Delete sessions from the data directory, with no daemon involved.
 
     Raises SessionLocked (naming the holder's pid) for a session a daemon has open.
     """
-    listings = {listing.session_id: listing for listing in (find_session(store, name) for name in wanted)}
-    removed: list[SessionListing] = []
-    for listing in listings.values():
+    for listing in listings:
         store.remove(listing)
-        removed.append(listing)
-    return removed
 
 
 def locked_message(error: SessionLocked) -> str:
@@ -185,8 +187,9 @@ __all__ = [
     "entry_heading",
     "entry_json",
     "entry_text",
+    "find_sessions",
     "locked_message",
     "read_session",
-    "remove_sessions",
+    "remove_listings",
     "store_of",
 ]

@@ -15,6 +15,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+SESSION_LOCKED = -32003
 METHOD_NOT_FOUND = -32601
 INTERNAL_ERROR = -32603
 REQUEST_CANCELLED = -32800

@@ -114,6 +114,12 @@ class CloseResult(TypedDict):
     closed: bool
 
 
+class DeleteResult(TypedDict):
+    deleted: bool
+    sessionId: str
+    path: str
+
+
 class CompactResult(TypedDict):
     entryId: str
     summary: str

@@ -273,7 +273,7 @@ def request(params_model: type[Params], function: Callable[..., Any], *, opens: 
     A session the request names is loaded first, off the event loop when it is not in
     memory, so a cold load never holds up the requests of other sessions; the connection
     then hears about it. `opens=False` for a request that must find the session as it is
-    (close)."""
+    (close, delete)."""
 
     async def handle(connection: ClientConnection, raw: Any) -> Any:
         try:
@@ -467,6 +467,12 @@ def session_close(connection: ClientConnection, params: SessionParams) -> dict[s
     return {"closed": daemon.sessions.close(params.sessionId)}
 
 
+async def session_delete(connection: ClientConnection, params: SessionParams) -> dict[str, Any]:
+    """Delete the session's file, closing it for every connection of this daemon first."""
+    deleted = await connection.daemon.delete_session(params.sessionId)
+    return {"deleted": True, "sessionId": deleted.session_id, "path": str(deleted.file.path)}
+
+
 async def compact(connection: ClientConnection, params: CompactParams) -> dict[str, Any]:
     session = connection.daemon.sessions.get(params.sessionId)
     if params.dryRun:
@@ -566,6 +572,7 @@ REQUESTS: dict[str, Handler] = {
     "contextd/session/setModel": request(SetModelParams, session_set_model),
     "contextd/session/setInstructions": request(SetInstructionsParams, session_set_instructions),
     "contextd/session/close": request(SessionParams, session_close, opens=False),
+    "contextd/session/delete": request(SessionParams, session_delete, opens=False),
     "contextd/compact": request(CompactParams, compact),
     "contextd/compact/abort": request(SessionParams, compact_abort),
     "contextd/tree": request(SessionParams, tree),

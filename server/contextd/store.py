@@ -508,18 +508,26 @@ class Store:
         return SessionFile.read_only(listing.path, header), loaded
 
     def remove(self, listing: SessionListing) -> None:
-        """Delete a session's files; SessionLocked while a contextd process has it open.
+        """Delete a session's files; SessionLocked while another contextd process has it open.
 
-        The lock is taken first, so no daemon can open the session while it goes away.
+        Under the session's lock, this store's own or one taken first, so no daemon can open
+        the session while it goes away; the lock is let go once the files are gone (a
+        failure keeps the lock this store held).
         """
         if not listing.path.resolve().is_relative_to(self.data_dir):
             raise InvalidSessionId(listing.session_id)
-        self._lock(listing.session_id)
+        held = self.holds(listing.session_id)
+        if not held:
+            self._lock(listing.session_id)
         try:
             for path in (listing.path.with_name(listing.path.name + ".torn"), listing.path):
                 path.unlink(missing_ok=True)
-        finally:
-            self.release(listing.session_id)
+        except BaseException:
+            if not held:
+                self.release(listing.session_id)
+            raise
+        self.handles.forget(listing.path)
+        self.release(listing.session_id)
 
     def _set_aside_torn_tail(self, listing: SessionListing, loaded: LoadedFile) -> None:
         aside = listing.path.with_name(listing.path.name + ".torn")

@@ -4,58 +4,26 @@ timer), with the figures that client saw; unwatch stops it; bad params name the 
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
-from contextd_client import ContextdClient, NotificationStream
+from contextd_client import NotificationStream
 from contextd_client.rpc import ContextdError
 
 from tests.factories import coding_turn, user
-from tests.shared_daemon import shared_command, stop_daemon
 
 INVALID_PARAMS = -32602
 WAIT_SECONDS = 60
-
-Spawn = Callable[..., Awaitable[ContextdClient]]
-
-
-@pytest_asyncio.fixture
-async def spawn(tmp_path: Path, shared_env: dict[str, str]) -> AsyncIterator[Spawn]:
-    """Clients of one shared daemon, which compacts small sessions (its own settings file)."""
-    data_dir = tmp_path / "data"
-    settings = tmp_path / "daemon-settings.json"
-    settings.write_text(json.dumps({"compaction": {"reserveTokens": 2_000, "keepRecentTokens": 3_000}}))
-    clients: list[ContextdClient] = []
-
-    async def start(workspace: Path) -> ContextdClient:
-        workspace.mkdir(exist_ok=True)
-        client = await ContextdClient.spawn(
-            data_dir=data_dir, workspace=workspace, env=shared_env,
-            command=shared_command(data_dir, "--settings", str(settings)),
-        )
-        clients.append(client)
-        return client
-
-    yield start
-    pid = (await clients[0].daemon_status())["pid"] if clients else None
-    for client in clients:
-        await client.close()
-    if pid is not None:
-        stop_daemon(pid)
 
 
 async def next_activity(stream: NotificationStream) -> dict[str, Any]:
     return (await stream.get(WAIT_SECONDS)).params
 
 
-async def test_a_watcher_hears_what_another_client_does_with_its_figures(spawn, tmp_path):
+async def test_a_watcher_hears_what_another_client_does_with_its_figures(shared_clients, tmp_path):
     project = tmp_path / "project"
-    watcher = await spawn(project)
-    agent = await spawn(project)
+    watcher = await shared_clients(project)
+    agent = await shared_clients(project)
     before = await agent.session_open(name="earlier")
 
     activity = watcher.activity()
@@ -92,9 +60,9 @@ async def test_a_watcher_hears_what_another_client_does_with_its_figures(spawn, 
     assert activity.drain() == []  # one notification per change, however it was routed
 
 
-async def test_only_the_watched_workspace_and_unwatch_stops_it(spawn, tmp_path):
-    watcher = await spawn(tmp_path / "project")
-    agent = await spawn(tmp_path / "project")
+async def test_only_the_watched_workspace_and_unwatch_stops_it(shared_clients, tmp_path):
+    watcher = await shared_clients(tmp_path / "project")
+    agent = await shared_clients(tmp_path / "project")
     here = (await agent.session_open(name="here"))["sessionId"]
     elsewhere = (await agent.session_open(workspace=str(tmp_path / "elsewhere"), name="elsewhere"))["sessionId"]
     activity = watcher.activity()
@@ -127,9 +95,9 @@ async def test_only_the_watched_workspace_and_unwatch_stops_it(spawn, tmp_path):
     assert activity.drain() == []
 
 
-async def test_the_idle_timer_of_a_session_nobody_asks_about_is_activity(spawn, tmp_path):
-    watcher = await spawn(tmp_path / "project")
-    agent = await spawn(tmp_path / "project")
+async def test_the_idle_timer_of_a_session_nobody_asks_about_is_activity(shared_clients, tmp_path):
+    watcher = await shared_clients(tmp_path / "project")
+    agent = await shared_clients(tmp_path / "project")
     session = (await agent.session_open())["sessionId"]
     await agent.append(session, [message for index in range(8) for message in coding_turn(index)])
     activity = watcher.activity()
@@ -154,8 +122,8 @@ async def test_the_idle_timer_of_a_session_nobody_asks_about_is_activity(spawn, 
         ({"workspaces": ["/somewhere"]}, "workspaces"),
     ],
 )
-async def test_bad_params_name_the_field(spawn, tmp_path, params, field):
-    client = await spawn(tmp_path / "project")
+async def test_bad_params_name_the_field(shared_clients, tmp_path, params, field):
+    client = await shared_clients(tmp_path / "project")
     for method in ("contextd/workspace/watch", "contextd/workspace/unwatch"):
         with pytest.raises(ContextdError) as refused:
             await client.request(method, params)

@@ -29,7 +29,7 @@ from contextd.rpc.connection import (
 )
 from contextd.rpc.framing import DEFAULT_MAX_FRAME_BYTES
 from contextd.rpc.messages import INVALID_PARAMS, RpcError
-from contextd.session import HookAnswer, SessionManager
+from contextd.session import HookAnswer, LiveSession, SessionManager
 from contextd.store import Store, default_data_dir
 
 log = logging.getLogger(__name__)
@@ -178,6 +178,14 @@ class Daemon:
         if isinstance(current, ClientConnection) and not current.closed and current not in found:
             found.append(current)
         return found
+
+    async def delete_session(self, session_id: str) -> LiveSession:
+        """Delete a session for every connection: each that had it open is told (sessionChanged
+        `deleted`) and detached from it."""
+        deleted = await self.sessions.delete(session_id)
+        for connection in self.connections:
+            connection.open_sessions.pop(session_id, None)
+        return deleted
 
     def watch_workspace(self, connection: ClientConnection, workspace: str | None) -> None:
         """`connection` hears of every change of the sessions of `workspace` (None: of all)."""

@@ -138,6 +138,17 @@ class ListingIndex:
         with self._remembered_mutex:
             self._remembered[str(path)] = IndexedSession.made(stamp, summary)
 
+    def forget(self, path: Path) -> None:
+        """A deleted session's row leaves its workspace's index now, not at the next listing.
+        It waits for a listing under way: run it off the event loop."""
+        with self._remembered_mutex:
+            self._remembered.pop(str(path), None)
+        directory = path.parent.parent
+        with self._mutex:
+            cached = self._read(directory)
+            if cached.pop(path.stem, None) is not None:
+                self._write(directory, cached)
+
     def rows(self, workspace: str | None, skip: Container[str] = ()) -> list[dict[str, Any]]:
         """A listing row of every session of `workspace` (or of all), but those in `skip`."""
         with self._mutex:

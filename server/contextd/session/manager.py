@@ -154,6 +154,25 @@ class SessionManager:
         self.store.find_session(session_id)  # unknown ids still answer "not found"
         return False
 
+    async def delete(self, session_id: str) -> LiveSession:
+        """Delete a session's files, whether this daemon has it open or not (SessionLocked
+        when another daemon does): its work stops, its row leaves the index, and it is
+        announced as deleted. Returns the session as it was."""
+        pending = self._loading.get(session_id)
+        if pending is not None:
+            await asyncio.shield(pending)  # a load under way would bring it back otherwise
+        listing = self.store.find_session(session_id)
+        session = self._loaded.get(session_id)
+        if session is None:
+            file, loaded = self.store.peek(listing)
+            session = LiveSession(file, tree_of(loaded.entries), self.settings, self.events)
+        self.store.remove(listing)
+        self._loaded.pop(session_id, None)
+        session.close()
+        await asyncio.to_thread(self.index.forget, listing.path)
+        session.announce_deletion()
+        return session
+
     def close_all(self) -> None:
         while self._loaded:
             _, session = self._loaded.popitem()

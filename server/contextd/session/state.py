@@ -307,6 +307,12 @@ class LiveState(ABC):
         self.events.token_usage(self.usage_body())
         self.events.workspace_activity(self.activity_body(cause))
 
+    def announce_deletion(self) -> None:
+        """The session's files are gone: whoever had it open or watches its workspace hears
+        it once, with the figure it had (no leaf any more, no tokenUsage)."""
+        self.events.session_changed(self.session_id, None, "deleted")
+        self.events.workspace_activity({**self.activity_body("deleted"), "leafId": None})
+
     def updated_at(self) -> str:
         """The time the file was last written, as `session/list` shows it (now, for a file
         that is gone: a deleted session)."""
