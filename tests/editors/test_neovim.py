@@ -587,7 +587,34 @@ def test_an_automatic_compaction_is_announced(editor: Editor) -> None:
     editor.append(long_turns(4))
     note = editor.wait_note("compacted (threshold)")
     assert note["level"] == INFO
-    assert session_entries(editor, session_id, "compaction")
+    [compaction] = session_entries(editor, session_id, "compaction")
+    assert note["msg"].endswith(f"tokens: {compaction['shortSummary']}")  # what it kept, in a line
+
+
+def test_a_full_context_promoted_to_a_larger_model_says_so_once(editor: Editor) -> None:
+    settings = {
+        "models": {"claude-sonnet-4-5-1m": {"contextWindow": 1_000_000}},
+        "compaction": {"promotion": [{"from": "claude-4", "to": "claude-sonnet-4-5-1m"}]},
+    }
+    session_id = editor.setup(settings=settings, model="claude-sonnet-4-5")
+    editor.append(CONVERSATION)
+    overflow = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "partial"}],
+        "stopReason": "error",
+        "errorKind": "context_overflow",
+        "errorMessage": "prompt is too long: 212000 tokens > 200000 maximum",
+        "model": "claude-sonnet-4-5",
+    }
+    editor.append([user("And the changelog"), overflow])
+    note = editor.wait_note("the context was full")
+    assert note["level"] == INFO
+    assert "moved from claude-sonnet-4-5 (200k) to claude-sonnet-4-5-1m (1.0M)" in note["msg"]
+    assert "send the request again" in note["msg"]
+    editor.wait("require('contextd').statusline():find('/1.0M', 1, true) ~= nil")
+    settle(editor)
+    assert editor.notes() == [note]
+    assert not session_entries(editor, session_id, "compaction")
 
 
 class StallingSummarizer:

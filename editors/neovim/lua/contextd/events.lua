@@ -42,11 +42,24 @@ end
 local function finished_message(finished)
   local reason = finished.reason or "?"
   if finished.outcome == "compacted" then
+    local summary = format.present(finished.shortSummary) and (": " .. finished.shortSummary) or ""
     return string.format(
-      "compacted (%s) %s → %s tokens",
+      "compacted (%s) %s → %s tokens%s",
       reason,
       format.tokens(finished.tokensBefore),
-      format.tokens(finished.tokensAfter)
+      format.tokens(finished.tokensAfter),
+      summary
+    ),
+      levels.INFO
+  elseif finished.outcome == "promoted" then
+    -- Nothing was summarized: the session moved to a model with a larger window.
+    return string.format(
+      "the context was full (%s): moved from %s (%s) to %s (%s) instead of compacting; send the request again",
+      reason,
+      finished.previousModel or "?",
+      format.tokens(finished.previousContextWindow),
+      finished.model or "?",
+      format.tokens(finished.contextWindow)
     ),
       levels.INFO
   elseif finished.outcome == "failed" then
