@@ -133,3 +133,32 @@ async def test_fallback_to_offline_when_the_provider_is_down(make_daemon, provid
     compacted = await daemon.request("contextd/compact", {"sessionId": session})
     assert compacted["summarizer"]["provider"] == "offline"
     assert "## Goal" in compacted["summary"]
+
+
+async def test_a_free_text_summary_reaches_the_model_again_with_the_order_to_carry_it(make_daemon, provider):
+    # A model that answers in free text (as Claude Code's and Codex's own summaries are): the
+    # next compaction and a handoff both hand that text to the model, never drop it.
+    free_text = "The user is moving the cache to Redis and asked never to drop the old keys."
+    provider.default = Reply.with_summary(free_text)
+    daemon, session, _ = await session_with_history(make_daemon, settings_for("anthropic", provider))
+    first = await daemon.request("contextd/compact", {"sessionId": session})
+    assert first["summary"].startswith(free_text)
+
+    asked = len(provider.requests)
+    await daemon.request("contextd/handoff", {"sessionId": session})
+    handoff = provider.requests[asked].body
+    assert free_text in handoff["messages"][0]["content"], "the summary in the context handed off"
+    assert "carry its facts forward" in " ".join(handoff["system"].split())
+
+    for turn in range(8, 12):
+        await daemon.request("contextd/session/append", {"sessionId": session, "messages": coding_turn(turn)})
+    asked = len(provider.requests)
+    await daemon.request("contextd/compact", {"sessionId": session})
+    # A split turn's beginning is asked for alongside, in either order: the update is the one
+    # with the previous summary.
+    [update] = [
+        prompt for request in provider.requests[asked:]
+        if "<previous-summary>" in (prompt := request.body["messages"][0]["content"])
+    ]
+    assert f"<previous-summary>\n{free_text}" in update
+    assert "carry its facts forward" in " ".join(update.split())
