@@ -1041,6 +1041,31 @@ def test_the_statusline_shows_the_session_a_script_drives_without_opening_it(
     editor.wait("require('contextd').statusline() == 'ctx 130k/200k 65%'")
 
 
+def test_a_deleted_session_leaves_the_statusline_and_the_editor_continues_in_a_new_one(
+    editor: Editor, script: Callable[[], Script]
+) -> None:
+    own = editor.setup(shared=True)
+    editor.append(CONVERSATION)
+    driver = script()
+    driven = driver.open("driven by a script")
+    driver.append(driven, [user("Refactor the parser"), assistant("Parser refactored.", 120000)])
+    editor.wait("require('contextd').statusline() == 'ctx 120k/200k 60%'")
+    # The shown session is deleted: the statusline goes back to this editor's.
+    driver.run(driver.client.delete_session(driven))
+    editor.wait("require('contextd').statusline() == 'ctx 84k/200k 42%'")
+    # This editor's session is deleted: one message, and a new session to work in.
+    driver.run(driver.client.delete_session(own))
+    note = editor.wait_note("was deleted")
+    assert note["level"] == WARN and own in note["msg"]
+    editor.wait("require('contextd').state().session_id ~= nil")
+    new = editor.state()["session_id"]
+    assert new != own
+    editor.append([user("Still working")])
+    assert message_texts(editor, new) == ["Still working"]
+    settle(editor)
+    assert editor.notes() == [note]
+
+
 def test_statusline_session_current_keeps_to_this_editors_session(
     editor: Editor, script: Callable[[], Script]
 ) -> None:

@@ -26,10 +26,14 @@ local function on_token_usage(_, usage)
 end
 
 local function on_session_changed(_, change)
-  if state.is_current(change) then
-    state.leaf_id = change.leafId
-    state.changed()
+  if not state.is_current(change) then
+    return
   end
+  if change.cause == "deleted" then
+    return require("contextd.session").replace_deleted(change.sessionId)
+  end
+  state.leaf_id = change.leafId
+  state.changed()
 end
 
 local function on_compaction_started(_, started)
@@ -103,9 +107,17 @@ local function on_idle_timer(_, timer)
 end
 
 -- Any session of the workspace changed (contextd/workspace/watch): the statusline may
--- follow it. Opening a session changes nothing in it, so it is not followed.
+-- follow it. Opening a session changes nothing in it, so it is not followed; a deleted
+-- one is no longer shown.
 local function on_workspace_activity(_, activity)
   if type(activity) ~= "table" or activity.cause == "open" then
+    return
+  end
+  if activity.cause == "deleted" then
+    if state.latest and state.latest.sessionId == activity.sessionId then
+      state.latest = nil
+      state.changed()
+    end
     return
   end
   state.latest = activity.sessionId ~= state.session_id and activity or nil

@@ -289,6 +289,18 @@ function M.switch_to(session_id, callback)
   end)
 end
 
+--- The current session was deleted (by another client, `contextd sessions rm`): say so and
+--- continue in a new session; requests made meanwhile wait for it.
+function M.replace_deleted(session_id)
+  state.session_id = nil
+  state.usage = nil
+  state.source = nil
+  state.status = "starting"
+  state.changed()
+  notify.warn(string.format("session %s was deleted; continuing in a new session", session_id))
+  create()
+end
+
 local followed = {} -- handoff sessions already followed: the request and the event both report one
 
 --- Continues in the session a handoff created.
