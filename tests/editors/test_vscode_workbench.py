@@ -161,15 +161,40 @@ class Workbench:
         (self.workspace / "README.md").write_text("# scratch workspace\n")
 
     def env(self) -> dict[str, str]:
-        # code-server writes its config, logs and a device id under the XDG dirs: keep them here.
+        # code-server writes its config, logs and a device id under the XDG dirs: keep them
+        # here. XDG_RUNTIME_DIR places the shared daemon's socket: the window, the test's
+        # script agent and the checks below all reach the same daemon through it.
         return {
             **os.environ,
             "PATH": f"{NODE.parent}:{os.environ['PATH']}",
             "XDG_CONFIG_HOME": str(self.xdg / "config"),
             "XDG_DATA_HOME": str(self.xdg / "data"),
             "XDG_CACHE_HOME": str(self.xdg / "cache"),
+            "XDG_RUNTIME_DIR": str(self.xdg / "run"),
             "CONTEXTD_E2E_LOG": str(self.root / "e2e.log"),
         }
+
+    def shared_daemon(self) -> dict | None:
+        """`contextd status` of the shared daemon the window attached to, if it runs."""
+        result = subprocess.run(
+            [sys.executable, "-m", "contextd", "--data-dir", str(self.data), "status", "--json"],
+            check=False, capture_output=True, text=True, timeout=60, env=self.env(),
+        )
+        return json.loads(result.stdout) if result.returncode == 0 else None
+
+    def stop_shared_daemon(self) -> None:
+        """The shared daemon outlives code-server (it serves any client for a grace period):
+        keep its log with the artifacts and stop it."""
+        status = self.shared_daemon()
+        if status is None:
+            return
+        log = Path(status["address"]).with_suffix(".log")
+        if log.is_file():
+            shutil.copy(log, self.root / "shared-daemon.log")
+        os.kill(status["pid"], signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while self.shared_daemon() is not None and time.monotonic() < deadline:
+            time.sleep(0.2)
 
     def interpreter_wrapper(self) -> Path:
         """contextd.pythonPath: this interpreter, through a wrapper that records the daemon's
@@ -270,6 +295,8 @@ def test_the_extension_in_a_real_vscode(
     bench.install(vsix)
     bench.install(helper)
 
+    # Seeded by a daemon of the test's own (CONTEXTD_SHARED=0, tests/conftest.py): the shared
+    # daemon is started by the window, so it runs with the settings the extension gives it.
     seed = tmp_path / "seed.jsonl"
     demo = (
         (REPO / "server" / "contextd" / "demo" / "session.jsonl")
@@ -336,6 +363,8 @@ def test_the_extension_in_a_real_vscode(
                 "EXPECT": str(tmp_path / "expect.json"),
                 "FORMAT": str(format_module),
                 "CHROMIUM": shutil.which("chromium") or "chromium",
+                "PYTHON": sys.executable,
+                "DATA": str(bench.data),
             },
             capture_output=True,
             text=True,
@@ -349,16 +378,18 @@ def test_the_extension_in_a_real_vscode(
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
+        bench.stop_shared_daemon()
     report = (
         f"{driver.stdout}\n{driver.stderr[-3000:]}\nscreenshots and logs: {artifacts}"
     )
     print(report)
     assert driver.returncode == 0, report
 
-    # The daemon ran with contextd.pythonPath from the Machine settings.
-    assert (tmp_path / "python-used.log").read_text().strip(), (
-        f"the daemon never ran with contextd.pythonPath\n{report}"
-    )
+    # The daemon ran with contextd.pythonPath from the Machine settings, attached to the
+    # shared daemon of the data dir, handing it the window's settings to start with.
+    used = (tmp_path / "python-used.log").read_text()
+    assert used.strip(), f"the daemon never ran with contextd.pythonPath\n{report}"
+    assert f"--data-dir {bench.data} serve --shared --settings " in used, used
 
     # Move Here is stored: the session's leaf is the entry chosen in the tree view.
     after = contextd(bench.data, "tree", session_id)

@@ -4,11 +4,13 @@
 // extension, seeds a session, starts code-server and then checks the logs this run leaves.
 //
 // env: CS_URL, WS (workspace folder), SHOTS (screenshot directory), RUN (the run directory:
-// python-used.log, where the daemon's interpreter wrapper writes its pid; fail-start, the
-// flag that makes that wrapper fail; e2e.log, the helper extension's JSON lines),
-// EXPECT (a JSON file: sessionName, usage, treePreviews), FORMAT (the extension's format.ts
-// bundled as an ES module), CHROMIUM.
+// fail-start, the flag that makes the daemon's interpreter wrapper fail; e2e.log, the helper
+// extension's JSON lines), EXPECT (a JSON file: sessionName, usage, treePreviews), FORMAT
+// (the extension's format.ts bundled as an ES module), CHROMIUM, PYTHON and DATA (the
+// interpreter and data dir of the shared daemon the window attaches to; XDG_RUNTIME_DIR,
+// inherited, places its socket).
 // Prints one "ok"/"FAIL" line per check; exit code 0 when all passed.
+import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { chromium } from "playwright-core";
 
@@ -26,7 +28,9 @@ const helperEvents = () =>
     : [];
 const latestUsage = (sessionId) =>
   helperEvents().filter((e) => e.usage?.sessionId === sessionId).map((e) => e.usage).pop();
-const daemonPid = () => Number(readFileSync(`${RUN}/python-used.log`, "utf8").trim().split("\n").pop().split(" ")[0]);
+/** The shared daemon's pid, from `contextd status`: the window's own process only forwards to it. */
+const sharedDaemonPid = () =>
+  JSON.parse(execFileSync(process.env.PYTHON, ["-m", "contextd", "--data-dir", process.env.DATA, "status", "--json"], { encoding: "utf8" })).pid;
 
 const failures = [];
 const check = (ok, what) => {
@@ -52,9 +56,8 @@ const shot = async (name) => {
 };
 const quickInput = page.locator(".quick-input-widget");
 const quickRow = (text) => page.locator(".quick-input-widget .quick-input-list .monaco-list-row", { hasText: text }).first();
-const statusItems = page.locator('.part.statusbar [id^="contextd.contextd.contextd.session."]');
-const statusItem = (sessionId) => page.locator(`.part.statusbar [id="contextd.contextd.contextd.session.${sessionId}"]`);
-const itemText = async (sessionId) => (await statusItem(sessionId).innerText({ timeout: 5000 }).catch(() => "")).trim();
+const statusItem = page.locator('.part.statusbar [id="contextd.contextd.contextd.context"]');
+const itemText = async () => (await statusItem.innerText({ timeout: 5000 }).catch(() => "")).trim();
 
 /** Every notification seen during the run, with its severity, collected at each step. */
 const seenToasts = new Map();
@@ -122,18 +125,18 @@ try {
   await shot("01-workbench");
   await palette("contextd e2e: Record Environment");
   console.log(`     environment: ${JSON.stringify(await until(() => helperEvents().find((e) => e.event === "environment"), "the environment"))}`);
-  check((await statusItems.count()) === 0, "no contextd status item before a session is open");
+  check((await statusItem.count()) === 0, "no contextd status item before a session is open");
 
   // The seeded session, opened from Switch Session: the item shows its figure.
   await palette("contextd: Switch Session");
   await quickRow(EXPECT.sessionName).waitFor({ timeout: 60_000 });
   await quickRow(EXPECT.sessionName).click();
   const sessionId = EXPECT.sessionId;
-  await until(async () => (await itemText(sessionId)) !== "", "the session's status item");
-  const seeded = await itemText(sessionId);
+  await until(async () => (await itemText()) !== "", "the session's status item");
+  const seeded = await itemText();
   await shot("02-seeded-session");
   check(seeded === figure(EXPECT.usage), `the status item reads the seeded session's figure "${figure(EXPECT.usage)}" (it reads "${seeded}")`);
-  const label = await statusItem(sessionId).getAttribute("aria-label");
+  const label = await statusItem.getAttribute("aria-label");
   check(label?.startsWith("contextd session seeded demo:") && !label.includes("**"), `the item's accessibility label is words, not Markdown ("${label}")`);
 
   // The Session Tree view lists the session's entries, in order, the leaf marked.
@@ -152,8 +155,8 @@ try {
   // An agent appends through the extension's API: the figure follows.
   await palette("contextd e2e: Append to Current Session");
   const appended = await until(() => helperEvents().find((e) => e.event === "appended"), "the helper's append");
-  await until(async () => (await itemText(sessionId)) === figure(appended.usage), "the figure after the append", 15_000).catch(() => {});
-  const afterAppend = await itemText(sessionId);
+  await until(async () => (await itemText()) === figure(appended.usage), "the figure after the append", 15_000).catch(() => {});
+  const afterAppend = await itemText();
   check(afterAppend !== seeded && afterAppend === figure(appended.usage), `after an append the item reads the daemon's new figure "${figure(appended.usage)}" (it reads "${afterAppend}")`);
 
   // Compact Now: the item shows the figure after the compaction.
@@ -163,7 +166,7 @@ try {
   await until(() => [...seenToasts.values()].some((t) => /contextd: compacted/.test(t.text)), "the compaction's result", 60_000);
   await page.waitForTimeout(500);
   const compacted = latestUsage(sessionId);
-  const afterCompaction = await itemText(sessionId);
+  const afterCompaction = await itemText();
   await shot("04-compacted");
   check(compacted.tokens < appended.usage.tokens, `the compaction lowered the daemon's figure (${appended.usage.tokens} -> ${compacted.tokens})`);
   check(afterCompaction === figure(compacted), `after the compaction the item reads "${figure(compacted)}" (it reads "${afterCompaction}")`);
@@ -193,21 +196,21 @@ try {
   await shot("07-moved-leaf");
   check(movedDescription.includes("current"), `after Move Here the chosen row is the current leaf ("${movedDescription}")`);
   writeFileSync(`${RUN}/moved-to.txt`, (await treeRows())[targetIndex].label);
-  const afterMove = await itemText(sessionId);
+  const afterMove = await itemText();
   const moved = latestUsage(sessionId);
   check(afterMove === figure(moved) && afterMove !== afterCompaction, `after the move the item reads the shorter context's figure "${figure(moved)}" (it reads "${afterMove}")`);
 
   await collectToasts();
   check(errorToasts().length === 0, `no error or warning notification in the healthy run (${JSON.stringify(errorToasts())})`);
 
-  // The daemon dies, and the interpreter no longer starts: disconnected, one message with the fix.
+  // The shared daemon dies, and the interpreter no longer starts: disconnected, one message with the fix.
   writeFileSync(FAIL_FLAG, "");
-  const pid = daemonPid();
+  const pid = sharedDaemonPid();
   process.kill(pid, "SIGKILL");
-  console.log(`     killed the daemon (pid ${pid}) (${elapsed()})`);
-  await until(async () => (await itemText(sessionId)).includes("disconnected"), "the disconnected state", 15_000).catch(() => {});
-  const disconnected = await itemText(sessionId);
-  check(disconnected === "disconnected", `a dead daemon leaves the item disconnected, not its last figure (it reads "${disconnected}")`);
+  console.log(`     killed the shared daemon (pid ${pid}) (${elapsed()})`);
+  await until(async () => (await itemText()).includes("disconnected"), "the disconnected state", 15_000).catch(() => {});
+  const disconnected = await itemText();
+  check(disconnected === "disconnected", `a dead shared daemon leaves the item disconnected, not its last figure (it reads "${disconnected}")`);
   await until(() => errorToasts().some((t) => /did not start/.test(t.text)), "the did-not-start message", 30_000).catch(() => {});
   await page.waitForTimeout(4000); // room for any further restart attempt and its messages
   await collectToasts();
@@ -217,16 +220,17 @@ try {
     problems.length === 1 && /did not start.*Is contextd installed/.test(problems[0].text) && /Open Settings/.test(problems[0].text),
     `one message says the daemon did not start, with the fix (${JSON.stringify(problems)})`,
   );
-  check((await itemText(sessionId)) === "disconnected", "the item stays disconnected while no daemon runs");
+  check((await itemText()) === "disconnected", "the item stays disconnected while no daemon runs");
 
   // Restart Daemon, with a working interpreter again: the session's figure is back.
   rmSync(FAIL_FLAG);
   await palette("Notifications: Clear All Notifications");
   await palette("contextd: Restart Daemon");
-  await until(async () => /^\d/.test(await itemText(sessionId)), "the figure after the restart", 30_000).catch(() => {});
-  const recovered = await itemText(sessionId);
+  await until(async () => (await itemText()) === afterMove, "the figure after the restart", 30_000).catch(() => {});
+  const recovered = await itemText();
   await shot("09-recovered");
-  check(recovered === afterMove, `after Restart Daemon the item reads the session's figure again "${afterMove}" (it reads "${recovered}")`);
+  check(recovered === afterMove, `after Restart Daemon (a new shared daemon) the item reads the session's figure again "${afterMove}" (it reads "${recovered}")`);
+  check(sharedDaemonPid() !== pid, "Restart Daemon started a new shared daemon");
 
   // A hand-off: the new session is named after its goal, and its document opens read-only.
   await palette("contextd: Hand Off to New Session");
@@ -237,9 +241,10 @@ try {
   await handedOff.waitFor({ timeout: 60_000 });
   const handOffText = (await handedOff.innerText()).replace(/\s+/g, " ");
   check(/handed off seeded demo to the new session finish the month-end fix\./.test(handOffText), `the hand-off's session is named after its goal ("${handOffText}")`);
-  await until(async () => (await statusItems.count()) === 2, "the hand-off's status item", 15_000).catch(() => {});
-  const texts = (await statusItems.allInnerTexts()).map((t) => t.trim());
-  check(texts.some((t) => t.startsWith("finish the month-end fix ")) && texts.some((t) => t.startsWith("seeded demo ")), `both sessions' items are named (${JSON.stringify(texts)})`);
+  // The new session is the one that changed last: the item names it, now that there are two.
+  await until(async () => (await itemText()).startsWith("finish the month-end fix "), "the hand-off's session in the item", 15_000).catch(() => {});
+  const handedOffItem = await itemText();
+  check(/^finish the month-end fix \S+\/\S+ \d+%$/.test(handedOffItem), `the item shows the hand-off's new session, named ("${handedOffItem}")`);
   await handedOff.locator(".monaco-button", { hasText: "Show Document" }).click();
   const tab = page.locator(".tabs-container .tab", { hasText: "hand-off-1.md" }).first();
   await tab.waitFor({ timeout: 15_000 });
@@ -266,11 +271,9 @@ try {
     `a broken contextd.pythonPath set at run time gives one message with the fix (${JSON.stringify(errorToasts())})`,
   );
   writeFileSync(machineSettings, working);
-  // Two sessions share the bar now, so each item starts with its session's name.
-  const named = `seeded demo ${afterMove}`;
-  await until(async () => (await itemText(sessionId)) === named, "the daemon after the setting was fixed", 30_000).catch(() => {});
-  const fixed = await itemText(sessionId);
-  check(fixed === named, `after the setting is fixed the item reads "${named}" again (it reads "${fixed}")`);
+  await until(async () => (await itemText()) === handedOffItem, "the daemon after the setting was fixed", 30_000).catch(() => {});
+  const fixed = await itemText();
+  check(fixed === handedOffItem, `after the setting is fixed the item reads "${handedOffItem}" again (it reads "${fixed}")`);
 } catch (error) {
   failures.push(`exception: ${error.message.split("\n")[0]}`);
   console.log(`FAIL exception: ${error.stack}`);

@@ -2,8 +2,8 @@
  * The palette commands, as functions of a small context: the editor's UI, the
  * sessions and the settings. Each reports its own failure with the daemon's words.
  */
-import { describePreview, formatCount, formatTokens, sessionTitle, shortId, timeAgo } from "./format";
-import { ErrorCode, TreeNode } from "./protocol";
+import { agentName, describePreview, formatCount, formatPercent, formatTokens, sessionTitle, shortId, timeAgo } from "./format";
+import { ErrorCode, SessionSummary, TreeNode } from "./protocol";
 import { errorCode, errorText } from "./rpc";
 import type { ContextdSessions } from "./sessions";
 import { treeRows } from "./treeItems";
@@ -37,7 +37,7 @@ type Command = (ctx: CommandContext, sessionId?: string) => Promise<void>;
 export const compactNow: Command = (ctx, sessionId) =>
   guarded(ctx, "compaction", async () => {
     const id = await resolveSession(ctx, sessionId);
-    if (!id) return;
+    if (!id || (await refuseMirror(ctx, id, "compacting it"))) return;
     const instructions = await ctx.ui.input({
       title: "contextd: Compact Now",
       prompt: "Extra instructions for the summary (optional). Enter to compact, Escape to cancel.",
@@ -101,7 +101,7 @@ export const handoff: Command = (ctx, sessionId) =>
 export const goToEntry: Command = (ctx, sessionId) =>
   guarded(ctx, "navigation", async () => {
     const id = await resolveSession(ctx, sessionId);
-    if (!id) return;
+    if (!id || (await refuseMirror(ctx, id, "moving its leaf"))) return;
     const target = await pickEntry(ctx, id, "contextd: Go to Entry", "Choose an entry to continue from");
     if (!target || target.isLeaf) return;
     const choice = await ctx.ui.pick(
@@ -118,7 +118,9 @@ export const goToEntry: Command = (ctx, sessionId) =>
 
 /** The tree view's Move Here (`move`) and Move Here and Summarize (`summarize`, `instructions`). */
 export function moveTo(ctx: CommandContext, sessionId: string, entryId: string, how: "move" | "summarize" | "instructions") {
-  return guarded(ctx, "navigation", () => moveLeaf(ctx, sessionId, entryId, how));
+  return guarded(ctx, "navigation", async () => {
+    if (!(await refuseMirror(ctx, sessionId, "moving its leaf"))) await moveLeaf(ctx, sessionId, entryId, how);
+  });
 }
 
 async function moveLeaf(
@@ -174,7 +176,7 @@ export const fork = (ctx: CommandContext, sessionId?: string, entry?: TreeNode) 
 export const label = (ctx: CommandContext, sessionId?: string, entry?: TreeNode) =>
   guarded(ctx, "label", async () => {
     const id = await resolveSession(ctx, sessionId);
-    if (!id) return;
+    if (!id || (await refuseMirror(ctx, id, "labelling its entries"))) return;
     const node = entry ?? (await pickEntry(ctx, id, "contextd: Label Entry", "Choose the entry to label"))?.node;
     if (!node) return;
     const text = await ctx.ui.input({
@@ -205,7 +207,7 @@ const IDLE_CHOICES: Array<{ label: string; seconds: number | "off" | "custom" }>
 export const setIdleTimer: Command = (ctx, sessionId) =>
   guarded(ctx, "idle timer", async () => {
     const id = await resolveSession(ctx, sessionId);
-    if (!id) return;
+    if (!id || (await refuseMirror(ctx, id, "compacting it when idle"))) return;
     const choice = await ctx.ui.pick(
       IDLE_CHOICES.map((c) => ({ label: c.label, value: c.seconds })),
       { title: "contextd: Idle Compaction Timer", placeholder: "Compact this session after it sits idle for…" },
@@ -251,16 +253,12 @@ export async function switchSession(ctx: CommandContext): Promise<string | undef
     const { sessions } = await ctx.sessions.list();
     const now = Date.now();
     const choice = await ctx.ui.pick<string | typeof NEW_SESSION>(
-      [
-        { label: "$(add) New session", value: NEW_SESSION },
-        ...sessions.map((s) => ({
-          label: `${s.sessionId === ctx.sessions.current ? "$(check) " : ""}${s.name || shortId(s.sessionId)}`,
-          description: `${formatTokens(s.tokens)} tokens · ${s.entries} entries · ${timeAgo(now - Date.parse(s.updatedAt))}`,
-          detail: s.workspace,
-          value: s.sessionId,
-        })),
-      ],
-      { title: "contextd: Switch Session", placeholder: "Session to show and act on", active: ctx.sessions.current },
+      [{ label: "$(add) New session", value: NEW_SESSION }, ...sessions.map((s) => ({ ...sessionRow(ctx, s, now), value: s.sessionId }))],
+      {
+        title: "contextd: Switch Session",
+        placeholder: "Session to show and act on: this workspace's, whoever drives them",
+        active: ctx.sessions.current,
+      },
     );
     if (choice === undefined) return;
     if (choice === NEW_SESSION) {
@@ -278,15 +276,41 @@ export async function switchSession(ctx: CommandContext): Promise<string | undef
   return chosen;
 }
 
-const ACTIONS: Array<{ label: string; run: Command }> = [
-  { label: "$(fold) Compact Now", run: compactNow },
+/**
+ * A session's row in the picker: a mirror says whose it is ("Claude Code · fix tests"); the
+ * share of the window shows when this window has heard the session's figure.
+ */
+export function sessionRow(
+  ctx: Pick<CommandContext, "sessions">,
+  session: SessionSummary,
+  now: number,
+): { label: string; description: string } {
+  const icon = session.sessionId === ctx.sessions.current ? "$(check) " : session.source ? "$(eye) " : "";
+  const name = session.name || shortId(session.sessionId);
+  const usage = ctx.sessions.status.get(session.sessionId)?.usage;
+  const description = [
+    usage ? formatPercent(usage.percent) : "",
+    `${formatTokens(usage?.tokens ?? session.tokens)} tokens`,
+    `${session.entries} entries`,
+    timeAgo(now - Date.parse(session.updatedAt)),
+    session.source ? "read-only mirror" : "",
+  ];
+  return {
+    label: `${icon}${session.source ? `${agentName(session.source)} · ${name}` : name}`,
+    description: description.filter(Boolean).join(" · "),
+  };
+}
+
+/** `writes`: the action changes the session, which a read-only mirror refuses. */
+const ACTIONS: Array<{ label: string; run: Command; writes?: boolean }> = [
+  { label: "$(fold) Compact Now", run: compactNow, writes: true },
   { label: "$(eye) Compact Preview", run: compactPreview },
   { label: "$(arrow-swap) Hand Off to New Session", run: handoff },
-  { label: "$(list-tree) Go to Entry…", run: goToEntry },
+  { label: "$(list-tree) Go to Entry…", run: goToEntry, writes: true },
   { label: "$(repo-forked) Fork From Here", run: fork },
-  { label: "$(tag) Label Entry", run: label },
+  { label: "$(tag) Label Entry", run: label, writes: true },
   { label: "$(settings-gear) Toggle Auto-compaction", run: toggleAutoCompaction },
-  { label: "$(watch) Set Idle Compaction Timer", run: setIdleTimer },
+  { label: "$(watch) Set Idle Compaction Timer", run: setIdleTimer, writes: true },
   { label: "$(list-selection) Switch Session", run: async (ctx) => void (await switchSession(ctx)) },
 ];
 
@@ -296,11 +320,14 @@ export const showActions: Command = async (ctx, sessionId) => {
   if (id) ctx.sessions.setCurrent(id);
   const status = id ? ctx.sessions.status.get(id) : undefined;
   const usage = status?.usage;
+  const figure = usage ? `${formatCount(usage.tokens)} of ${formatCount(usage.contextWindow)} tokens` : undefined;
+  // A mirror is offered only what leaves it as its agent wrote it.
+  const actions = status?.source ? ACTIONS.filter((a) => !a.writes) : ACTIONS;
   const action = await ctx.ui.pick(
-    ACTIONS.map((a) => ({ label: a.label, value: a.run })),
+    actions.map((a) => ({ label: a.label, value: a.run })),
     {
       title: status ? `contextd: ${sessionTitle(status)}` : "contextd",
-      placeholder: usage ? `${formatCount(usage.tokens)} of ${formatCount(usage.contextWindow)} tokens` : undefined,
+      placeholder: status?.source ? [figure, `read-only mirror of ${agentName(status.source)}'s session`].filter(Boolean).join(" · ") : figure,
     },
   );
   if (action) await action(ctx, id);
@@ -321,6 +348,24 @@ async function pickEntry(ctx: CommandContext, sessionId: string, pickTitle: stri
   return ctx.ui.pick(
     rows.map((r) => ({ label: r.label, description: r.description, value: r })),
     { title: pickTitle, placeholder, active: leaf },
+  );
+}
+
+/**
+ * Says why a write to a read-only mirror cannot happen, and returns true, for a mirror;
+ * false for a session of contextd's own.
+ */
+async function refuseMirror(ctx: CommandContext, sessionId: string, what: string): Promise<boolean> {
+  const source = ctx.sessions.status.get(sessionId)?.source;
+  if (!source) return false;
+  await ctx.ui.info(mirrorText(`${title(ctx, sessionId)} is`, agentName(source), what));
+  return true;
+}
+
+function mirrorText(subject: string, agent: string, what: string): string {
+  return (
+    `contextd: ${subject} a read-only mirror of ${agent}'s session, so ${what} is not possible. ` +
+    "Compact Preview shows what a compaction would keep; Hand Off starts a session of contextd's own from it."
   );
 }
 
@@ -348,6 +393,8 @@ async function reportFailure(ui: Ui, action: string, error: unknown): Promise<vo
     await ui.info(`contextd: ${action} cancelled.`);
   } else if (code === ErrorCode.nothingToCompact) {
     await ui.info(`contextd: nothing to compact yet (${errorText(error)}).`);
+  } else if (code === ErrorCode.readOnlyMirror) {
+    await ui.info(mirrorText("this session is", "another agent", action));
   } else if (code === ErrorCode.methodNotFound) {
     await ui.error(`contextd: this daemon does not support ${action} yet (${errorText(error)}).`);
   } else {

@@ -1,14 +1,49 @@
 /** How the daemon is started, and how often it may be restarted after dying. */
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 
 export interface ServerCommand {
   command: string;
   args: string[];
 }
 
-/** `<python> -m contextd serve`, with `contextd.pythonPath` or python3 from PATH. */
-export function serverCommand(pythonPath: string | undefined): ServerCommand {
+export interface LaunchOptions {
+  /** Attach to the per-user shared daemon (`serve --shared`, started on demand) instead of a daemon of our own. */
+  shared?: boolean;
+  /** `contextd.storage.dataDir`: the shared daemon is per data dir, so it goes on the command line. */
+  dataDir?: string | null;
+  /** The daemon-wide settings for a shared daemon this start brings up (one already running keeps its own). */
+  settingsFile?: string;
+}
+
+/**
+ * `<python> -m contextd [--data-dir DIR] serve [--shared [--settings FILE]]`, with
+ * `contextd.pythonPath` or python3 from PATH.
+ */
+export function serverCommand(pythonPath: string | undefined, options: LaunchOptions = {}): ServerCommand {
   const python = pythonPath?.trim() || "python3";
-  return { command: python, args: ["-m", "contextd", "serve"] };
+  const dataDir = options.dataDir?.trim();
+  const serve = options.shared
+    ? ["serve", "--shared", ...(options.settingsFile ? ["--settings", options.settingsFile] : [])]
+    : ["serve"];
+  return { command: python, args: ["-m", "contextd", ...(dataDir ? ["--data-dir", dataDir] : []), ...serve] };
+}
+
+export const DAEMON_SETTINGS_FILE = "daemon-settings.json";
+
+/**
+ * Writes the settings a shared daemon started by this window gets (`serve --settings FILE`):
+ * a daemon serving many clients takes its daemon-wide settings from that file, never from
+ * `initialize`. Written whole to a temporary name and renamed, so a daemon starting in
+ * another window never reads half a file. Returns the file's path.
+ */
+export function writeDaemonSettings(directory: string, settings: object): string {
+  mkdirSync(directory, { recursive: true });
+  const file = join(directory, DAEMON_SETTINGS_FILE);
+  const partial = `${file}.${process.pid}.tmp`;
+  writeFileSync(partial, `${JSON.stringify(settings, null, 2)}\n`, { mode: 0o600 });
+  renameSync(partial, file);
+  return file;
 }
 
 export interface RestartDecision {

@@ -20,14 +20,15 @@ import {
 import { ContextdApi, createApi } from "./api";
 import * as commands from "./commands";
 import { CompactionProgress } from "./compactionProgress";
-import { RestartPolicy, remoteSettingsHint, serverCommand } from "./daemon";
+import { LaunchOptions, RestartPolicy, remoteSettingsHint, serverCommand, writeDaemonSettings } from "./daemon";
 import { ConnectionReporter, DaemonConnection } from "./daemonConnection";
 import { HANDOFF_SCHEME } from "./handoffDocuments";
 import { LeveledOutput } from "./logOutput";
+import { DaemonStatus, Method } from "./protocol";
 import { errorText } from "./rpc";
 import { ContextdSessions } from "./sessions";
 import { SESSION_TREE_VIEW, SessionTreeView } from "./sessionTree";
-import { buildDaemonSettings, configurationChange, SECTION } from "./settings";
+import { buildDaemonSettings, configurationChange, DAEMON_WIDE_KEYS, LAUNCH_KEYS, SECTION } from "./settings";
 import { EntryElement, SessionTreeElement } from "./treeItems";
 import { RESTART_COMMAND, SessionStatusBar, SHOW_ACTIONS_COMMAND } from "./statusBar";
 import { handoffDocuments, vscodeSettings, vscodeUi } from "./vscodeUi";
@@ -40,8 +41,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contex
   const lastStderr = { line: "" };
   // The client's middleware needs the sessions, which need the connection: tie the knot lazily.
   let route: ContextdSessions["routeProgress"] = () => false;
+  // Per workspace, so that a shared daemon this window starts gets this workspace's settings.
+  const storage = (context.storageUri ?? context.globalStorageUri).fsPath;
   const daemon = new DaemonConnection(
-    () => createClient(clientOutput, lastStderr, (token, value) => route(token, value)),
+    () => createClient(clientOutput, lastStderr, storage, (token, value) => route(token, value)),
     new RestartPolicy(),
     reporter(output, lastStderr),
   );
@@ -60,10 +63,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contex
     vscode.workspace.registerTextDocumentContentProvider(HANDOFF_SCHEME, handoffDocuments),
     ...registerCommands(commandContext, tree, () => daemon.restart()),
     vscode.workspace.onDidChangeConfiguration((event) =>
-      onConfigurationChange(event, daemon).catch((error) => output.error(`applying settings: ${errorText(error)}`)),
+      onConfigurationChange(event, daemon, storage).catch((error) => output.error(`applying settings: ${errorText(error)}`)),
     ),
     reopenSessionsAfterRestart(daemon, sessions, output),
-    daemon.onDidChangeState((state) => state.kind === "connected" && checkInterpreterSetting(context, output, daemon.daemonVersion)),
+    daemon.onDidChangeState((state) => {
+      if (state.kind !== "connected") return;
+      checkInterpreterSetting(context, output, daemon.daemonVersion);
+      logWhichDaemon(daemon, output);
+      // Every connection watches anew: the status bar follows whoever drives this workspace's sessions.
+      sessions.watchWorkspace().catch((error) => output.error(`watching the workspace's sessions: ${errorText(error)}`));
+    }),
     { dispose: () => void daemon.dispose() },
   );
   await daemon.start();
@@ -128,6 +137,7 @@ class DaemonWriter extends StreamMessageWriter {
 function createClient(
   output: vscode.OutputChannel,
   lastStderr: { line: string },
+  storage: string,
   routeProgress: ContextdSessions["routeProgress"],
 ): LanguageClient {
   const clientOptions: LanguageClientOptions = {
@@ -157,12 +167,15 @@ function createClient(
       },
     },
   };
-  return new QuietLanguageClient("contextd", "contextd", () => startDaemon(output, lastStderr), clientOptions);
+  return new QuietLanguageClient("contextd", "contextd", () => startDaemon(output, lastStderr, storage), clientOptions);
 }
 
-/** Spawns the daemon; called at every (re)start, so a changed interpreter takes effect. */
-async function startDaemon(output: vscode.OutputChannel, lastStderr: { line: string }): Promise<MessageTransports> {
-  const { command, args } = serverCommand(vscode.workspace.getConfiguration(SECTION).get<string>("pythonPath"));
+/**
+ * Spawns the daemon, or with contextd.sharedDaemon the forwarder to the shared one; called
+ * at every (re)start, so a changed interpreter, data dir or setting takes effect.
+ */
+async function startDaemon(output: vscode.OutputChannel, lastStderr: { line: string }, storage: string): Promise<MessageTransports> {
+  const { command, args } = serverCommand(vscode.workspace.getConfiguration(SECTION).get<string>("pythonPath"), launchOptions(storage));
   lastStderr.line = "";
   const child = spawn(command, args, { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, stdio: "pipe" });
   // The last line the daemon wrote says best why it did not start ("No module named contextd").
@@ -176,6 +189,16 @@ async function startDaemon(output: vscode.OutputChannel, lastStderr: { line: str
     child.once("error", (error) => reject(new Error(`cannot run ${command}: ${error.message}`)));
   });
   return { reader: new StreamMessageReader(child.stdout), writer: new DaemonWriter(child.stdin) };
+}
+
+function launchOptions(storage: string): LaunchOptions {
+  const configuration = vscode.workspace.getConfiguration(SECTION);
+  const shared = configuration.get<boolean>("sharedDaemon") ?? true;
+  return {
+    shared,
+    dataDir: configuration.get<string | null>("storage.dataDir"),
+    settingsFile: shared ? writeDaemonSettings(storage, currentSettings()) : undefined,
+  };
 }
 
 function currentSettings() {
@@ -255,13 +278,48 @@ function reopenSessionsAfterRestart(
   });
 }
 
-async function onConfigurationChange(event: vscode.ConfigurationChangeEvent, daemon: DaemonConnection): Promise<void> {
+let sharedSettingsNoticeShown = false;
+
+async function onConfigurationChange(
+  event: vscode.ConfigurationChangeEvent,
+  daemon: DaemonConnection,
+  storage: string,
+): Promise<void> {
   if (!event.affectsConfiguration(SECTION)) return;
-  if (event.affectsConfiguration(`${SECTION}.pythonPath`)) {
+  if (LAUNCH_KEYS.some((key) => event.affectsConfiguration(`${SECTION}.${key}`))) {
     await daemon.restart();
     return;
   }
   await daemon.sendNotification(DidChangeConfigurationNotification.type.method, configurationChange(currentSettings()));
+  const shared = vscode.workspace.getConfiguration(SECTION).get<boolean>("sharedDaemon") ?? true;
+  if (!shared || !DAEMON_WIDE_KEYS.some((key) => event.affectsConfiguration(`${SECTION}.${key}`))) return;
+  // The shared daemon serves other clients too: it keeps its settings; the next one it starts gets these.
+  writeDaemonSettings(storage, currentSettings());
+  if (sharedSettingsNoticeShown) return;
+  sharedSettingsNoticeShown = true;
+  const choice = await vscode.window.showInformationMessage(
+    "contextd: the shared daemon keeps the settings it started with (other editors and scripts use it too); " +
+      "this change applies when it next starts. Turn off contextd.sharedDaemon for a daemon with this window's settings.",
+    "Open Settings",
+  );
+  if (choice === "Open Settings") {
+    await vscode.commands.executeCommand("workbench.action.openSettings", `${SECTION}.sharedDaemon`);
+  }
+}
+
+/** Says in the log which daemon this window talks to: its own, or the shared one and who else uses it. */
+function logWhichDaemon(daemon: DaemonConnection, output: vscode.LogOutputChannel): void {
+  daemon
+    .sendRequest<DaemonStatus>(Method.daemonStatus, {})
+    .then((status) =>
+      output.info(
+        status.dedicated
+          ? `a daemon of this window's own (pid ${status.pid}, data in ${status.dataDir})`
+          : `attached to the shared daemon (pid ${status.pid}, socket ${status.address}, data in ${status.dataDir}, ` +
+              `started ${status.startedAt}, ${status.connections.length} client(s)); it keeps the settings it started with`,
+      ),
+    )
+    .catch((error) => output.debug(`daemon status: ${errorText(error)}`));
 }
 
 function registerCommands(

@@ -1,6 +1,6 @@
 /** How a session's status reads in the status bar and its tooltip. Pure functions. */
 import type { ConnectionState } from "./daemonConnection";
-import type { CompactPreview, TokenUsage, TreeNode } from "./protocol";
+import type { CompactPreview, SessionSource, TokenUsage, TreeNode } from "./protocol";
 import type { CompactionResult, SessionStatus } from "./statusModel";
 
 export type Level = "normal" | "warning" | "error";
@@ -42,8 +42,13 @@ export interface TextOptions {
   connection?: ConnectionState;
 }
 
+/** Longest session name the status bar item shows; the tooltip has the whole of it. */
+const STATUS_NAME_LENGTH = 30;
+
 export function statusText(status: SessionStatus, options: TextOptions = {}): string {
-  const prefix = options.withName ? `${sessionTitle(status)} ` : "";
+  // A mirror always says whose session it is: "Claude Code · fix tests 84k/200k 42%".
+  const named = options.withName || status.source;
+  const prefix = named ? `${truncate(sessionTitle(status), STATUS_NAME_LENGTH)} ` : "";
   // A figure from a daemon that is gone would be stale: say that there is none.
   if (options.connection?.kind === "disconnected") return `$(debug-disconnect) ${prefix}disconnected`;
   if (options.connection?.kind === "starting") return `$(sync~spin) ${prefix}connecting…`;
@@ -55,8 +60,17 @@ export function statusText(status: SessionStatus, options: TextOptions = {}): st
   return `$(database) ${prefix}${formatTokens(tokens)}/${formatTokens(contextWindow)} ${formatPercent(percent)}`;
 }
 
-export function sessionTitle(status: Pick<SessionStatus, "sessionId" | "name">): string {
-  return status.name || shortId(status.sessionId);
+/** The session's name (or short id); a mirror's starts with its agent's: "Claude Code · fix tests". */
+export function sessionTitle(status: Pick<SessionStatus, "sessionId" | "name" | "source">): string {
+  const name = status.name || shortId(status.sessionId);
+  return status.source ? `${agentName(status.source)} · ${name}` : name;
+}
+
+const AGENT_NAMES: Record<string, string> = { "claude-code": "Claude Code", codex: "Codex", pi: "pi" };
+
+/** How a followed agent is called in the UI. */
+export function agentName(source: Pick<SessionSource, "agent">): string {
+  return AGENT_NAMES[source.agent] ?? source.agent;
 }
 
 export function shortId(id: string): string {
@@ -116,8 +130,12 @@ export function statusTooltip(status: SessionStatus, now: number): string[] {
   } else {
     lines.push("No token figure yet");
   }
+  if (status.source) {
+    lines.push(`Read-only mirror of ${agentName(status.source)}'s transcript \`${status.source.path}\``);
+  }
   if (status.compacting) lines.push(compactingLine(status));
   lines.push(`Last compaction: ${status.lastCompaction ? describeCompaction(status.lastCompaction, now) : "none yet"}`);
+  if (status.lastCompaction?.shortSummary) lines.push(`Summary: ${escapeMarkdown(status.lastCompaction.shortSummary)}`);
   if (status.idleTimer?.state === "armed" && status.idleTimer.dueAt) {
     lines.push(`Idle compaction due at ${new Date(status.idleTimer.dueAt).toLocaleTimeString()}`);
   }
@@ -150,6 +168,11 @@ export function compactionOutcomeText(result: Omit<CompactionResult, "finishedAt
     case "cancelled":
       return "cancelled";
   }
+}
+
+/** Text from a session (a summary line) shown as itself in a Markdown tooltip. */
+export function escapeMarkdown(text: string): string {
+  return text.replace(/[\\`*_{}[\]()#+\-.!|<>~$]/g, "\\$&");
 }
 
 export function timeAgo(milliseconds: number): string {

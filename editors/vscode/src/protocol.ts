@@ -19,6 +19,8 @@ export const Method = {
   fork: "contextd/fork",
   label: "contextd/label",
   idleConfigure: "contextd/idle/configure",
+  daemonStatus: "contextd/daemon/status",
+  watchWorkspace: "contextd/workspace/watch",
 } as const;
 
 export const Notification = {
@@ -27,6 +29,7 @@ export const Notification = {
   compactionStarted: "contextd/compactionStarted",
   compactionFinished: "contextd/compactionFinished",
   idleTimer: "contextd/idleTimer",
+  workspaceActivity: "contextd/workspace/activity",
 } as const;
 
 export const ErrorCode = {
@@ -38,6 +41,7 @@ export const ErrorCode = {
   nothingToCompact: -32005,
   summarizerFailed: -32006,
   entryNotFound: -32007,
+  readOnlyMirror: -32008,
   cancelled: -32800,
 } as const;
 
@@ -58,6 +62,41 @@ export interface TokenUsage {
   thresholdTokens: number;
   source: UsageSource;
   model: string;
+}
+
+/** A mirror of another agent's transcript (Claude Code, Codex, pi): read-only. */
+export interface SessionSource {
+  agent: string;
+  path: string;
+}
+
+/**
+ * `contextd/workspace/activity`: any change of any session of a watched workspace, whoever
+ * made it (another editor, a script, the daemon following an agent's transcript).
+ */
+export interface WorkspaceActivity {
+  sessionId: string;
+  name?: string | null;
+  workspace: string;
+  cause: string;
+  leafId: string | null;
+  usage: TokenUsage;
+  source?: SessionSource | null;
+  updatedAt: string;
+}
+
+export interface WatchResult {
+  sessions: SessionSummary[];
+}
+
+export interface DaemonStatus {
+  pid: number;
+  address: string | null;
+  dataDir: string;
+  /** A daemon of one client (stdio) rather than a shared one. */
+  dedicated: boolean;
+  startedAt: string;
+  connections: unknown[];
 }
 
 export interface SessionChanged {
@@ -81,6 +120,8 @@ export interface CompactionFinished {
   tokensBefore: number;
   tokensAfter?: number;
   entryId?: string;
+  /** One line saying what the compaction kept, for UIs. */
+  shortSummary?: string | null;
   error?: string;
   willRetry: boolean;
 }
@@ -106,6 +147,7 @@ export interface OpenResult {
   model: string;
   contextWindow: number;
   usage: TokenUsage;
+  source?: SessionSource | null;
 }
 
 export interface SessionSummary {
@@ -116,6 +158,7 @@ export interface SessionSummary {
   tokens: number;
   updatedAt: string;
   parentSession?: { id: string; entryId?: string | null } | null;
+  source?: SessionSource | null;
 }
 
 export interface ListResult {
@@ -144,6 +187,7 @@ export interface StateResult {
   entries: number;
   usage: TokenUsage;
   compacting: boolean;
+  source?: SessionSource | null;
 }
 
 export interface CompactResult {
@@ -152,6 +196,7 @@ export interface CompactResult {
   firstKeptEntryId: string | null;
   tokensBefore: number;
   tokensAfter: number;
+  shortSummary?: string | null;
 }
 
 export interface CompactPreview {
@@ -182,6 +227,8 @@ export interface TreeNode {
   firstKeptEntryId?: string | null;
   tokensBefore?: number;
   tokensAfter?: number;
+  /** Compaction and branch summary nodes: the summary's one line (the preview is built from it). */
+  shortSummary?: string | null;
 }
 
 export interface TreeResult {

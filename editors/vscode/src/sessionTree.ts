@@ -101,7 +101,8 @@ export class SessionTreeView implements vscode.TreeDataProvider<SessionTreeEleme
       item.description = `${element.entries} ${element.entries === 1 ? "entry" : "entries"}${element.containsLeaf ? " · current" : ""}`;
       return item;
     }
-    return entryItem(element, this.model?.children(element).length ? true : false);
+    const mirror = Boolean(this.sessions.status.get(element.sessionId)?.source);
+    return entryItem(element, this.model?.children(element).length ? true : false, mirror);
   }
 
   dispose(): void {
@@ -109,7 +110,8 @@ export class SessionTreeView implements vscode.TreeDataProvider<SessionTreeEleme
   }
 }
 
-function entryItem(element: EntryElement, hasBranches: boolean): vscode.TreeItem {
+/** `mirror`: a read-only mirror of another agent's session, whose menu offers only what does not write. */
+function entryItem(element: EntryElement, hasBranches: boolean, mirror: boolean): vscode.TreeItem {
   const { node } = element;
   const item = new vscode.TreeItem(
     truncate(node.preview, 100) || node.type,
@@ -130,7 +132,7 @@ function entryItem(element: EntryElement, hasBranches: boolean): vscode.TreeItem
     .filter(Boolean)
     .join(" · ");
   item.tooltip = tooltip(element);
-  item.contextValue = element.isLeaf ? "contextd.entry.leaf" : "contextd.entry";
+  item.contextValue = mirror ? "contextd.mirrorEntry" : element.isLeaf ? "contextd.entry.leaf" : "contextd.entry";
   item.accessibilityInformation = {
     label: `${node.role ?? node.type}${element.isLeaf ? ", current leaf" : ""}${node.label ? `, labelled ${node.label}` : ""}: ${truncate(node.preview, 100)}`,
   };

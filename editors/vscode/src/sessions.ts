@@ -29,8 +29,10 @@ import {
   StateResult,
   TokenUsage,
   TreeResult,
+  WatchResult,
+  WorkspaceActivity,
 } from "./protocol";
-import { errorCode, errorText, RpcConnection } from "./rpc";
+import { errorCode, errorText, isMethodNotFound, RpcConnection } from "./rpc";
 import { CompactionResult, StatusModel } from "./statusModel";
 
 export interface CompactOptions {
@@ -69,12 +71,15 @@ export class ContextdSessions implements Disposable {
   private readonly compactionFinished = new Emitter<CompactionFinished>();
   private readonly currentChanged = new Emitter<string | undefined>();
   private readonly editorText = new Emitter<EditorText>();
+  private readonly activity = new Emitter<WorkspaceActivity>();
   readonly onTokenUsage: Event<TokenUsage> = this.tokenUsage.event;
   readonly onSessionChanged: Event<SessionChanged> = this.sessionChanged.event;
   readonly onCompactionStarted: Event<CompactionStarted> = this.compactionStarted.event;
   readonly onCompactionFinished: Event<CompactionFinished> = this.compactionFinished.event;
   readonly onDidChangeCurrent: Event<string | undefined> = this.currentChanged.event;
   readonly onEditorText: Event<EditorText> = this.editorText.event;
+  /** Every change of a session of this window's workspace, whoever made it (after watchWorkspace). */
+  readonly onActivity: Event<WorkspaceActivity> = this.activity.event;
 
   constructor(
     private readonly rpc: RpcConnection,
@@ -95,6 +100,7 @@ export class ContextdSessions implements Disposable {
         this.compactionFinished.fire(event);
       }),
       rpc.onNotification(Notification.idleTimer, (event: IdleTimer) => this.status.applyIdleTimer(event)),
+      rpc.onNotification(Notification.workspaceActivity, (activity: WorkspaceActivity) => this.onWorkspaceActivity(activity)),
     );
   }
 
@@ -103,7 +109,9 @@ export class ContextdSessions implements Disposable {
     return this.currentId;
   }
 
+  /** The user (or the API) chose this session: commands act on it and the status bar shows it. */
   setCurrent(sessionId: string | undefined): void {
+    if (sessionId) this.status.touch(sessionId);
     if (sessionId === this.currentId) return;
     this.currentId = sessionId;
     this.currentChanged.fire(sessionId);
@@ -114,10 +122,33 @@ export class ContextdSessions implements Disposable {
       ...(params.sessionId ? {} : { workspace: this.workspace }),
       ...params,
     });
-    this.status.track(result.sessionId, params.name ?? result.name);
+    this.status.track(result.sessionId, params.name ?? result.name, result.source);
     this.status.applyUsage(result.usage);
     this.setCurrent(result.sessionId);
     return result;
+  }
+
+  /**
+   * Asks the daemon for `contextd/workspace/activity` on every session of this window's
+   * workspace, whoever drives it. A daemon without it (-32601) leaves the status bar to
+   * this window's own sessions. Sent again after every (re)connection.
+   */
+  async watchWorkspace(): Promise<WatchResult | undefined> {
+    if (!this.workspace) return undefined;
+    try {
+      return await this.request<WatchResult>(Method.watchWorkspace, { workspace: this.workspace });
+    } catch (error) {
+      if (isMethodNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  private onWorkspaceActivity(activity: WorkspaceActivity): void {
+    const known = this.status.has(activity.sessionId);
+    this.status.applyActivity(activity);
+    this.activity.fire(activity);
+    // A request on the session makes the daemon send us its compaction and idle events too.
+    if (!known) this.state(activity.sessionId).catch(() => undefined);
   }
 
   /**
@@ -147,16 +178,19 @@ export class ContextdSessions implements Disposable {
       this.ownJobs.get(sessionId)?.cancel();
       if (this.status.get(sessionId)?.compacting) this.status.compactionRequestEnded(sessionId);
     }
-    if (current && this.status.has(current)) this.setCurrent(current);
+    // Reopening is no change to show: only a session lost meanwhile moves the current one.
+    if (current && this.status.has(current) && current !== this.currentId) this.setCurrent(current);
   }
 
-  list(workspace?: string): Promise<ListResult> {
+  /** The sessions of this window's workspace (of every workspace when the window has none). */
+  list(workspace: string | undefined = this.workspace): Promise<ListResult> {
     return this.request<ListResult>(Method.list, workspace ? { workspace } : {});
   }
 
   async append(sessionId: string, messages: Message[]): Promise<AppendResult> {
     const result = await this.request<AppendResult>(Method.append, { sessionId, messages });
     this.status.applyUsage(result.usage);
+    this.status.touch(sessionId);
     return result;
   }
 
@@ -166,7 +200,7 @@ export class ContextdSessions implements Disposable {
 
   async state(sessionId: string): Promise<StateResult> {
     const state = await this.request<StateResult>(Method.state, { sessionId });
-    this.status.track(sessionId, state.name);
+    this.status.track(sessionId, state.name, state.source);
     this.status.applyUsage(state.usage);
     return state;
   }
@@ -193,7 +227,13 @@ export class ContextdSessions implements Disposable {
       "manual",
       token,
       (jobToken) => this.request<CompactResult>(Method.compact, params, jobToken),
-      (result) => ({ outcome: "compacted", reason: "manual", tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter }),
+      (result) => ({
+        outcome: "compacted",
+        reason: "manual",
+        tokensBefore: result.tokensBefore,
+        tokensAfter: result.tokensAfter,
+        shortSummary: result.shortSummary ?? undefined,
+      }),
     );
   }
 
@@ -312,6 +352,7 @@ export class ContextdSessions implements Disposable {
     }
     this.currentChanged.dispose();
     this.editorText.dispose();
+    this.activity.dispose();
     this.status.dispose();
   }
 }

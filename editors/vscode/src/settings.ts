@@ -7,7 +7,13 @@ import { contributes } from "../package.json";
 export const SECTION = "contextd";
 
 /** Settings that steer the extension itself and never go to the daemon. */
-const CLIENT_ONLY = new Set(["pythonPath"]);
+const CLIENT_ONLY = new Set(["pythonPath", "sharedDaemon"]);
+
+/** Settings that choose which daemon runs: a change starts (or attaches to) another one. */
+export const LAUNCH_KEYS: readonly string[] = ["pythonPath", "sharedDaemon", "storage.dataDir"];
+
+/** What a connection's `initialize` sets for that connection alone, even on a shared daemon (protocol.md). */
+export const PER_CONNECTION_KEYS: readonly string[] = ["defaultModel", "compaction.hookTimeoutSeconds"];
 
 export type DaemonSettings = Record<string, unknown>;
 
@@ -15,6 +21,14 @@ export type DaemonSettings = Record<string, unknown>;
 export const DAEMON_SETTING_KEYS: readonly string[] = Object.keys(contributes.configuration.properties)
   .map((key) => key.slice(SECTION.length + 1))
   .filter((key) => !CLIENT_ONLY.has(key));
+
+/**
+ * The settings a shared daemon takes only when it starts (from `--settings FILE`): every
+ * daemon setting but the per-connection ones and the data dir, which picks the daemon.
+ */
+export const DAEMON_WIDE_KEYS: readonly string[] = DAEMON_SETTING_KEYS.filter(
+  (key) => !PER_CONNECTION_KEYS.includes(key) && !LAUNCH_KEYS.includes(key),
+);
 
 /**
  * The settings object for `initializationOptions` and `didChangeConfiguration`.

@@ -1,4 +1,4 @@
-/** One status bar item per session of this window, rendered from the status model. */
+/** The status bar item: the session that changed last, rendered from the status model. */
 import * as vscode from "vscode";
 import type { ConnectionState } from "./daemonConnection";
 import { disconnectedTooltip, Level, statusAccessibilityLabel, statusLevel, statusText, statusTooltip } from "./format";
@@ -25,35 +25,44 @@ const ALWAYS_CONNECTED: ConnectionStatus = {
   onDidChangeState: () => ({ dispose() {} }),
 };
 
+/**
+ * One item: the session of this window that changed last, whoever changed it (this window,
+ * another editor, a script, a followed agent). Clicking it acts on that session.
+ */
 export class SessionStatusBar implements vscode.Disposable {
-  private readonly items = new Map<string, vscode.StatusBarItem>();
+  readonly item: vscode.StatusBarItem;
   private readonly subscriptions: vscode.Disposable[];
 
   constructor(
     private readonly sessions: Pick<ContextdSessions, "status">,
     private readonly connection: ConnectionStatus = ALWAYS_CONNECTED,
   ) {
+    this.item = vscode.window.createStatusBarItem("contextd.context", vscode.StatusBarAlignment.Right, 100);
+    this.item.name = "contextd context";
     this.subscriptions = [
-      sessions.status.onDidChange((status) => this.renderAll(status.sessionId)),
-      sessions.status.onDidRemove((sessionId) => this.remove(sessionId)),
-      connection.onDidChangeState(() => this.renderAll()),
+      sessions.status.onDidChange(() => this.render()),
+      sessions.status.onDidRemove(() => this.render()),
+      connection.onDidChangeState(() => this.render()),
     ];
-    this.renderAll();
+    this.render();
   }
 
-  /** Names appear once several sessions share the bar; so a change can touch every item. */
-  private renderAll(changed?: string): void {
-    const all = this.sessions.status.all();
-    const withName = all.length > 1;
-    for (const status of all) {
-      if (!changed || withName || status.sessionId === changed) this.render(status, withName);
+  /** The session the item shows, if any. */
+  get shown(): SessionStatus | undefined {
+    return this.sessions.status.latest();
+  }
+
+  private render(): void {
+    const item = this.item;
+    const status = this.shown;
+    if (!status) {
+      item.hide();
+      return;
     }
-  }
-
-  private render(status: SessionStatus, withName: boolean): void {
-    const item = this.item(status.sessionId);
     const connection = this.connection.state;
     const connected = connection.kind === "connected";
+    // Once the window knows several sessions, the item says which one it shows.
+    const withName = this.sessions.status.all().length > 1;
     item.text = statusText(status, { withName, connection });
     item.backgroundColor = connected ? BACKGROUND[statusLevel(status)] : BACKGROUND.error;
     const lines = connected ? statusTooltip(status, Date.now()) : disconnectedTooltip(status, connection, Date.now());
@@ -65,30 +74,8 @@ export class SessionStatusBar implements vscode.Disposable {
     item.show();
   }
 
-  private item(sessionId: string): vscode.StatusBarItem {
-    let item = this.items.get(sessionId);
-    if (!item) {
-      item = vscode.window.createStatusBarItem(`contextd.session.${sessionId}`, vscode.StatusBarAlignment.Right, 100);
-      item.name = "contextd context";
-      this.items.set(sessionId, item);
-    }
-    return item;
-  }
-
-  private remove(sessionId: string): void {
-    this.items.get(sessionId)?.dispose();
-    this.items.delete(sessionId);
-    this.renderAll();
-  }
-
-  /** The item of a session, for tests. */
-  itemOf(sessionId: string): vscode.StatusBarItem | undefined {
-    return this.items.get(sessionId);
-  }
-
   dispose(): void {
     for (const subscription of this.subscriptions) subscription.dispose();
-    for (const item of this.items.values()) item.dispose();
-    this.items.clear();
+    this.item.dispose();
   }
 }

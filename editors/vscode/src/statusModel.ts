@@ -10,7 +10,9 @@ import type {
   CompactionReason,
   CompactionStarted,
   IdleTimer,
+  SessionSource,
   TokenUsage,
+  WorkspaceActivity,
 } from "./protocol";
 
 export interface Compacting {
@@ -30,6 +32,8 @@ export interface CompactionResult {
   tokensAfter?: number;
   error?: string;
   willRetry?: boolean;
+  /** The compaction's one-line summary, when the daemon gave one. */
+  shortSummary?: string;
   finishedAt: number;
 }
 
@@ -40,6 +44,10 @@ export interface SessionStatus {
   compacting?: Compacting;
   lastCompaction?: CompactionResult;
   idleTimer?: IdleTimer;
+  /** Set for a read-only mirror of another agent's transcript. */
+  source?: SessionSource;
+  /** When the session last changed, as far as this window heard (ms): the status bar shows the latest. */
+  changedAt?: number;
 }
 
 export class StatusModel {
@@ -62,8 +70,43 @@ export class StatusModel {
     return this.sessions.has(sessionId);
   }
 
-  track(sessionId: string, name?: string | null): void {
-    this.update(sessionId, (s) => ({ ...s, name: name ?? s.name }));
+  track(sessionId: string, name?: string | null, source?: SessionSource | null): void {
+    this.update(sessionId, (s) => ({ ...s, name: name ?? s.name, source: source ?? s.source }));
+  }
+
+  /** The session changed (or the user chose it) now: it becomes the one the status bar shows. */
+  touch(sessionId: string, now: number = Date.now()): void {
+    this.update(sessionId, (s) => ({ ...s, changedAt: Math.max(now, this.lastChange + 1) }));
+  }
+
+  /**
+   * A change of a session of the watched workspace, whoever made it. Only a session being
+   * opened (resumed, or reopened after a restart) is no change worth showing.
+   */
+  applyActivity(activity: WorkspaceActivity, now: number = Date.now()): void {
+    this.update(activity.sessionId, (s) => ({
+      ...s,
+      name: activity.name ?? s.name,
+      source: activity.source ?? s.source,
+      usage: activity.usage,
+      changedAt: activity.cause === "open" ? s.changedAt : Math.max(now, this.lastChange + 1),
+    }));
+  }
+
+  /** The session that changed last: the one the status bar shows. */
+  latest(): SessionStatus | undefined {
+    let latest: SessionStatus | undefined;
+    for (const status of this.sessions.values()) {
+      if (status.changedAt !== undefined && (latest?.changedAt === undefined || status.changedAt > latest.changedAt)) {
+        latest = status;
+      }
+    }
+    return latest;
+  }
+
+  /** Strictly increasing change times, so two changes in one millisecond keep their order. */
+  private get lastChange(): number {
+    return Math.max(0, ...[...this.sessions.values()].map((s) => s.changedAt ?? 0));
   }
 
   forget(sessionId: string): void {
@@ -107,11 +150,12 @@ export class StatusModel {
 
   compactionFinished(event: CompactionFinished, now: number = Date.now()): void {
     const { outcome, reason, tokensBefore, tokensAfter, error, willRetry } = event;
+    const shortSummary = event.shortSummary ?? undefined;
     this.update(event.sessionId, (s) => ({
       ...s,
       // A failure the daemon retries keeps the spinner going.
       compacting: willRetry ? s.compacting : undefined,
-      lastCompaction: { outcome, reason, tokensBefore, tokensAfter, error, willRetry, finishedAt: now },
+      lastCompaction: { outcome, reason, tokensBefore, tokensAfter, error, willRetry, shortSummary, finishedAt: now },
     }));
   }
 

@@ -1,5 +1,8 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { remoteSettingsHint, RestartPolicy, serverCommand } from "../../src/daemon";
+import { remoteSettingsHint, RestartPolicy, serverCommand, writeDaemonSettings } from "../../src/daemon";
 
 describe("the daemon's command", () => {
   it("uses python3 from PATH by default", () => {
@@ -9,6 +12,38 @@ describe("the daemon's command", () => {
 
   it("uses the configured interpreter", () => {
     expect(serverCommand("/opt/venv/bin/python")).toEqual({ command: "/opt/venv/bin/python", args: ["-m", "contextd", "serve"] });
+  });
+
+  it("attaches to the shared daemon of the data dir, handing it the settings file to start with", () => {
+    expect(serverCommand(undefined, { shared: true, dataDir: "/data/ctx", settingsFile: "/store/daemon-settings.json" })).toEqual({
+      command: "python3",
+      args: ["-m", "contextd", "--data-dir", "/data/ctx", "serve", "--shared", "--settings", "/store/daemon-settings.json"],
+    });
+    expect(serverCommand("py", { shared: true, dataDir: null })).toEqual({ command: "py", args: ["-m", "contextd", "serve", "--shared"] });
+  });
+
+  it("runs a daemon of its own without the shared daemon, with the data dir when one is set", () => {
+    expect(serverCommand("py", { shared: false, dataDir: " /data/ctx ", settingsFile: "/ignored.json" })).toEqual({
+      command: "py",
+      args: ["-m", "contextd", "--data-dir", "/data/ctx", "serve"],
+    });
+  });
+});
+
+describe("the shared daemon's settings file", () => {
+  it("holds the settings as JSON, replaced whole, readable by the user only", () => {
+    const dir = mkdtempSync(join(tmpdir(), "contextd-settings-"));
+    try {
+      const store = join(dir, "workspace-storage");
+      const file = writeDaemonSettings(store, { compaction: { keepRecentTokens: 3000 } });
+      expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ compaction: { keepRecentTokens: 3000 } });
+      writeDaemonSettings(store, { idle: { enabled: true } });
+      expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ idle: { enabled: true } });
+      expect(readdirSync(store)).toEqual(["daemon-settings.json"]);
+      if (process.platform !== "win32") expect(statSync(file).mode & 0o777).toBe(0o600);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import manifest from "../../package.json";
-import { buildDaemonSettings, configurationChange, DAEMON_SETTING_KEYS } from "../../src/settings";
+import { buildDaemonSettings, configurationChange, DAEMON_SETTING_KEYS, DAEMON_WIDE_KEYS } from "../../src/settings";
 import { defaultSettings } from "../support/daemon";
 
 const properties = manifest.contributes.configuration.properties as Record<string, { default?: unknown }>;
@@ -33,11 +33,23 @@ describe("contributed settings", () => {
     }
   });
 
-  it("contribute nothing the daemon does not know, besides the interpreter", () => {
+  it("contribute nothing the daemon does not know, besides the interpreter and the shared daemon switch", () => {
     const documented = documentedDefaults();
     expect(DAEMON_SETTING_KEYS.filter((key) => !documented.has(key))).toEqual([]);
-    expect(Object.keys(properties)).toContain("contextd.pythonPath");
+    expect(Object.keys(properties)).toEqual(expect.arrayContaining(["contextd.pythonPath", "contextd.sharedDaemon"]));
     expect(DAEMON_SETTING_KEYS).not.toContain("pythonPath");
+    expect(DAEMON_SETTING_KEYS).not.toContain("sharedDaemon");
+    expect(properties["contextd.sharedDaemon"].default).toBe(true);
+  });
+
+  it("tell the per-connection settings from those a shared daemon takes only when it starts (protocol.md)", () => {
+    const protocol = readFileSync(new URL("../../../../protocol.md", import.meta.url), "utf8");
+    const perConnection = protocol.match(/Settings: `(\w+)` and `([\w.]+)` are \*\*per connection\*\*/)!.slice(1);
+    expect(perConnection).toEqual(["defaultModel", "compaction.hookTimeoutSeconds"]);
+    for (const key of perConnection) expect(DAEMON_WIDE_KEYS).not.toContain(key);
+    expect(DAEMON_WIDE_KEYS).toEqual(expect.arrayContaining(["compaction.keepRecentTokens", "summarizer.provider", "idle.enabled"]));
+    // The data dir chooses which shared daemon runs: it goes on the command line.
+    expect(DAEMON_WIDE_KEYS).not.toContain("storage.dataDir");
   });
 
   it("give each setting a description", () => {

@@ -1,6 +1,6 @@
-/** The status bar items, rendered into the stand-in `vscode` module. */
+/** The status bar item, rendered into the stand-in `vscode` module. */
 import { beforeEach, describe, expect, it } from "vitest";
-import type { TokenUsage } from "../../src/protocol";
+import type { TokenUsage, WorkspaceActivity } from "../../src/protocol";
 import type { ConnectionState } from "../../src/daemonConnection";
 import { ConnectionStatus, SessionStatusBar } from "../../src/statusBar";
 import { Emitter } from "vscode-jsonrpc";
@@ -11,11 +11,22 @@ const usage = (sessionId: string, tokens: number): TokenUsage => ({
   sessionId, tokens, contextWindow: 200_000, percent: Math.round(tokens / 200) / 10, thresholdTokens: 170_000, source: "usage", model: "claude-sonnet-4-5",
 });
 
+const activity = (sessionId: string, tokens: number, overrides: Partial<WorkspaceActivity> = {}): WorkspaceActivity => ({
+  sessionId, name: null, workspace: "/work/project", cause: "append", leafId: "e1", usage: usage(sessionId, tokens), updatedAt: "2026-11-23T12:00:00Z", ...overrides,
+});
+
 function setup(connection?: ConnectionStatus) {
   const status = new StatusModel();
   const bar = new SessionStatusBar({ status }, connection);
-  const item = (sessionId: string) => bar.itemOf(sessionId) as unknown as FakeStatusBarItem;
+  const item = bar.item as unknown as FakeStatusBarItem;
   return { status, bar, item };
+}
+
+/** A session this window opened and shows. */
+function opened(status: StatusModel, sessionId: string, name: string | undefined, tokens: number): void {
+  status.track(sessionId, name);
+  status.applyUsage(usage(sessionId, tokens));
+  status.touch(sessionId);
 }
 
 describe("status bar", () => {
@@ -23,58 +34,86 @@ describe("status bar", () => {
     createdItems.length = 0;
   });
 
-  it("shows one item per session with tokens, window and percent", () => {
+  it("is hidden until a session is shown, then reads its tokens, window and percent", () => {
     const { status, item } = setup();
-    status.track("s1", "fix tests");
-    status.applyUsage(usage("s1", 84_000));
-    expect(item("s1").text).toBe("$(database) 84k/200k 42%");
-    expect(item("s1").visible).toBe(true);
-    expect(item("s1").backgroundColor).toBeUndefined();
-    expect(item("s1").command).toEqual({ title: "Session Actions", command: "contextd.showActions", arguments: ["s1"] });
-    expect((item("s1").tooltip as MarkdownString).value).toContain("Model: claude-sonnet-4-5");
+    expect(item.visible).toBe(false);
+    opened(status, "s1", "fix tests", 84_000);
+    expect(createdItems).toHaveLength(1);
+    expect(item.text).toBe("$(database) 84k/200k 42%");
+    expect(item.visible).toBe(true);
+    expect(item.backgroundColor).toBeUndefined();
+    expect(item.command).toEqual({ title: "Session Actions", command: "contextd.showActions", arguments: ["s1"] });
+    expect((item.tooltip as MarkdownString).value).toContain("Model: claude-sonnet-4-5");
   });
 
   it("turns to warning above the threshold and to error above 95%", () => {
     const { status, item } = setup();
-    status.applyUsage(usage("s1", 171_000));
-    expect((item("s1").backgroundColor as ThemeColor).id).toBe("statusBarItem.warningBackground");
+    opened(status, "s1", undefined, 171_000);
+    expect((item.backgroundColor as ThemeColor).id).toBe("statusBarItem.warningBackground");
     status.applyUsage(usage("s1", 191_000));
-    expect((item("s1").backgroundColor as ThemeColor).id).toBe("statusBarItem.errorBackground");
+    expect((item.backgroundColor as ThemeColor).id).toBe("statusBarItem.errorBackground");
     status.applyUsage(usage("s1", 30_000));
-    expect(item("s1").backgroundColor).toBeUndefined();
+    expect(item.backgroundColor).toBeUndefined();
   });
 
-  it("spins while compacting and shows the new figure after", () => {
+  it("spins while compacting and shows the new figure and the summary line after", () => {
     const { status, item } = setup();
-    status.applyUsage(usage("s1", 171_000));
+    opened(status, "s1", undefined, 171_000);
     status.compactionStarted({ sessionId: "s1", compactionId: "c1", reason: "threshold", tokensBefore: 171_000 });
-    expect(item("s1").text).toBe("$(sync~spin) compacting…");
-    status.compactionFinished({ sessionId: "s1", compactionId: "c1", reason: "threshold", outcome: "compacted", tokensBefore: 171_000, tokensAfter: 30_000, willRetry: false });
+    expect(item.text).toBe("$(sync~spin) compacting…");
+    status.compactionFinished({
+      sessionId: "s1", compactionId: "c1", reason: "threshold", outcome: "compacted", tokensBefore: 171_000, tokensAfter: 30_000,
+      shortSummary: "Fix the month-end total — now: the rounding test", willRetry: false,
+    });
     status.applyUsage(usage("s1", 30_000));
-    expect(item("s1").text).toBe("$(database) 30k/200k 15%");
-    expect((item("s1").tooltip as MarkdownString).value).toContain("Last compaction: compacted 171k → 30k tokens (threshold, just now)");
+    expect(item.text).toBe("$(database) 30k/200k 15%");
+    const tooltip = (item.tooltip as MarkdownString).value;
+    expect(tooltip).toContain("Last compaction: compacted 171k → 30k tokens (threshold, just now)");
+    expect(tooltip).toContain("Summary: Fix the month\\-end total — now: the rounding test");
   });
 
-  it("names sessions once there are several, and drops closed ones", () => {
+  it("shows the session that changed last, whoever changed it, named once there are several", () => {
     const { status, item } = setup();
-    status.track("s1", "one");
-    status.applyUsage(usage("s1", 10_000));
-    status.track("s2", "two");
-    status.applyUsage(usage("s2", 20_000));
-    expect(createdItems).toHaveLength(2);
-    expect(item("s1").text).toBe("$(database) one 10k/200k 5%");
-    expect(item("s2").text).toBe("$(database) two 20k/200k 10%");
-    const first = item("s1");
+    opened(status, "mine", "fix tests", 10_000);
+    // A script appends to another session of the workspace: the item follows it.
+    status.applyActivity(activity("script", 20_000, { name: "nightly agent" }));
+    expect(item.text).toBe("$(database) nightly agent 20k/200k 10%");
+    expect(item.command).toMatchObject({ arguments: ["script"] });
+    // Our own session changes again: it is shown again.
+    status.applyActivity(activity("mine", 12_000));
+    expect(item.text).toBe("$(database) fix tests 12k/200k 6%");
+    // A session merely opened elsewhere is no change to show.
+    status.applyActivity(activity("script", 20_000, { cause: "open" }));
+    expect(item.text).toBe("$(database) fix tests 12k/200k 6%");
+  });
+
+  it("names a mirrored agent session after its agent, and says it is read-only", () => {
+    const { status, item } = setup();
+    status.applyActivity(
+      activity("m1", 124_000, { name: "refactor parser", source: { agent: "claude-code", path: "/home/me/.claude/projects/p/a.jsonl" } }),
+    );
+    expect(item.text).toBe("$(database) Claude Code · refactor parser 124k/200k 62%");
+    expect((item.tooltip as MarkdownString).value).toContain("Read-only mirror of Claude Code's transcript `/home/me/.claude/projects/p/a.jsonl`");
+    expect(item.accessibilityInformation?.label).toBe(
+      "contextd session Claude Code · refactor parser: 124,000 of 200,000 tokens, 62 percent of the context window",
+    );
+  });
+
+  it("shows the next latest session when the shown one is closed, and hides with none left", () => {
+    const { status, item } = setup();
+    opened(status, "s1", "one", 10_000);
+    opened(status, "s2", "two", 20_000);
+    expect(item.text).toBe("$(database) two 20k/200k 10%");
+    status.forget("s2");
+    expect(item.text).toBe("$(database) 10k/200k 5%");
     status.forget("s1");
-    expect(first.disposed).toBe(true);
-    expect(item("s2").text).toBe("$(database) 20k/200k 10%");
+    expect(item.visible).toBe(false);
   });
 
   it("says in words what a screen reader should read", () => {
     const { status, item } = setup();
-    status.track("s1", "fix tests");
-    status.applyUsage(usage("s1", 171_000));
-    expect(item("s1").accessibilityInformation?.label).toBe(
+    opened(status, "s1", "fix tests", 171_000);
+    expect(item.accessibilityInformation?.label).toBe(
       "contextd session fix tests: 171,000 of 200,000 tokens, 86 percent of the context window, above the compaction threshold",
     );
   });
@@ -83,23 +122,22 @@ describe("status bar", () => {
     const changed = new Emitter<ConnectionState>();
     const connection = { state: { kind: "connected" } as ConnectionState, onDidChangeState: changed.event };
     const { status, item } = setup(connection);
-    status.track("s1", "fix tests");
-    status.applyUsage(usage("s1", 84_000));
+    opened(status, "s1", "fix tests", 84_000);
     connection.state = { kind: "disconnected", reason: "the daemon stopped", retryAt: Date.now() + 2000 };
     changed.fire(connection.state);
-    expect(item("s1").text).toBe("$(debug-disconnect) disconnected");
-    expect((item("s1").backgroundColor as ThemeColor).id).toBe("statusBarItem.errorBackground");
-    expect((item("s1").tooltip as MarkdownString).value).toContain("Disconnected: the daemon stopped.  \nRestarting it in 2 s.");
-    expect(item("s1").command).toEqual({ title: "Restart Daemon", command: "contextd.restartDaemon" });
-    expect(item("s1").accessibilityInformation?.label).toBe("contextd session fix tests: disconnected from the daemon, the daemon stopped");
+    expect(item.text).toBe("$(debug-disconnect) disconnected");
+    expect((item.backgroundColor as ThemeColor).id).toBe("statusBarItem.errorBackground");
+    expect((item.tooltip as MarkdownString).value).toContain("Disconnected: the daemon stopped.  \nRestarting it in 2 s.");
+    expect(item.command).toEqual({ title: "Restart Daemon", command: "contextd.restartDaemon" });
+    expect(item.accessibilityInformation?.label).toBe("contextd session fix tests: disconnected from the daemon, the daemon stopped");
     connection.state = { kind: "connected" };
     changed.fire(connection.state);
-    expect(item("s1").text).toBe("$(database) 84k/200k 42%");
+    expect(item.text).toBe("$(database) 84k/200k 42%");
   });
 
-  it("disposes its items", () => {
+  it("disposes its item", () => {
     const { status, bar } = setup();
-    status.track("s1");
+    opened(status, "s1", undefined, 1000);
     bar.dispose();
     expect(createdItems.every((i) => i.disposed)).toBe(true);
   });

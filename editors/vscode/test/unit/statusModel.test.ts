@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { CompactionFinished, TokenUsage } from "../../src/protocol";
+import type { CompactionFinished, TokenUsage, WorkspaceActivity } from "../../src/protocol";
 import { SessionStatus, StatusModel } from "../../src/statusModel";
 
 const usage = (tokens: number): TokenUsage => ({
@@ -74,5 +74,38 @@ describe("status model", () => {
     model.forget("s1");
     expect(model.has("s1")).toBe(false);
     expect(removed).toEqual(["s1"]);
+  });
+
+  it("keeps a compaction's one-line summary", () => {
+    const model = new StatusModel();
+    model.compactionFinished(finished({ shortSummary: "Fix the test — next: rerun CI" }), 5);
+    expect(model.get("s1")?.lastCompaction).toMatchObject({ outcome: "compacted", shortSummary: "Fix the test — next: rerun CI" });
+  });
+});
+
+describe("the session that changed last", () => {
+  const activity = (sessionId: string, cause: string, extra: Partial<WorkspaceActivity> = {}): WorkspaceActivity => ({
+    sessionId, cause, workspace: "/w", leafId: "e1", usage: { ...usage(1000), sessionId }, updatedAt: "2026-11-23T12:00:00Z", ...extra,
+  });
+
+  it("is the one with the latest activity or choice, in the order heard even within one millisecond", () => {
+    const model = new StatusModel();
+    expect(model.latest()).toBeUndefined();
+    model.touch("a", 100);
+    model.applyActivity(activity("b", "append"), 100);
+    expect(model.latest()?.sessionId).toBe("b");
+    model.touch("a", 100);
+    expect(model.latest()?.sessionId).toBe("a");
+  });
+
+  it("takes name, figure and mirror source from activity; an open is no change", () => {
+    const model = new StatusModel();
+    const source = { agent: "codex", path: "/home/me/.codex/sessions/r.jsonl" };
+    model.applyActivity(activity("m", "open", { name: "rollout", source }), 10);
+    expect(model.get("m")).toMatchObject({ name: "rollout", source, usage: { sessionId: "m", tokens: 1000 } });
+    expect(model.latest()).toBeUndefined();
+    model.applyActivity(activity("m", "append"), 20);
+    expect(model.get("m")).toMatchObject({ name: "rollout", source, changedAt: 20 });
+    expect(model.latest()?.sessionId).toBe("m");
   });
 });
