@@ -398,6 +398,11 @@ def test_the_extension_in_a_real_vscode(
         tmp_path / "moved-to.txt"
     ).read_text()[:99].rstrip("…")
 
+    # The tooltip's summary line is the compaction's stored one-line summary.
+    compaction = next(node for node in after["nodes"] if node["type"] == "compaction")
+    tooltip = (tmp_path / "tooltip.txt").read_text()
+    assert f"Summary: {compaction['shortSummary']}" in tooltip, tooltip
+
     # The logs: no unhandled error in the extension host; the output channel's levels are right.
     host_log = "\n".join(
         path.read_text() for path in bench.log_files("*/exthost*/remoteexthost.log")

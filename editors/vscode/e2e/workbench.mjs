@@ -22,6 +22,8 @@ const FAIL_FLAG = `${RUN}/fail-start`;
 
 /** The status item's text for a figure, as the extension writes it (format.ts), without the icon. */
 const figure = (usage) => `${formatTokens(usage.tokens)}/${formatTokens(usage.contextWindow)} ${formatPercent(usage.percent)}`;
+/** The same, once the window knows several sessions and the item names the one it shows. */
+const named = (name, usage) => `${name} ${figure(usage)}`;
 const helperEvents = () =>
   existsSync(`${RUN}/e2e.log`)
     ? readFileSync(`${RUN}/e2e.log`, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line))
@@ -29,6 +31,9 @@ const helperEvents = () =>
 const latestUsage = (sessionId) =>
   helperEvents().filter((e) => e.usage?.sessionId === sessionId).map((e) => e.usage).pop();
 /** The shared daemon's pid, from `contextd status`: the window's own process only forwards to it. */
+/** A script agent (e2e/agent.py, the Python client) drives a new session of the workspace through the shared daemon. */
+const runScriptAgent = (name) =>
+  JSON.parse(execFileSync(process.env.PYTHON, ["e2e/agent.py", process.env.DATA, process.env.WS, name], { encoding: "utf8" }));
 const sharedDaemonPid = () =>
   JSON.parse(execFileSync(process.env.PYTHON, ["-m", "contextd", "--data-dir", process.env.DATA, "status", "--json"], { encoding: "utf8" })).pid;
 
@@ -159,7 +164,22 @@ try {
   const afterAppend = await itemText();
   check(afterAppend !== seeded && afterAppend === figure(appended.usage), `after an append the item reads the daemon's new figure "${figure(appended.usage)}" (it reads "${afterAppend}")`);
 
-  // Compact Now: the item shows the figure after the compaction.
+  // A script appends to another session of the workspace through the shared daemon: the
+  // item shows that session, which nobody opened in this window, with its name.
+  const agent = runScriptAgent("nightly agent");
+  console.log(`     the script agent appended to ${agent.sessionId} (${elapsed()})`);
+  const agentItem = named("nightly agent", agent.usage);
+  await until(async () => (await itemText()) === agentItem, "the script's session in the item", 15_000).catch(() => {});
+  const afterScript = await itemText();
+  await shot("04-script-session");
+  check(afterScript === agentItem, `after a script appends to another session of the workspace, the item reads that session's figure "${agentItem}" (it reads "${afterScript}")`);
+  await palette("contextd: Switch Session");
+  const listed = await quickRow("nightly agent").waitFor({ timeout: 15_000 }).then(() => true, () => false);
+  await shot("05-switch-session-lists-the-script");
+  check(listed, "Switch Session lists the session the script drives");
+  await page.keyboard.press("Escape");
+
+  // Compact Now (on the session this window works with): the item shows the figure after the compaction.
   await palette("contextd: Compact Now");
   await quickInput.locator("input.input[placeholder*='failing test']").waitFor();
   await quickInput.locator("input.input").press("Enter");
@@ -167,9 +187,20 @@ try {
   await page.waitForTimeout(500);
   const compacted = latestUsage(sessionId);
   const afterCompaction = await itemText();
-  await shot("04-compacted");
+  await shot("06-compacted");
   check(compacted.tokens < appended.usage.tokens, `the compaction lowered the daemon's figure (${appended.usage.tokens} -> ${compacted.tokens})`);
-  check(afterCompaction === figure(compacted), `after the compaction the item reads "${figure(compacted)}" (it reads "${afterCompaction}")`);
+  check(
+    afterCompaction === named(EXPECT.sessionName, compacted),
+    `after the compaction the item shows that session again, "${named(EXPECT.sessionName, compacted)}" (it reads "${afterCompaction}")`,
+  );
+  // Its tooltip gives the compaction's one-line summary (the test compares it with the stored one).
+  await statusItem.hover();
+  const hover = page.locator(".monaco-hover, .workbench-hover").filter({ hasText: "Last compaction" }).first();
+  const tooltip = await hover.innerText({ timeout: 10_000 }).catch(() => "");
+  writeFileSync(`${RUN}/tooltip.txt`, tooltip);
+  await shot("07-tooltip");
+  check(/Summary: \S/.test(tooltip), `the item's tooltip has the last compaction's summary line (${JSON.stringify(tooltip.slice(0, 400))})`);
+  await page.mouse.move(10, 500);
 
   // The tree shows what the compaction folded away: the oldest entries.
   await expandTree();
@@ -177,7 +208,7 @@ try {
     const shown = await treeRows();
     return shown[2]?.description.includes("folded into a summary") ? shown : undefined;
   }, "the folded entries in the tree", 15_000).catch(() => treeRows());
-  await shot("05-folded-in-tree");
+  await shot("08-folded-in-tree");
   check(
     foldedRows.slice(2, 6).every((r) => r.description.includes("folded into a summary")),
     `the tree marks the entries the compaction folded away (${JSON.stringify(foldedRows.slice(2, 4).map((r) => r.description))})`,
@@ -189,16 +220,19 @@ try {
   await targetRow.click({ button: "right" });
   const moveHere = page.locator(".context-view .action-item", { hasText: /^Move Here$/ }).first();
   await moveHere.waitFor({ timeout: 10_000 });
-  await shot("06-tree-context-menu");
+  await shot("09-tree-context-menu");
   await moveHere.click();
   await until(async () => (await targetRow.locator(".label-description").textContent())?.includes("current"), "the moved leaf in the tree", 20_000).catch(() => {});
   const movedDescription = (await targetRow.locator(".label-description").textContent()) ?? "";
-  await shot("07-moved-leaf");
+  await shot("10-moved-leaf");
   check(movedDescription.includes("current"), `after Move Here the chosen row is the current leaf ("${movedDescription}")`);
   writeFileSync(`${RUN}/moved-to.txt`, (await treeRows())[targetIndex].label);
   const afterMove = await itemText();
   const moved = latestUsage(sessionId);
-  check(afterMove === figure(moved) && afterMove !== afterCompaction, `after the move the item reads the shorter context's figure "${figure(moved)}" (it reads "${afterMove}")`);
+  check(
+    afterMove === named(EXPECT.sessionName, moved) && afterMove !== afterCompaction,
+    `after the move the item reads the shorter context's figure "${named(EXPECT.sessionName, moved)}" (it reads "${afterMove}")`,
+  );
 
   await collectToasts();
   check(errorToasts().length === 0, `no error or warning notification in the healthy run (${JSON.stringify(errorToasts())})`);
@@ -210,17 +244,17 @@ try {
   console.log(`     killed the shared daemon (pid ${pid}) (${elapsed()})`);
   await until(async () => (await itemText()).includes("disconnected"), "the disconnected state", 15_000).catch(() => {});
   const disconnected = await itemText();
-  check(disconnected === "disconnected", `a dead shared daemon leaves the item disconnected, not its last figure (it reads "${disconnected}")`);
+  check(disconnected === `${EXPECT.sessionName} disconnected`, `a dead shared daemon leaves the item disconnected, not its last figure (it reads "${disconnected}")`);
   await until(() => errorToasts().some((t) => /did not start/.test(t.text)), "the did-not-start message", 30_000).catch(() => {});
   await page.waitForTimeout(4000); // room for any further restart attempt and its messages
   await collectToasts();
-  await shot("08-disconnected");
+  await shot("11-disconnected");
   const problems = errorToasts();
   check(
     problems.length === 1 && /did not start.*Is contextd installed/.test(problems[0].text) && /Open Settings/.test(problems[0].text),
     `one message says the daemon did not start, with the fix (${JSON.stringify(problems)})`,
   );
-  check((await itemText()) === "disconnected", "the item stays disconnected while no daemon runs");
+  check((await itemText()) === `${EXPECT.sessionName} disconnected`, "the item stays disconnected while no daemon runs");
 
   // Restart Daemon, with a working interpreter again: the session's figure is back.
   rmSync(FAIL_FLAG);
@@ -228,7 +262,7 @@ try {
   await palette("contextd: Restart Daemon");
   await until(async () => (await itemText()) === afterMove, "the figure after the restart", 30_000).catch(() => {});
   const recovered = await itemText();
-  await shot("09-recovered");
+  await shot("12-recovered");
   check(recovered === afterMove, `after Restart Daemon (a new shared daemon) the item reads the session's figure again "${afterMove}" (it reads "${recovered}")`);
   check(sharedDaemonPid() !== pid, "Restart Daemon started a new shared daemon");
 
@@ -252,7 +286,7 @@ try {
   await page.keyboard.type("x");
   const readOnly = page.locator(".monaco-editor-overlaymessage", { hasText: /read-only/i }).first();
   await readOnly.waitFor({ timeout: 10_000 }).catch(() => {});
-  await shot("10-hand-off-document");
+  await shot("13-hand-off-document");
   check((await readOnly.count()) === 1 && !(await tab.getAttribute("class")).includes("dirty"), "the hand-off document opens read-only, with nothing to save");
 
   // contextd.pythonPath changed at run time to an interpreter that does not exist: the same
@@ -265,7 +299,7 @@ try {
   await until(() => errorToasts().length > 0, "the message about the broken interpreter", 30_000).catch(() => {});
   await page.waitForTimeout(3000);
   await collectToasts();
-  await shot("11-broken-interpreter");
+  await shot("14-broken-interpreter");
   check(
     errorToasts().length === 1 && /did not start with \/nonexistent\/python3/.test(errorToasts()[0].text) && /Open Settings/.test(errorToasts()[0].text),
     `a broken contextd.pythonPath set at run time gives one message with the fix (${JSON.stringify(errorToasts())})`,

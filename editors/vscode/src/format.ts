@@ -167,6 +167,8 @@ export function compactionOutcomeText(result: Omit<CompactionResult, "finishedAt
       return "aborted";
     case "cancelled":
       return "cancelled";
+    case "promoted":
+      return `moved to the larger model ${result.model ?? "(unknown)"} instead of compacting`;
   }
 }
 

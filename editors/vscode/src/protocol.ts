@@ -49,7 +49,8 @@ export type ContextFormat = "neutral" | "anthropic" | "openai";
 export type UsageSource = "usage" | "counted" | "estimated";
 /** Why a summarizing job runs; a hand-off reports its job with these events too. */
 export type CompactionReason = "manual" | "threshold" | "overflow" | "incomplete" | "idle" | "handoff";
-export type CompactionOutcome = "compacted" | "failed" | "aborted" | "cancelled";
+/** `promoted`: no summary; the session moved to a larger model (compaction.promotion). */
+export type CompactionOutcome = "compacted" | "failed" | "aborted" | "cancelled" | "promoted";
 
 /** A message as the daemon stores it; the daemon validates the shape. */
 export type Message = { role: "user" | "assistant" | "toolResult" } & Record<string, unknown>;
@@ -124,6 +125,9 @@ export interface CompactionFinished {
   shortSummary?: string | null;
   error?: string;
   willRetry: boolean;
+  /** A promotion: the model the session moved to, and its window. */
+  model?: string;
+  contextWindow?: number;
 }
 
 export interface IdleTimer {

@@ -34,6 +34,8 @@ export interface CompactionResult {
   willRetry?: boolean;
   /** The compaction's one-line summary, when the daemon gave one. */
   shortSummary?: string;
+  /** A promotion's new model. */
+  model?: string;
   finishedAt: number;
 }
 
@@ -151,11 +153,12 @@ export class StatusModel {
   compactionFinished(event: CompactionFinished, now: number = Date.now()): void {
     const { outcome, reason, tokensBefore, tokensAfter, error, willRetry } = event;
     const shortSummary = event.shortSummary ?? undefined;
+    const model = outcome === "promoted" ? event.model : undefined;
     this.update(event.sessionId, (s) => ({
       ...s,
-      // A failure the daemon retries keeps the spinner going.
-      compacting: willRetry ? s.compacting : undefined,
-      lastCompaction: { outcome, reason, tokensBefore, tokensAfter, error, willRetry, shortSummary, finishedAt: now },
+      // A failure the daemon retries keeps the spinner going; a promotion is done at once.
+      compacting: willRetry && outcome !== "promoted" ? s.compacting : undefined,
+      lastCompaction: { outcome, reason, tokensBefore, tokensAfter, error, willRetry, shortSummary, model, finishedAt: now },
     }));
   }
 

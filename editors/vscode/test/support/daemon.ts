@@ -50,6 +50,13 @@ export interface DaemonOptions {
   workspace?: string;
   /** Sessions of an earlier daemon, to start again from disk; kept on stop. */
   dataDir?: string;
+  /**
+   * Attach to the shared daemon of the data dir (`serve --shared`, as the extension does by
+   * default), whose socket goes under this XDG_RUNTIME_DIR; the shared daemon outlives stop().
+   */
+  sharedRuntimeDir?: string;
+  /** The settings file a shared daemon this start brings up gets (`serve --shared --settings FILE`). */
+  sharedSettingsFile?: string;
 }
 
 export class TestDaemon {
@@ -98,11 +105,10 @@ export class TestDaemon {
   static async start(options: DaemonOptions = {}): Promise<TestDaemon> {
     const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "contextd-vscode-"));
     const workspace = options.workspace ?? join(dataDir, "workspace");
-    const { command, args } = serverCommand(process.env.CONTEXTD_PYTHON);
-    // --data-dir is an option of `contextd` itself, so it goes before `serve`.
-    const serveAt = args.indexOf("serve");
-    const argv = [...args.slice(0, serveAt), "--data-dir", dataDir, ...args.slice(serveAt)];
-    const child = spawn(command, argv, { stdio: "pipe", env: { ...process.env, PYTHONUNBUFFERED: "1" } });
+    const shared = options.sharedRuntimeDir !== undefined;
+    const { command, args } = serverCommand(process.env.CONTEXTD_PYTHON, { shared, dataDir, settingsFile: options.sharedSettingsFile });
+    const env = { ...process.env, PYTHONUNBUFFERED: "1", ...(shared ? { XDG_RUNTIME_DIR: options.sharedRuntimeDir } : {}) };
+    const child = spawn(command, args, { stdio: "pipe", env });
     const connection = createMessageConnection(
       new StreamMessageReader(child.stdout!),
       new StreamMessageWriter(child.stdin!),

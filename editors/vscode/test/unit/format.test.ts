@@ -1,11 +1,14 @@
 import { describe, expect, it } from "vitest";
 import {
+  agentName,
   describeCompaction,
   describePreview,
+  escapeMarkdown,
   formatTokens,
   statusLevel,
   statusText,
   statusTooltip,
+  sessionTitle,
   timeAgo,
 } from "../../src/format";
 import type { TokenUsage, TreeNode } from "../../src/protocol";
@@ -140,6 +143,25 @@ describe("times", () => {
     expect(
       describeCompaction({ outcome: "failed", reason: "overflow", error: "timeout", willRetry: true, finishedAt: 0 }, 0),
     ).toBe("failed: timeout (retrying) (overflow, just now)");
+  });
+
+  it("describes a promotion to a larger model", () => {
+    expect(
+      describeCompaction({ outcome: "promoted", reason: "overflow", model: "claude-sonnet-4-5-1m", willRetry: true, finishedAt: 0 }, 90_000),
+    ).toBe("moved to the larger model claude-sonnet-4-5-1m instead of compacting (overflow, 2 min ago)");
+  });
+});
+
+describe("mirrors", () => {
+  it("are titled with their agent's name", () => {
+    const source = { agent: "claude-code", path: "/p.jsonl" };
+    expect(sessionTitle({ sessionId: "0123456789abcdef", name: "fix tests", source })).toBe("Claude Code · fix tests");
+    expect(sessionTitle({ sessionId: "0123456789abcdef", source: { agent: "codex", path: "/r.jsonl" } })).toBe("Codex · …89abcdef");
+    expect(agentName({ agent: "some-new-agent" })).toBe("some-new-agent");
+  });
+
+  it("show a summary line as text in the Markdown tooltip", () => {
+    expect(escapeMarkdown("use `x` *now* $(alert) [link](y)")).toBe("use \\`x\\` \\*now\\* \\$\\(alert\\) \\[link\\]\\(y\\)");
   });
 });
 

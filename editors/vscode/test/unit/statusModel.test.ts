@@ -76,6 +76,14 @@ describe("status model", () => {
     expect(removed).toEqual(["s1"]);
   });
 
+  it("ends the spinner at a promotion, which the daemon reports with willRetry, and keeps the new model", () => {
+    const model = new StatusModel();
+    model.compactionStarted({ sessionId: "s1", compactionId: "c1", reason: "overflow", tokensBefore: 201_000 });
+    model.compactionFinished(finished({ reason: "overflow", outcome: "promoted", willRetry: true, model: "claude-sonnet-4-5-1m", contextWindow: 1_000_000 }), 7);
+    expect(model.get("s1")?.compacting).toBeUndefined();
+    expect(model.get("s1")?.lastCompaction).toMatchObject({ outcome: "promoted", model: "claude-sonnet-4-5-1m", willRetry: true });
+  });
+
   it("keeps a compaction's one-line summary", () => {
     const model = new StatusModel();
     model.compactionFinished(finished({ shortSummary: "Fix the test — next: rerun CI" }), 5);

@@ -1,0 +1,81 @@
+/**
+ * The shared daemon, as the extension attaches to it by default: two clients (`serve
+ * --shared` forwarders, vscode-jsonrpc under each) on one per-user daemon. The window's
+ * status follows a session another client drives, which it never opened.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { writeDaemonSettings } from "../../src/daemon";
+import { statusText } from "../../src/format";
+import { DaemonStatus, Method } from "../../src/protocol";
+import { eventually, settingsWith, TestDaemon } from "../support/daemon";
+import { assistant, conversation, user } from "../support/messages";
+
+describe("on the shared daemon", () => {
+  let dataDir: string;
+  let runtimeDir: string;
+  let window: TestDaemon;
+  let script: TestDaemon;
+  let sharedPid: number | undefined;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), "contextd-vscode-shared-"));
+    runtimeDir = mkdtempSync(join(tmpdir(), "ctxd-rt-"));
+    const workspace = join(dataDir, "workspace");
+    // What the extension writes to its workspace storage: small budgets, so a short conversation compacts.
+    const settingsFile = writeDaemonSettings(join(dataDir, "storage"), settingsWith({ compaction: { keepRecentTokens: 1500 } }));
+    window = await TestDaemon.start({ dataDir, workspace, sharedRuntimeDir: runtimeDir, sharedSettingsFile: settingsFile });
+    script = await TestDaemon.start({ dataDir, workspace, sharedRuntimeDir: runtimeDir });
+    sharedPid = (await window.connection.sendRequest<DaemonStatus>(Method.daemonStatus, {})).pid;
+  });
+
+  afterAll(async () => {
+    await script?.stop();
+    await window?.stop();
+    // The shared daemon would wait out its grace period for more clients.
+    if (sharedPid) process.kill(sharedPid, "SIGTERM");
+    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(runtimeDir, { recursive: true, force: true });
+  });
+
+  it("is one daemon for both clients, which the first one started", async () => {
+    const status = await script.connection.sendRequest<DaemonStatus>(Method.daemonStatus, {});
+    expect(status).toMatchObject({ pid: sharedPid, dedicated: false });
+    expect(status.connections).toHaveLength(2);
+  });
+
+  it("shows the session another client appends to, without opening it, then ours again when it changes", async () => {
+    const mine = await window.sessions.open({ name: "mine" });
+    const watched = await window.sessions.watchWorkspace();
+    expect(watched?.sessions.map((s) => s.sessionId)).toContain(mine.sessionId);
+    expect(window.sessions.status.latest()?.sessionId).toBe(mine.sessionId);
+
+    const { sessionId } = await script.sessions.open({ name: "nightly agent" });
+    const appended = await script.sessions.append(sessionId, [user("Run the checks"), assistant("All pass", { input: 42_000, output: 20 })]);
+    const shown = await eventually(() => {
+      const latest = window.sessions.status.latest();
+      return latest?.sessionId === sessionId && latest.usage?.tokens === appended.usage.tokens ? latest : undefined;
+    });
+    expect(statusText(shown, { withName: true })).toBe("$(database) nightly agent 42k/200k 21%");
+    expect(window.sessions.current).toBe(mine.sessionId);
+
+    const again = await window.sessions.append(mine.sessionId, [user("Back to my session")]);
+    await eventually(() => window.sessions.status.latest()?.sessionId === mine.sessionId);
+    expect(window.sessions.status.latest()?.usage).toEqual(again.usage);
+  });
+
+  it("hears the other client's compaction, with its summary line, under the settings the window started the daemon with", async () => {
+    const { sessionId } = await script.sessions.open({ name: "long run" });
+    await script.sessions.append(sessionId, conversation(8, 300));
+    await eventually(() => window.sessions.status.latest()?.sessionId === sessionId);
+    const result = await script.sessions.compact(sessionId);
+    // keepRecentTokens 1500 from the settings file: the daemon's default (20,000) would keep it all.
+    expect(result.tokensAfter).toBeLessThan(result.tokensBefore / 2);
+    const last = await eventually(() => window.sessions.status.get(sessionId)?.lastCompaction);
+    expect(last).toMatchObject({ outcome: "compacted", tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter });
+    expect(last.shortSummary).toBe(result.shortSummary);
+    expect(last.shortSummary).toMatch(/\S/);
+  });
+});
