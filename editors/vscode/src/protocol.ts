@@ -11,6 +11,7 @@ export const Method = {
   state: "contextd/session/state",
   setModel: "contextd/session/setModel",
   close: "contextd/session/close",
+  delete: "contextd/session/delete",
   compact: "contextd/compact",
   abort: "contextd/compact/abort",
   handoff: "contextd/handoff",

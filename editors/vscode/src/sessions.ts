@@ -144,6 +144,11 @@ export class ContextdSessions implements Disposable {
   }
 
   private onWorkspaceActivity(activity: WorkspaceActivity): void {
+    if (activity.cause === "deleted") {
+      this.forget(activity.sessionId);
+      this.activity.fire(activity);
+      return;
+    }
     const known = this.status.has(activity.sessionId);
     this.status.applyActivity(activity);
     this.activity.fire(activity);

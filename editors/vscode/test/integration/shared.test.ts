@@ -66,6 +66,16 @@ describe("on the shared daemon", () => {
     expect(window.sessions.status.latest()?.usage).toEqual(again.usage);
   });
 
+  it("forgets a session another client deletes, and shows the one that changed before it", async () => {
+    const { sessionId } = await script.sessions.open({ name: "short-lived" });
+    await script.sessions.append(sessionId, [user("Try something")]);
+    await eventually(() => window.sessions.status.latest()?.sessionId === sessionId);
+    await script.connection.sendRequest(Method.delete, { sessionId });
+    await eventually(() => !window.sessions.status.has(sessionId));
+    expect(window.sessions.status.latest()?.sessionId).not.toBe(sessionId);
+    expect(window.sessions.status.latest()).toBeDefined();
+  });
+
   it("hears the other client's compaction, with its summary line, under the settings the window started the daemon with", async () => {
     const { sessionId } = await script.sessions.open({ name: "long run" });
     await script.sessions.append(sessionId, conversation(8, 300));
