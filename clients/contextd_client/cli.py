@@ -94,6 +94,10 @@ def seconds_in(low: float, high: float, *, inclusive_low: bool = True) -> Callab
 
 
 SESSION_HELP = "a session id, or a unique prefix of one (`contextd sessions` lists them)"
+STATS_HELP = (
+    "each session's compression statistics (contextd/session/stats): entries and tokens in the "
+    "context against the whole branch, what compactions and prunes saved, the summary's size"
+)
 
 
 def add_client_commands(add_command: AddCommand, global_options: argparse.ArgumentParser) -> None:
@@ -147,15 +151,17 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
     sessions = add_command(
         "sessions", "list sessions, newest first (`sessions rm` deletes)",
         epilog="examples:\n  contextd sessions\n  contextd sessions --workspace demo --json\n"
-        "  contextd sessions rm 20261123-0912\n",
+        "  contextd sessions --stats\n  contextd sessions rm 20261123-0912\n",
     )
     sessions.add_argument("--workspace", help="only this workspace's sessions")
+    sessions.add_argument("--stats", action="store_true", help=STATS_HELP)
     actions = sessions.add_subparsers(dest="action", metavar="ACTION", title="actions")
     listing = actions.add_parser(
         "list", help="list sessions (what `contextd sessions` does)", parents=[global_options],
         description="list sessions, newest first",
     )
     listing.add_argument("--workspace", default=argparse.SUPPRESS, help="only this workspace's sessions")
+    listing.add_argument("--stats", action="store_true", default=argparse.SUPPRESS, help=STATS_HELP)
     remove = actions.add_parser(
         "rm", help="delete sessions from the data directory", parents=[global_options],
         description="Delete sessions from the data directory. While the shared daemon runs, it "
@@ -337,6 +343,18 @@ async def run_sessions(args: argparse.Namespace) -> int:
         return await remove_sessions(args)
     async with await connect(args, load_settings(args)) as client:
         result = await client.session_list(workspace=args.workspace)
+        if args.stats:
+            rows = await sessions_with_stats(client, result["sessions"])
+    if args.stats:
+        if args.json:
+            emit_json({"sessions": rows})
+            return EXIT_OK
+        print(render.stats_table(rows))
+        for row in rows:
+            if "error" in row:
+                print(f"{row['sessionId']}: no statistics: {row['error']['message']} (code {row['error']['code']})",
+                      file=sys.stderr)
+        return EXIT_OK
     if args.json:
         emit_json(result)
     elif result["sessions"] and sys.stdout.isatty():
@@ -347,6 +365,25 @@ async def run_sessions(args: argparse.Namespace) -> int:
     else:
         print(render.sessions_table(result["sessions"]))
     return EXIT_OK
+
+
+async def sessions_with_stats(client: ContextdClient, sessions: list[Any]) -> list[dict[str, Any]]:
+    """Each listed session with its `stats`, or the `error` that kept them (a session another
+    daemon holds is refused with -32003): one refusal does not hide the other sessions.
+    Sessions the daemon loaded only for this are closed again, so a shared daemon does not
+    keep them locked."""
+    held = {session["sessionId"] for session in (await client.daemon_status())["sessions"]}
+    rows: list[dict[str, Any]] = []
+    for session in sessions:
+        session_id = session["sessionId"]
+        try:
+            rows.append({**session, "stats": await client.stats(session_id)})
+        except ContextdError as error:
+            rows.append({**session, "error": {"code": error.code, "message": error.message}})
+            continue
+        if session_id not in held:
+            await client.close_session(session_id)
+    return rows
 
 
 async def remove_sessions(args: argparse.Namespace) -> int:

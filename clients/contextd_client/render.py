@@ -167,6 +167,40 @@ def sessions_rich_table(sessions: Sequence[t.SessionSummary], width: int) -> Any
     return grid
 
 
+STATS_COLUMNS = ["SESSION", "NAME", "ENTRIES", "TOKENS", "COMPACTIONS", "SAVED", "PRUNES", "PRUNED", "SUMMARY", "RATIO"]
+
+
+def stats_table(rows: Sequence[dict[str, Any]]) -> str:
+    """`sessions --stats` for people: per session, what the model sees now against the whole
+    branch (`context / history`), and what compactions and prunes saved; a session without
+    statistics (held by another daemon) shows dashes."""
+    if not rows:
+        return "No sessions."
+    cells = []
+    for row in rows:
+        stats = row.get("stats")
+        if stats is None:
+            figures = ["-"] * (len(STATS_COLUMNS) - 2)
+        else:
+            context, history = stats["context"], stats["history"]
+            figures = [
+                f"{context['entries']} / {history['entries']}",
+                f"{tokens(context['tokens'])} / {tokens(history['tokens'])}",
+                str(stats["compactions"]["count"]),
+                tokens(stats["compactions"]["tokensSaved"]),
+                str(stats["prunes"]["count"]),
+                tokens(stats["prunes"]["tokensSaved"]),
+                tokens(stats["compactions"]["summaryTokens"]),
+                f"{stats['ratio']:.3f}",
+            ]
+        cells.append([row["sessionId"], row.get("name") or "", *figures])
+    legend = (
+        "ENTRIES, TOKENS: in the context now / on the whole branch. SAVED, PRUNED: tokens taken out.\n"
+        "SUMMARY: tokens of the summary the model sees. RATIO: context tokens / branch tokens."
+    )
+    return f"{table(STATS_COLUMNS, cells)}\n\n{legend}"
+
+
 def node_title(node: t.TreeNode, id_width: int = 0) -> str:
     kind = node.get("role") or node["type"]
     label = f" [{node['label']}]" if node.get("label") else ""
