@@ -1,4 +1,5 @@
-"""The context in the shapes provider APIs take: neutral, Anthropic Messages, OpenAI Chat."""
+"""The context in the shapes provider APIs take: neutral, Anthropic Messages, OpenAI Chat;
+and the OpenAI Responses input items a provider-native compaction reads."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from contextd.compaction.prepare import split_turn_context
 from contextd.model import (
     AssistantMessage,
+    CompactionEntry,
     ImageContent,
     Message,
     TextContent,
@@ -21,11 +24,23 @@ from contextd.model import (
 Format = Literal["neutral", "anthropic", "openai"]
 
 
-def render_context(messages: Sequence[Message], system: str | None, fmt: Format) -> dict[str, Any]:
+def render_context(
+    messages: Sequence[Message],
+    system: str | None,
+    fmt: Format,
+    opening_compaction: CompactionEntry | None = None,
+) -> dict[str, Any]:
     """The result of contextd/session/context: the messages and, with instructions standing,
     `system`. Provider APIs take a system prompt apart from the turns, so only the neutral
-    shape also puts it first among the messages."""
-    rendered = to_format(messages, fmt)
+    shape also puts it first among the messages.
+
+    `opening_compaction` is the compaction whose summary is `messages[0]`. When OpenAI's own
+    compaction wrote it, the `openai` shape replays the provider's compaction item in the
+    summary's place: the model reads its own encrypted state better than our text."""
+    if fmt == "openai" and opening_compaction is not None and opening_compaction.preserveData:
+        rendered = [*_openai_replay(opening_compaction), *to_openai(messages[1:])]
+    else:
+        rendered = to_format(messages, fmt)
     if system is None:
         return {"messages": rendered}
     if fmt == "neutral":
@@ -103,16 +118,21 @@ def to_anthropic(messages: Sequence[Message]) -> list[dict[str, Any]]:
 # --- OpenAI Chat Completions ---------------------------------------------------------------
 
 
-def _openai_user_content(content: str | Sequence[Any]) -> str | list[dict[str, Any]]:
+def _openai_user_content(
+    content: str | Sequence[Any], *, responses: bool = False
+) -> str | list[dict[str, Any]]:
+    """User content for Chat Completions, or with `responses` for the Responses API (whose
+    parts are `input_text`/`input_image`)."""
     if isinstance(content, str):
         return content
     parts: list[dict[str, Any]] = []
     for block in content:
         if isinstance(block, TextContent):
-            parts.append({"type": "text", "text": block.text})
+            parts.append({"type": "input_text" if responses else "text", "text": block.text})
         elif isinstance(block, ImageContent):
             url = f"data:{block.mimeType};base64,{block.data}"
-            parts.append({"type": "image_url", "image_url": {"url": url}})
+            image = {"type": "input_image", "image_url": url} if responses else {"type": "image_url", "image_url": {"url": url}}
+            parts.append(image)
     return parts
 
 
@@ -134,6 +154,16 @@ def _openai_assistant(message: AssistantMessage) -> dict[str, Any] | None:
     return turn
 
 
+def _openai_replay(compaction: CompactionEntry) -> list[dict[str, Any]]:
+    """The preserved compaction item, then the summary of a split turn's beginning: the item
+    covers the history before the turn, which was summarized on its own."""
+    assert compaction.preserveData is not None
+    replay: list[dict[str, Any]] = [dict(compaction.preserveData.openaiItem)]
+    if (turn := split_turn_context(compaction.summary)) is not None:
+        replay.append({"role": "user", "content": turn})
+    return replay
+
+
 def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     turns: list[dict[str, Any]] = []
     for message in messages:
@@ -151,3 +181,37 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 }
             )
     return turns
+
+
+# --- OpenAI Responses API input ---------------------------------------------------------------
+
+
+def to_openai_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The Responses API's input items: messages, `function_call` and `function_call_output`.
+    Thinking is left out: the API takes back only its own encrypted reasoning items."""
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            items.append({"role": "user", "content": _openai_user_content(message.content, responses=True)})
+        elif isinstance(message, AssistantMessage):
+            text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
+            if text:
+                items.append({"role": "assistant", "content": text})
+            items.extend(
+                {
+                    "type": "function_call",
+                    "call_id": call.id,
+                    "name": call.name,
+                    "arguments": json.dumps(call.arguments),
+                }
+                for call in message.tool_calls
+            )
+        else:
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": message.toolCallId,
+                    "output": message_text(message.content),
+                }
+            )
+    return items

@@ -187,6 +187,17 @@ class FileDetails(Strict):
 CompactionReason = Literal["manual", "threshold", "overflow", "incomplete", "idle"]
 
 
+class PreserveData(Strict):
+    """What a provider's own compaction returned that only that provider can read, kept with
+    the compaction entry and replayed verbatim in that provider's context format.
+
+    It is conversation content (encrypted by the provider), so it is never logged, never put
+    in a result or a notification, and never sent to another provider."""
+
+    openaiItem: dict[str, Any]
+    """The Responses API compaction item: `{"type": "compaction", "id", "encrypted_content"}`."""
+
+
 class CompactionEntry(EntryBase):
     type: Literal["compaction"] = "compaction"
     summary: str
@@ -199,6 +210,8 @@ class CompactionEntry(EntryBase):
     instructions: str | None = None
     shortSummary: str | None = None
     """One line for tree previews and tooltips (absent on entries written before it existed)."""
+    preserveData: PreserveData | None = Field(default=None, repr=False)
+    """A provider-native compaction's opaque state (`summarizer.provider: openai-native`)."""
 
 
 class PruneEntry(EntryBase):
@@ -352,7 +365,7 @@ class BranchSummarySettings(SettingsGroup):
     reserveTokens: PositiveInt = 16384
 
 
-Provider = Literal["offline", "anthropic", "openai", "remote"]
+Provider = Literal["offline", "anthropic", "openai", "remote", "anthropic-native", "openai-native"]
 
 
 class SummarizerSettings(SettingsGroup):

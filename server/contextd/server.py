@@ -430,7 +430,9 @@ def session_append(connection: ClientConnection, params: AppendParams) -> dict[s
 
 def session_context(connection: ClientConnection, params: ContextParams) -> dict[str, Any]:
     session = connection.daemon.sessions.get(params.sessionId)
-    rendered = render_context(session.context_messages(), session.instructions_text(), params.format)
+    rendered = render_context(
+        session.context_messages(), session.instructions_text(), params.format, session.opening_compaction()
+    )
     return {**rendered, "tokens": session.tokens}
 
 

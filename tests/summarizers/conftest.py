@@ -39,7 +39,8 @@ def summary_request() -> SummaryRequest:
 
 def settings_for(name: str, provider: FakeProvider, **changes: object) -> SummarizerSettings:
     """Settings pointing provider `name` at the fake server, with quick failure."""
-    base_url = {"anthropic": provider.url, "openai": provider.openai_url}.get(name)
+    vendor = name.removesuffix("-native")
+    base_url = {"anthropic": provider.url, "openai": provider.openai_url}.get(vendor)
     values: dict[str, object] = {
         "provider": name,
         "model": f"{name}-test-model",

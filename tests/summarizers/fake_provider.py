@@ -1,5 +1,6 @@
-"""A scripted LLM provider on 127.0.0.1 for tests: speaks the Anthropic Messages API,
-the OpenAI chat completions API and contextd's remote summarizer protocol.
+"""A scripted LLM provider on 127.0.0.1 for tests: speaks the Anthropic Messages API (with
+its server-side compaction), the OpenAI chat completions API, the OpenAI Responses API's
+compaction (`/responses/compact`) and contextd's remote summarizer protocol.
 
 Replies are queued with `script(...)` and served in order, whatever the endpoint; a reply
 made by `Reply.with_summary(text)` takes the response shape of the endpoint it answers, so one
@@ -20,6 +21,7 @@ started as a subprocess.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import threading
 import time
@@ -30,6 +32,7 @@ from typing import Any
 
 ANTHROPIC_PATH = "/v1/messages"
 OPENAI_PATH = "/v1/chat/completions"
+OPENAI_COMPACT_PATH = "/v1/responses/compact"
 
 _ANTHROPIC_ERROR_TYPES = {
     400: "invalid_request_error",
@@ -53,11 +56,19 @@ class Reply:
     error_message: str = ""
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    compacts: bool = True
+    """Whether a compaction request gets its compaction block or item."""
 
     @classmethod
     def with_summary(cls, text: str, *, delay: float = 0.0) -> Reply:
         """A successful answer holding `text`, shaped for whichever endpoint is asked."""
         return cls(summary=text, delay=delay)
+
+    @classmethod
+    def without_compaction(cls, text: str) -> Reply:
+        """A successful answer that did not compact: Anthropic's plain text message (as for a
+        conversation under the trigger), OpenAI's compacted output without its item."""
+        return cls(summary=text, compacts=False)
 
     @classmethod
     def error(cls, status: int, message: str = "scripted failure", **headers: str) -> Reply:
@@ -84,10 +95,31 @@ class RecordedRequest:
     body: Any
 
 
+def fake_encrypted(summary: str) -> str:
+    """The `encrypted_content` the fake server gives a compaction holding `summary`."""
+    return "gAAAAfake" + base64.urlsafe_b64encode(summary.encode()).decode()
+
+
+def _asks_to_compact(request: Any) -> bool:
+    edits = (request.get("context_management") or {}).get("edits") or []
+    return any(isinstance(edit, dict) and edit.get("type") == "compact_20260112" for edit in edits)
+
+
 def _anthropic_body(reply: Reply, request: Any) -> dict[str, Any]:
     if reply.status >= 400:
         kind = _ANTHROPIC_ERROR_TYPES.get(reply.status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": reply.error_message}}
+    if reply.compacts and _asks_to_compact(request):
+        return {
+            "id": "msg_fake_0002",
+            "type": "message",
+            "role": "assistant",
+            "model": request.get("model", "claude-fake"),
+            "content": [{"type": "compaction", "content": reply.summary, "encrypted_content": None}],
+            "stop_reason": "compaction",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 60_000, "output_tokens": 20},
+        }
     return {
         "id": "msg_fake_0001",
         "type": "message",
@@ -127,6 +159,45 @@ def _openai_body(reply: Reply, request: Any) -> dict[str, Any]:
     }
 
 
+def _openai_compact_body(reply: Reply, request: Any) -> dict[str, Any]:
+    if reply.status >= 400:
+        return _openai_body(reply, request)
+    inputs = request.get("input") if isinstance(request.get("input"), list) else []
+    # The real API answers the user messages it was given, as output messages, then its item.
+    output: list[dict[str, Any]] = [
+        {
+            "type": "message",
+            "id": f"msg_fake_{index}",
+            "role": "user",
+            "status": "completed",
+            "content": (
+                [{"type": "input_text", "text": item["content"]}]
+                if isinstance(item.get("content"), str)
+                else item.get("content")
+            ),
+        }
+        for index, item in enumerate(inputs)
+        if isinstance(item, dict) and item.get("role") == "user"
+    ]
+    if reply.compacts:
+        output.append(
+            {"type": "compaction", "id": "cmp_fake_0001", "encrypted_content": fake_encrypted(reply.summary or "")}
+        )
+    return {
+        "id": "resp_fake_compact",
+        "object": "response.compaction",
+        "created_at": 1_700_000_000,
+        "output": output,
+        "usage": {
+            "input_tokens": 100,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": 20,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 120,
+        },
+    }
+
+
 def _remote_body(reply: Reply, request: Any) -> dict[str, Any]:
     if reply.status >= 400:
         return {"error": reply.error_message}
@@ -138,6 +209,8 @@ def _shaped_body(path: str, reply: Reply, request: Any) -> dict[str, Any]:
         return _anthropic_body(reply, request)
     if path.endswith(OPENAI_PATH):
         return _openai_body(reply, request)
+    if path.endswith(OPENAI_COMPACT_PATH):
+        return _openai_compact_body(reply, request)
     return _remote_body(reply, request)
 
 
@@ -162,7 +235,7 @@ class FakeProvider:
 
     @property
     def openai_url(self) -> str:
-        """The base URL an OpenAI client takes (it appends /chat/completions)."""
+        """The base URL an OpenAI client takes (it appends /chat/completions, /responses/compact)."""
         return f"{self.url}/v1"
 
     @property

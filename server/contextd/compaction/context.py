@@ -68,6 +68,12 @@ def visible_entries(path: Sequence[Entry]) -> list[Entry]:
     return [compaction, *kept, *conversation[compaction_at + 1 :]]
 
 
+def opening_compaction(path: Sequence[Entry]) -> CompactionEntry | None:
+    """The compaction whose summary opens the model's context at the end of `path`, if any."""
+    visible = visible_entries(path)
+    return visible[0] if visible and isinstance(visible[0], CompactionEntry) else None
+
+
 def standing_instructions(path: Sequence[Entry]) -> list[InstructionsEntry]:
     """The instructions in force at the end of `path`, whatever compactions lie between.
 

@@ -32,6 +32,7 @@ from contextd.model import (
     Entry,
     FileDetails,
     Message,
+    PreserveData,
     Settings,
 )
 from contextd.summarizers.base import SummaryRequest
@@ -143,6 +144,7 @@ def prepare_compaction(
         [messages[e.id] for e in prefix],
         reserve_tokens=settings.compaction.reserveTokens,
         previous_summary=previous_summary,
+        previous_preserve_data=previous.preserveData if previous else None,
         files=files,
         instructions=instructions,
     )
@@ -192,6 +194,15 @@ def assemble_compaction_summary(
     return "\n\n".join(parts) + format_file_lists(preparation.files)
 
 
+def split_turn_context(summary: str) -> str | None:
+    """The split-turn part of a summary `assemble_compaction_summary` wrote (its heading
+    and text, without the file lists), or None when the compaction did not split a turn."""
+    _, heading, turn = summary.rpartition(TURN_CONTEXT_HEADING)
+    if not heading:
+        return None
+    return f"{heading}\n\n{without_file_lists(turn).strip()}"
+
+
 def offline_summary(preparation: CompactionPreparation) -> str:
     """The summary the offline summarizer writes for `preparation`: deterministic, local and
     cheap, so a dry run can measure the compaction's result instead of guessing it."""
@@ -221,6 +232,7 @@ def _summary_requests(
     *,
     reserve_tokens: int,
     previous_summary: str | None,
+    previous_preserve_data: PreserveData | None,
     files: FileDetails,
     instructions: str | None,
 ) -> tuple[SummaryRequest | None, SummaryRequest | None]:
@@ -236,6 +248,7 @@ def _summary_requests(
             files=files,
             previous_summary=previous_summary,
             instructions=instructions,
+            previous_preserve_data=previous_preserve_data,
         )
     turn_prefix_request = None
     if prefix:

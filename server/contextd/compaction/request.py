@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from contextd.compaction.prompts import PromptName, load_prompt
 from contextd.compaction.serialize import serialize_conversation
-from contextd.model import FileDetails, Message
+from contextd.model import FileDetails, Message, PreserveData
 from contextd.summarizers.base import SummaryKind, SummaryRequest
 
 SUMMARY_SHARE_OF_RESERVE = 0.8
@@ -32,6 +32,7 @@ def build_request(
     previous_summary: str | None = None,
     instructions: str | None = None,
     goal: str | None = None,
+    previous_preserve_data: PreserveData | None = None,
 ) -> SummaryRequest:
     """A request whose prompt is the serialized conversation, the previous summary (if any),
     the task from `template`, then the focus asked for by `goal` and `instructions`."""
@@ -53,4 +54,5 @@ def build_request(
         instructions=instructions,
         goal=goal,
         files=files,
+        previous_preserve_data=previous_preserve_data,
     )

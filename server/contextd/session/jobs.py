@@ -32,6 +32,7 @@ from contextd.model import (
     HandoffEntry,
     InstructionsEntry,
     ParentSession,
+    PreserveData,
     SummarizerInfo,
 )
 from contextd.session.errors import (
@@ -49,7 +50,7 @@ T = TypeVar("T")
 
 COMPACTION_FIELDS = {
     "summary", "firstKeptEntryId", "tokensBefore", "reason", "summarizer", "details", "instructions",
-    "shortSummary",
+    "shortSummary", "preserveData",
 }
 """What a compaction draft hands on to the entry that is written (id, parent and tokensAfter
 are the written entry's own)."""
@@ -164,7 +165,8 @@ class CompactionJobs(LiveState):
             # the summary itself, so that other requests are answered meanwhile.
             details = await asyncio.to_thread(compaction_details, current, text)
             author = next(iter(summaries.values())).summarizer
-            entry = self._write_compaction(current, text, author, details)
+            preserve_data = self._preserve_data(current, summaries)
+            entry = self._write_compaction(current, text, author, details, preserve_data)
             fields = {"tokensAfter": entry.tokensAfter, "entryId": entry.id, "shortSummary": entry.shortSummary}
             return fields, entry
 
@@ -249,15 +251,20 @@ class CompactionJobs(LiveState):
         return dict(zip(requests, answers))
 
     def _write_compaction(
-        self, prepared: CompactionPreparation, text: str, author: SummarizerInfo, details: FileDetails
+        self,
+        prepared: CompactionPreparation,
+        text: str,
+        author: SummarizerInfo,
+        details: FileDetails,
+        preserve_data: PreserveData | None,
     ) -> CompactionEntry:
-        """Append the compaction entry with summary `text` and its `details` (the file lists
-        and where each item came from)."""
+        """Append the compaction entry with summary `text`, its `details` (the file lists
+        and where each item came from) and the provider state a native compaction returned."""
         if all(entry.id != prepared.first_kept_entry_id for entry in self._path):
             raise NothingToCompactError(
                 self.session_id, "the session moved to another branch while compacting"
             )
-        draft = self._compaction_draft(prepared, text, author)
+        draft = self._compaction_draft(prepared, text, author, preserve_data)
         tokens_after = self.figure_with_compaction(draft).tokens
         fields = draft.model_dump(include=COMPACTION_FIELDS)
         fields["details"] = details
@@ -265,8 +272,22 @@ class CompactionJobs(LiveState):
         assert isinstance(entry, CompactionEntry)
         return entry
 
+    def _preserve_data(
+        self, prepared: CompactionPreparation, summaries: dict[str, Summary]
+    ) -> PreserveData | None:
+        """The provider state of the history's summary: the new one's, or, when only a split
+        turn was summarized (the history summary is reused), the previous compaction's."""
+        if (history := summaries.get("history")) is not None:
+            return history.preserve_data
+        previous = self.tree.entries.get(prepared.previous_entry_id or "")
+        return previous.preserveData if isinstance(previous, CompactionEntry) else None
+
     def _compaction_draft(
-        self, prepared: CompactionPreparation, summary: str, author: SummarizerInfo
+        self,
+        prepared: CompactionPreparation,
+        summary: str,
+        author: SummarizerInfo,
+        preserve_data: PreserveData | None = None,
     ) -> CompactionEntry:
         """The compaction entry `prepared` would write with `summary`, before it is written."""
         return CompactionEntry(
@@ -281,6 +302,7 @@ class CompactionJobs(LiveState):
             details=prepared.files,
             instructions=prepared.instructions,
             shortSummary=short_summary(summary),
+            preserveData=preserve_data,
         )
 
     def _finish(self, body: dict[str, Any], **fields: Any) -> None:

@@ -18,6 +18,7 @@ from contextd.compaction.context import (
     build_context,
     instructions_text,
     open_tool_calls,
+    opening_compaction,
     pruned_placeholder,
 )
 from contextd.compaction.stats import compression_stats
@@ -231,6 +232,10 @@ class LiveState(ABC):
 
     def context_messages(self) -> list[Message]:
         return [item.message for item in self.context_items()]
+
+    def opening_compaction(self) -> CompactionEntry | None:
+        """The compaction whose summary opens the context, for formats that replay it."""
+        return opening_compaction(self._path)
 
     def instructions_text(self) -> str | None:
         """The system prompt: the instructions standing at the leaf, whatever was compacted."""

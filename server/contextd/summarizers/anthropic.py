@@ -9,7 +9,7 @@ import anthropic
 from contextd.model import SummarizerSettings
 from contextd.summarizers.base import SummaryRequest
 from contextd.summarizers.credentials import api_key_from_env
-from contextd.summarizers.errors import ProviderError, malformed_reply, status_error
+from contextd.summarizers.errors import malformed_reply, sdk_failures
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"
@@ -26,31 +26,21 @@ class AnthropicSummarizer:
 
     async def summarize(self, request: SummaryRequest) -> str:
         key = api_key_from_env(self.provider, self._api_key_env)
-        # The chain retries with its own policy; SDK retries would multiply the attempts.
-        client = anthropic.AsyncAnthropic(
-            api_key=key, base_url=self._base_url, timeout=self._timeout, max_retries=0
-        )
-        try:
-            async with client:
+        with sdk_failures(anthropic, self.provider, key, self._timeout):
+            async with self._client(key) as client:
                 message = await client.messages.create(
                     model=self.model or DEFAULT_MODEL,
                     system=request.system_prompt,
                     messages=[{"role": "user", "content": request.prompt}],
                     max_tokens=request.max_tokens,
                 )
-        except anthropic.APIStatusError as exc:
-            raise status_error(self.provider, exc.status_code, exc.body, key) from None
-        except anthropic.APITimeoutError:
-            raise ProviderError(
-                self.provider, f"no answer within {self._timeout:g}s", retryable=True
-            ) from None
-        except anthropic.APIConnectionError:
-            raise ProviderError(
-                self.provider, "cannot reach the API (connection failed)", retryable=True
-            ) from None
-        except (anthropic.APIError, ValueError) as exc:
-            raise malformed_reply(self.provider, type(exc).__name__) from None
         return _text_of(message)
+
+    def _client(self, key: str) -> anthropic.AsyncAnthropic:
+        # The chain retries with its own policy; SDK retries would multiply the attempts.
+        return anthropic.AsyncAnthropic(
+            api_key=key, base_url=self._base_url, timeout=self._timeout, max_retries=0
+        )
 
 
 def _text_of(message: Any) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from contextd.model import FileDetails, Message
+from contextd.model import FileDetails, Message, PreserveData
 
 SummaryKind = Literal["compaction", "turn_prefix", "branch", "handoff"]
 
@@ -28,6 +28,17 @@ class SummaryRequest:
     instructions: str | None = None
     goal: str | None = None
     files: FileDetails = field(default_factory=FileDetails)
+    previous_preserve_data: PreserveData | None = field(default=None, repr=False)
+    """The previous compaction's provider state, for a native compaction to build on."""
+
+
+@dataclass(frozen=True)
+class PreservedSummary:
+    """A provider-native compaction's answer: the readable summary and the provider's own
+    opaque state, which the compaction entry keeps as `preserveData`."""
+
+    text: str
+    preserve_data: PreserveData = field(repr=False)
 
 
 class SummarizerError(Exception):
@@ -38,4 +49,4 @@ class Summarizer(Protocol):
     provider: str
     model: str | None
 
-    async def summarize(self, request: SummaryRequest) -> str: ...
+    async def summarize(self, request: SummaryRequest) -> str | PreservedSummary: ...

@@ -12,17 +12,23 @@ import asyncio
 import importlib
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from contextd.model import Provider, SummarizerInfo, SummarizerSettings
-from contextd.summarizers.base import Summarizer, SummarizerError, SummaryRequest
+from contextd.model import PreserveData, Provider, SummarizerInfo, SummarizerSettings
+from contextd.summarizers.base import (
+    PreservedSummary,
+    Summarizer,
+    SummarizerError,
+    SummaryRequest,
+)
 from contextd.summarizers.errors import ProviderError, SummarizerFailed
 from contextd.summarizers.trail import with_artifact_trail
 
 log = logging.getLogger(__name__)
 
-OFFLINE = "offline"
-"""The extractive summarizer writes the trail into its own checkpoint."""
+WRITES_OWN_TRAIL = frozenset({"offline", "openai-native"})
+"""The extractive summarizer writes the trail into its own checkpoint (openai-native's readable
+summary is that checkpoint: the API's own state is encrypted)."""
 DEFAULT_BASE_DELAY = 0.5
 DEFAULT_MAX_DELAY = 8.0
 
@@ -31,7 +37,10 @@ _PROVIDERS: dict[str, tuple[str, str]] = {
     "anthropic": ("contextd.summarizers.anthropic", "AnthropicSummarizer"),
     "openai": ("contextd.summarizers.openai", "OpenAISummarizer"),
     "remote": ("contextd.summarizers.remote", "RemoteSummarizer"),
+    "anthropic-native": ("contextd.summarizers.anthropic_native", "AnthropicNativeSummarizer"),
+    "openai-native": ("contextd.summarizers.openai_native", "OpenAINativeSummarizer"),
 }
+NATIVE_SUFFIX = "-native"
 
 
 @dataclass(frozen=True)
@@ -39,6 +48,8 @@ class Summary:
     text: str
     summarizer: SummarizerInfo
     """Who wrote `text`: the provider (and model) that succeeded."""
+    preserve_data: PreserveData | None = field(default=None, repr=False)
+    """A provider-native compaction's opaque state, for the compaction entry."""
 
 
 class SummarizerChain:
@@ -70,21 +81,25 @@ class SummarizerChain:
         failures: list[ProviderError] = []
         for summarizer in self.summarizers:
             try:
-                text = await self._with_retries(summarizer, request)
+                answer = await self._with_retries(summarizer, request)
             except ProviderError as failure:
                 log.warning("summarizer %s", failure)
                 failures.append(failure)
                 continue
             if failures:
                 log.info("summary written by fallback %s", summarizer.provider)
-            if summarizer.provider != OFFLINE:
+            text, preserve_data = (
+                (answer.text, answer.preserve_data) if isinstance(answer, PreservedSummary) else (answer, None)
+            )
+            if summarizer.provider not in WRITES_OWN_TRAIL:
                 # A model's summary forgets commands and their outcomes: code appends them,
                 # off the loop, since reading them scans the whole span.
                 text = await asyncio.to_thread(with_artifact_trail, text, request)
-            return Summary(text, SummarizerInfo(provider=summarizer.provider, model=summarizer.model))
+            info = SummarizerInfo(provider=summarizer.provider, model=summarizer.model)
+            return Summary(text, info, preserve_data)
         raise SummarizerFailed(failures)
 
-    async def _with_retries(self, summarizer: Summarizer, request: SummaryRequest) -> str:
+    async def _with_retries(self, summarizer: Summarizer, request: SummaryRequest) -> str | PreservedSummary:
         attempts = 1 + self._max_retries
         for attempt in range(1, attempts + 1):
             try:
@@ -100,12 +115,12 @@ class SummarizerChain:
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    async def _attempt(self, summarizer: Summarizer, request: SummaryRequest) -> str:
+    async def _attempt(self, summarizer: Summarizer, request: SummaryRequest) -> str | PreservedSummary:
         provider = summarizer.provider
         try:
             # A hard deadline too: the SDKs' timeouts bound each read, not the whole answer.
             async with asyncio.timeout(self._timeout):
-                text = await summarizer.summarize(request)
+                answer = await summarizer.summarize(request)
         except TimeoutError:
             raise ProviderError(provider, f"no answer within {self._timeout:g}s", retryable=True) from None
         except ProviderError:
@@ -116,9 +131,10 @@ class SummarizerChain:
             # A bug or an SDK surprise must fail this provider, not the daemon.
             log.exception("summarizer %s raised unexpectedly", provider)
             raise ProviderError(provider, f"unexpected {type(exc).__name__}", retryable=False) from None
+        text = answer.text if isinstance(answer, PreservedSummary) else answer
         if not isinstance(text, str) or not text.strip():
             raise ProviderError(provider, "malformed reply: empty summary", retryable=False)
-        return text
+        return answer
 
     def backoff(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number `attempt` (1-based): doubling, capped."""
@@ -151,10 +167,15 @@ def make_summarizer(provider: Provider, settings: SummarizerSettings) -> Summari
 
 
 def _settings_for(provider: Provider, settings: SummarizerSettings) -> SummarizerSettings:
-    """Model, baseUrl and apiKeyEnv describe the configured provider; a different fallback
-    provider gets its own defaults instead (an Anthropic model name means nothing to OpenAI)."""
-    if provider == settings.provider:
-        return settings
+    """Model, baseUrl and apiKeyEnv describe the configured provider and its vendor's other
+    summarizer (`anthropic-native` falling back to `anthropic`); a fallback of another vendor
+    gets its own defaults instead (an Anthropic model name means nothing to OpenAI)."""
+    if _vendor(provider) == _vendor(settings.provider):
+        return settings.model_copy(update={"provider": provider})
     return settings.model_copy(
         update={"provider": provider, "model": None, "baseUrl": None, "apiKeyEnv": None}
     )
+
+
+def _vendor(provider: Provider) -> str:
+    return provider.removesuffix(NATIVE_SUFFIX)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import json
 import urllib.parse
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from types import ModuleType
 
 from contextd.summarizers.base import SummarizerError
 
@@ -145,3 +147,19 @@ def status_error(provider: str, status: int, body: object, secret: str | None) -
 def malformed_reply(provider: str, what: str) -> ProviderError:
     """A reply without a usable summary: the provider answered, so retrying will not help."""
     return ProviderError(provider, f"malformed reply: {what}", retryable=False)
+
+
+@contextmanager
+def sdk_failures(sdk: ModuleType, provider: str, key: str, timeout: float) -> Iterator[None]:
+    """Turns a failure of an official SDK call (`anthropic` or `openai`: their errors have
+    the same names) into the ProviderError the chain retries or falls back on."""
+    try:
+        yield
+    except sdk.APIStatusError as exc:
+        raise status_error(provider, exc.status_code, exc.body, key) from None
+    except sdk.APITimeoutError:
+        raise ProviderError(provider, f"no answer within {timeout:g}s", retryable=True) from None
+    except sdk.APIConnectionError:
+        raise ProviderError(provider, "cannot reach the API (connection failed)", retryable=True) from None
+    except (sdk.APIError, ValueError) as exc:
+        raise malformed_reply(provider, type(exc).__name__) from None

@@ -10,7 +10,7 @@ import openai
 from contextd.model import SummarizerSettings
 from contextd.summarizers.base import SummaryRequest
 from contextd.summarizers.credentials import api_key_from_env
-from contextd.summarizers.errors import ProviderError, malformed_reply, status_error
+from contextd.summarizers.errors import malformed_reply, sdk_failures
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
@@ -30,17 +30,9 @@ class OpenAISummarizer:
         self._api_key_env = settings.apiKeyEnv or (None if settings.baseUrl else DEFAULT_API_KEY_ENV)
 
     async def summarize(self, request: SummaryRequest) -> str:
-        key = (
-            api_key_from_env(self.provider, self._api_key_env)
-            if self._api_key_env
-            else LOCAL_SERVER_KEY
-        )
-        # The chain retries with its own policy; SDK retries would multiply the attempts.
-        client = openai.AsyncOpenAI(
-            api_key=key, base_url=self._base_url, timeout=self._timeout, max_retries=0
-        )
-        try:
-            async with client:
+        key = self._key()
+        with sdk_failures(openai, self.provider, key, self._timeout):
+            async with self._client(key) as client:
                 completion = await client.chat.completions.create(
                     model=self.model or DEFAULT_MODEL,
                     messages=[
@@ -51,19 +43,18 @@ class OpenAISummarizer:
                     max_tokens=openai.omit if self._official else request.max_tokens,
                     max_completion_tokens=request.max_tokens if self._official else openai.omit,
                 )
-        except openai.APIStatusError as exc:
-            raise status_error(self.provider, exc.status_code, exc.body, key) from None
-        except openai.APITimeoutError:
-            raise ProviderError(
-                self.provider, f"no answer within {self._timeout:g}s", retryable=True
-            ) from None
-        except openai.APIConnectionError:
-            raise ProviderError(
-                self.provider, "cannot reach the API (connection failed)", retryable=True
-            ) from None
-        except (openai.APIError, ValueError) as exc:
-            raise malformed_reply(self.provider, type(exc).__name__) from None
         return _text_of(completion)
+
+    def _key(self) -> str:
+        if self._api_key_env:
+            return api_key_from_env(self.provider, self._api_key_env)
+        return LOCAL_SERVER_KEY
+
+    def _client(self, key: str) -> openai.AsyncOpenAI:
+        # The chain retries with its own policy; SDK retries would multiply the attempts.
+        return openai.AsyncOpenAI(
+            api_key=key, base_url=self._base_url, timeout=self._timeout, max_retries=0
+        )
 
 
 def _text_of(completion: Any) -> str:

@@ -1,0 +1,72 @@
+"""Anthropic's server-side compaction as a summarizer: the Messages API (beta) with the
+`compact_20260112` context-management edit, through the official SDK.
+
+The conversation is sent as the existing anthropic summarizer sends it (one user turn: the
+transcript and the checkpoint task) with our system prompt as the compaction's
+instructions, and the API pauses right after compacting: its readable `compaction` block is
+the summary. The API compacts only from 50,000 input tokens; a reply without the block (a
+shorter conversation, or a compaction that produced nothing) is a failure the chain falls
+back from.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+
+from contextd.model import SummarizerSettings
+from contextd.summarizers.anthropic import AnthropicSummarizer
+from contextd.summarizers.base import SummaryRequest
+from contextd.summarizers.credentials import api_key_from_env
+from contextd.summarizers.errors import malformed_reply, sdk_failures
+
+DEFAULT_MODEL = "claude-sonnet-4-6"
+"""Compaction needs a model that supports it (Sonnet 4.6, Opus 4.6 and later)."""
+COMPACT_BETA = "compact-2026-01-12"
+COMPACT_EDIT = "compact_20260112"
+MIN_TRIGGER_TOKENS = 50_000
+"""The lowest trigger the API accepts: compact whenever it allows."""
+
+
+class AnthropicNativeSummarizer(AnthropicSummarizer):
+    provider = "anthropic-native"
+
+    def __init__(self, settings: SummarizerSettings) -> None:
+        super().__init__(settings)
+        self.model = settings.model or DEFAULT_MODEL
+
+    async def summarize(self, request: SummaryRequest) -> str:
+        key = api_key_from_env(self.provider, self._api_key_env)
+        edit = {
+            "type": COMPACT_EDIT,
+            "trigger": {"type": "input_tokens", "value": MIN_TRIGGER_TOKENS},
+            "pause_after_compaction": True,
+            "instructions": request.system_prompt,  # replaces the API's own summary prompt
+        }
+        with sdk_failures(anthropic, self.provider, key, self._timeout):
+            async with self._client(key) as client:
+                message = await client.beta.messages.create(
+                    model=self.model or DEFAULT_MODEL,
+                    messages=[{"role": "user", "content": request.prompt}],
+                    max_tokens=request.max_tokens,
+                    betas=[COMPACT_BETA],
+                    context_management={"edits": [edit]},
+                )
+        return _compaction_text(message)
+
+
+def _compaction_text(message: Any) -> str:
+    blocks = getattr(message, "content", None)
+    if not isinstance(blocks, list):
+        raise malformed_reply(AnthropicNativeSummarizer.provider, "no content")
+    compactions = [block for block in blocks if getattr(block, "type", None) == "compaction"]
+    if not compactions:
+        raise malformed_reply(
+            AnthropicNativeSummarizer.provider,
+            f"no compaction block (the API compacts from {MIN_TRIGGER_TOKENS:,} input tokens)",
+        )
+    text = getattr(compactions[-1], "content", None)
+    if not isinstance(text, str) or not text.strip():
+        raise malformed_reply(AnthropicNativeSummarizer.provider, "the compaction block has no summary")
+    return text

@@ -1,0 +1,75 @@
+"""OpenAI's Responses API compaction as a summarizer: `POST /responses/compact` through the
+official SDK.
+
+The API reads the conversation as Responses input items (after the previous compaction's
+item, when OpenAI wrote that one too) and answers the user messages and one `compaction`
+item whose `encrypted_content` only OpenAI can read. That item is the summary the `openai`
+context format replays; every reader of text (the other formats, the tree, a person) gets
+the offline summarizer's checkpoint of the same messages, written locally.
+
+Requests of other kinds (a split turn's beginning, a branch summary, a handoff document) are
+for reading, so they get that checkpoint alone and call no API.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+
+from contextd.compaction.context import COMPACTION_PREAMBLE
+from contextd.formats import to_openai_responses
+from contextd.model import PreserveData, SummarizerSettings
+from contextd.summarizers.base import PreservedSummary, SummaryRequest
+from contextd.summarizers.errors import malformed_reply, sdk_failures
+from contextd.summarizers.offline import OfflineSummarizer
+from contextd.summarizers.openai import OpenAISummarizer
+
+DEFAULT_MODEL = "gpt-5.5"
+REPLAYED_ITEM_KEYS = ("type", "id", "encrypted_content")
+"""What the API takes back as an input item; other fields of the output item are dropped."""
+
+
+class OpenAINativeSummarizer(OpenAISummarizer):
+    provider = "openai-native"
+
+    def __init__(self, settings: SummarizerSettings) -> None:
+        super().__init__(settings)
+        self.model = settings.model or DEFAULT_MODEL
+        self._readable = OfflineSummarizer(settings)
+
+    async def summarize(self, request: SummaryRequest) -> str | PreservedSummary:
+        if request.kind != "compaction":
+            return await self._readable.summarize(request)
+        key = self._key()
+        with sdk_failures(openai, self.provider, key, self._timeout):
+            async with self._client(key) as client:
+                compacted = await client.responses.compact(
+                    model=self.model or DEFAULT_MODEL, input=compact_input(request)
+                )
+        item = _compaction_item(compacted)
+        text = await self._readable.summarize(request)
+        return PreservedSummary(text, PreserveData(openaiItem=item))
+
+
+def compact_input(request: SummaryRequest) -> list[dict[str, Any]]:
+    """The conversation to compact, led by what the previous compaction left: OpenAI's own
+    item when it wrote it, else that summary's text."""
+    earlier: list[dict[str, Any]] = []
+    if request.previous_preserve_data is not None:
+        earlier.append(dict(request.previous_preserve_data.openaiItem))
+    elif request.previous_summary:
+        earlier.append({"role": "user", "content": COMPACTION_PREAMBLE + request.previous_summary})
+    return [*earlier, *to_openai_responses(request.messages)]
+
+
+def _compaction_item(compacted: Any) -> dict[str, Any]:
+    output = getattr(compacted, "output", None)
+    if not isinstance(output, list):
+        raise malformed_reply(OpenAINativeSummarizer.provider, "no output")
+    items = [item for item in output if getattr(item, "type", None) == "compaction"]
+    encrypted = getattr(items[-1], "encrypted_content", None) if items else None
+    if not isinstance(encrypted, str) or not encrypted:
+        raise malformed_reply(OpenAINativeSummarizer.provider, "no compaction item")
+    dumped = items[-1].model_dump(mode="json", exclude_none=True)
+    return {name: dumped[name] for name in REPLAYED_ITEM_KEYS if name in dumped}

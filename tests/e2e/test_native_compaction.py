@@ -1,0 +1,189 @@
+"""Provider-native compaction end to end: the daemon (its own, over stdio, through the
+Python client) compacts with `openai-native` or `anthropic-native` through the official
+SDKs against the local server, stores what the provider returned, replays it in the right
+context format, and falls back to the configured summarizer when the provider fails."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from contextd.compaction.context import COMPACTION_PREAMBLE
+from contextd_client import ContextdClient
+
+from tests.factories import coding_turn
+from tests.summarizers.fake_provider import (
+    OPENAI_COMPACT_PATH,
+    FakeProvider,
+    Reply,
+    fake_encrypted,
+)
+
+SECRET = "sk-test-native-0123456789abcdef-never-show-me"
+KEY_ENV = "CONTEXTD_TEST_NATIVE_KEY"
+BLOCK = "## Goal\n- Fix the bugs in src/module_*.py\n\n## Next Steps\n- Run the tests"
+
+
+@pytest.fixture
+def provider():
+    fake = FakeProvider().start()
+    yield fake
+    fake.stop()
+
+
+def settings_for(name: str, fake: FakeProvider, **summarizer: Any) -> dict[str, Any]:
+    return {
+        "compaction": {"keepRecentTokens": 3_000},
+        "summarizer": {
+            "provider": name,
+            "model": "test-model",
+            "baseUrl": fake.url if name.startswith("anthropic") else fake.openai_url,
+            "apiKeyEnv": KEY_ENV,
+            "maxRetries": 1,
+            "timeoutSeconds": 5,
+            **summarizer,
+        },
+    }
+
+
+class Run:
+    """A daemon of its own with its log (DEBUG) in a file, and every notification it sent."""
+
+    def __init__(self, client: ContextdClient, log: Path) -> None:
+        self.client = client
+        self.log = log
+        self.notifications: list[dict[str, Any]] = []
+        client.on(None, lambda method, params: self.notifications.append({"method": method, **params}))
+
+    async def session_with_history(self, turns: range = range(8)) -> tuple[str, Path]:
+        opened = await self.client.session_open()
+        await self.add_turns(opened["sessionId"], turns)
+        return opened["sessionId"], Path(opened["path"])
+
+    async def add_turns(self, session: str, turns: range) -> None:
+        for turn in turns:
+            await self.client.append(session, coding_turn(turn))
+
+    def everything_shown(self, *results: Any) -> str:
+        """What left the daemon other than the session file: results, notifications, log."""
+        return json.dumps([results, self.notifications]) + self.log.read_text()
+
+
+@pytest_asyncio.fixture
+async def start(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    runs: list[Run] = []
+
+    async def begin(settings: dict[str, Any]) -> Run:
+        log = tmp_path / f"daemon-{len(runs)}.log"
+        with log.open("w") as stderr:
+            client = await ContextdClient.spawn(
+                data_dir=tmp_path / "data",
+                settings=settings,
+                workspace=tmp_path,
+                log_level="DEBUG",
+                stderr=stderr,
+                env={**os.environ, KEY_ENV: SECRET},
+                shared=False,
+            )
+        run = Run(client, log)
+        runs.append(run)
+        return run
+
+    yield begin
+    for run in runs:
+        await run.client.close()
+
+
+def compaction_lines(path: Path) -> list[dict[str, Any]]:
+    return [entry for entry in map(json.loads, path.read_text().splitlines()) if entry.get("type") == "compaction"]
+
+
+async def test_openai_native_stores_its_item_and_replays_it_in_the_openai_format(start, provider) -> None:
+    provider.default = Reply.with_summary("first")
+    run = await start(settings_for("openai-native", provider))
+    session, path = await run.session_with_history()
+
+    compacted = await run.client.compact(session)
+
+    item = {"type": "compaction", "id": "cmp_fake_0001", "encrypted_content": fake_encrypted("first")}
+    assert compacted["summarizer"] == {"provider": "openai-native", "model": "test-model"}
+    assert compacted["summary"].startswith("## Goal"), "a readable checkpoint for people and other formats"
+    [stored] = compaction_lines(path)
+    assert stored["preserveData"] == {"openaiItem": item}
+    assert provider.requests[0].path == OPENAI_COMPACT_PATH
+
+    openai_view = (await run.client.context(session, "openai"))["messages"]
+    assert openai_view[0] == item
+    assert all(COMPACTION_PREAMBLE not in json.dumps(message) for message in openai_view)
+    anthropic_view = (await run.client.context(session, "anthropic"))["messages"]
+    assert anthropic_view[0]["content"][0]["text"] == COMPACTION_PREAMBLE + compacted["summary"]
+    neutral_view = (await run.client.context(session, "neutral"))["messages"]
+    assert neutral_view[0]["content"] == COMPACTION_PREAMBLE + compacted["summary"]
+    kept = neutral_view[1:]
+    assert len(openai_view) - 1 >= len([m for m in kept if m["role"] != "assistant"]), "the kept turns follow"
+
+    # The next compaction hands OpenAI its own state first, and keeps the new item.
+    await run.add_turns(session, range(8, 14))
+    provider.default = Reply.with_summary("second")
+    await run.client.compact(session)
+    assert provider.requests[-1].body["input"][0] == item
+    assert (await run.client.context(session, "openai"))["messages"][0]["encrypted_content"] == fake_encrypted("second")
+
+    shown = run.everything_shown(compacted)
+    assert fake_encrypted("first") not in shown, "the encrypted state is never logged or sent"
+    assert SECRET not in shown and SECRET not in path.read_text()
+
+
+async def test_anthropic_native_summary_is_the_compaction_block(start, provider) -> None:
+    provider.default = Reply.with_summary(BLOCK)
+    run = await start(settings_for("anthropic-native", provider))
+    session, path = await run.session_with_history()
+
+    compacted = await run.client.compact(session)
+
+    assert compacted["summarizer"] == {"provider": "anthropic-native", "model": "test-model"}
+    assert compacted["summary"].startswith(BLOCK)
+    sent = provider.requests[0]
+    assert "compact-2026-01-12" in sent.headers["anthropic-beta"]
+    assert sent.body["context_management"]["edits"][0]["type"] == "compact_20260112"
+    anthropic_view = (await run.client.context(session, "anthropic"))["messages"]
+    assert anthropic_view[0]["content"][0]["text"].startswith(COMPACTION_PREAMBLE + BLOCK)
+    openai_view = (await run.client.context(session, "openai"))["messages"]
+    assert openai_view[0] == {"role": "user", "content": COMPACTION_PREAMBLE + compacted["summary"]}
+    [stored] = compaction_lines(path)
+    assert "preserveData" not in stored
+    assert SECRET not in run.everything_shown(compacted) + path.read_text()
+
+
+@pytest.mark.parametrize(
+    ("name", "failure", "fallback", "author"),
+    [
+        ("openai-native", Reply.error(500, f"upstream exploded for key {SECRET}"), ["offline"], "offline"),
+        ("anthropic-native", Reply.without_compaction("A plain answer."), ["anthropic"], "anthropic"),
+    ],
+    ids=["openai-native-500-to-offline", "anthropic-native-no-block-to-anthropic"],
+)
+async def test_a_failed_native_compaction_falls_back(start, provider, name, failure, fallback, author) -> None:
+    # The native attempts fail; the fallback's own request (no compaction asked) succeeds.
+    provider.script(failure, failure)
+    provider.default = Reply.with_summary("## Goal\n- Fix the bugs (fallback summary)")
+    run = await start(settings_for(name, provider, fallback=fallback))
+    session, path = await run.session_with_history()
+
+    compacted = await run.client.compact(session)
+
+    assert compacted["summarizer"]["provider"] == author
+    assert "## Goal" in compacted["summary"]
+    [stored] = compaction_lines(path)
+    assert "preserveData" not in stored
+    openai_view = (await run.client.context(session, "openai"))["messages"]
+    assert openai_view[0] == {"role": "user", "content": COMPACTION_PREAMBLE + compacted["summary"]}
+    finished = [n for n in run.notifications if n["method"] == "contextd/compactionFinished"]
+    assert finished[-1]["outcome"] == "compacted"
+    assert name in run.log.read_text(), "the native failure is logged before the fallback"
+    assert SECRET not in run.everything_shown(compacted) + path.read_text()

@@ -1,0 +1,217 @@
+"""Provider-native compaction as summarizers, through the official SDKs against the local
+server: OpenAI's `/responses/compact` (an opaque item kept for replay, a readable offline
+checkpoint) and Anthropic's `compact_20260112` edit (a readable compaction block), each
+retried like the other providers and falling back on failure."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from contextd.compaction.request import build_request
+from contextd.model import FileDetails, PreserveData
+from contextd.summarizers.base import SummarizerError, SummaryRequest
+from contextd.summarizers.chain import build_summarizer
+from contextd.summarizers.offline import summarize_offline
+
+from tests.summarizers.conftest import SECRET, settings_for
+from tests.summarizers.fake_provider import (
+    ANTHROPIC_PATH,
+    OPENAI_COMPACT_PATH,
+    OPENAI_PATH,
+    FakeProvider,
+    Reply,
+    fake_encrypted,
+)
+from tests.summarizers.sessions import ratelimit_session
+
+QUICK = {"base_delay": 0.01, "max_delay": 0.05}
+BLOCK = "## Goal\n- Add rate limiting to the API\n"
+
+
+def chain(name: str, provider: FakeProvider, **changes: object):
+    return build_summarizer(settings_for(name, provider, **changes), **QUICK)
+
+
+def compaction_request(**changes: object) -> SummaryRequest:
+    return build_request(
+        "compaction",
+        ratelimit_session(),
+        template="compaction",
+        max_tokens=2048,
+        files=FileDetails(),
+        **changes,  # type: ignore[arg-type]
+    )
+
+
+async def test_openai_native_keeps_the_compaction_item_and_a_readable_checkpoint(
+    provider: FakeProvider, api_key: str
+) -> None:
+    provider.script(Reply.with_summary("latent state"))
+    request = compaction_request()
+
+    summary = await chain("openai-native", provider).summarize_with_info(request)
+
+    assert summary.preserve_data == PreserveData(
+        openaiItem={"type": "compaction", "id": "cmp_fake_0001", "encrypted_content": fake_encrypted("latent state")}
+    )
+    assert summary.text == summarize_offline(request), "readers get the offline checkpoint"
+    assert (summary.summarizer.provider, summary.summarizer.model) == ("openai-native", "openai-native-test-model")
+    [sent] = provider.requests
+    assert sent.path == OPENAI_COMPACT_PATH
+    assert any(value.endswith(SECRET) for value in sent.headers.values()), "the key from the env var"
+    assert sent.body["model"] == "openai-native-test-model"
+    items = sent.body["input"]
+    assert items[0] == {"role": "user", "content": request.messages[0].content}
+    calls = [item for item in items if item.get("type") == "function_call"]
+    outputs = {item["call_id"] for item in items if item.get("type") == "function_call_output"}
+    assert calls and {call["call_id"] for call in calls} == outputs, "every call sent with its output"
+    assert all(isinstance(call["arguments"], str) for call in calls)
+
+
+async def test_openai_native_builds_on_the_previous_item(provider: FakeProvider, api_key: str) -> None:
+    provider.script(Reply.with_summary("second"))
+    previous = PreserveData(openaiItem={"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAAold"})
+    request = compaction_request(previous_summary="## Goal\n- earlier", previous_preserve_data=previous)
+
+    await chain("openai-native", provider).summarize_with_info(request)
+
+    first = provider.requests[0].body["input"][0]
+    assert first == previous.openaiItem, "OpenAI's own state leads, not our text of it"
+
+
+async def test_openai_native_without_a_previous_item_sends_the_previous_summary(
+    provider: FakeProvider, api_key: str
+) -> None:
+    provider.script(Reply.with_summary("second"))
+
+    await chain("openai-native", provider).summarize_with_info(compaction_request(previous_summary="## Goal\n- earlier"))
+
+    first = provider.requests[0].body["input"][0]
+    assert first["role"] == "user" and first["content"].endswith("## Goal\n- earlier")
+
+
+async def test_openai_native_writes_other_documents_offline_without_a_call(
+    provider: FakeProvider, api_key: str
+) -> None:
+    request = build_request("handoff", ratelimit_session(), template="handoff", max_tokens=2048, files=FileDetails())
+
+    summary = await chain("openai-native", provider).summarize_with_info(request)
+
+    assert summary.text == summarize_offline(request) and summary.preserve_data is None
+    assert provider.requests == []
+
+
+async def test_anthropic_native_asks_for_server_side_compaction_and_reads_the_block(
+    provider: FakeProvider, api_key: str
+) -> None:
+    provider.script(Reply.with_summary(BLOCK))
+    request = compaction_request()
+
+    summary = await chain("anthropic-native", provider).summarize_with_info(request)
+
+    assert summary.text.startswith(BLOCK)
+    assert "## Commands (latest run)" in summary.text[len(BLOCK):], "the computed trail is appended"
+    assert summary.preserve_data is None
+    [sent] = provider.requests
+    assert sent.path == ANTHROPIC_PATH
+    assert any(value.endswith(SECRET) for value in sent.headers.values()), "the key from the env var"
+    assert "compact-2026-01-12" in sent.headers["anthropic-beta"]
+    assert sent.body["context_management"] == {
+        "edits": [
+            {
+                "type": "compact_20260112",
+                "trigger": {"type": "input_tokens", "value": 50_000},
+                "pause_after_compaction": True,
+                "instructions": request.system_prompt,
+            }
+        ]
+    }
+    assert sent.body["messages"] == [{"role": "user", "content": request.prompt}]
+
+
+NATIVE = ["openai-native", "anthropic-native"]
+
+
+@pytest.mark.parametrize("name", NATIVE)
+async def test_a_rate_limit_is_retried(name: str, provider: FakeProvider, api_key: str) -> None:
+    provider.script(Reply.error(429, "slow down"), Reply.with_summary(BLOCK))
+
+    summary = await chain(name, provider).summarize_with_info(compaction_request())
+
+    assert summary.summarizer.provider == name
+    assert len(provider.requests) == 2
+
+
+NO_COMPACTION = {
+    "openai-native": [
+        Reply.without_compaction("x"),
+        Reply.raw('{"object": "response.compaction", "output": [{"type": "compaction", "id": "c"}]}'),
+        Reply.raw("{}"),
+    ],
+    "anthropic-native": [
+        Reply.without_compaction("A plain answer: the conversation was under the trigger."),
+        Reply.raw('{"type": "message", "content": [{"type": "compaction", "content": null}]}'),
+        Reply.raw("<html>gateway</html>", content_type="text/html"),
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "reply"), [(name, reply) for name, replies in NO_COMPACTION.items() for reply in replies]
+)
+async def test_a_reply_without_a_compaction_falls_back_at_once(
+    name: str, reply: Reply, provider: FakeProvider, api_key: str
+) -> None:
+    provider.script(reply)
+    request = compaction_request()
+
+    summary = await chain(name, provider, fallback=["offline"]).summarize_with_info(request)
+
+    assert summary.summarizer.provider == "offline"
+    assert summary.text == summarize_offline(request) and summary.preserve_data is None
+    assert len(provider.requests) == 1, "a reply without a compaction is not retried"
+
+
+@pytest.mark.parametrize("name", NATIVE)
+async def test_an_outage_falls_back_to_the_same_vendors_summarizer(
+    name: str, provider: FakeProvider, api_key: str
+) -> None:
+    vendor = name.removesuffix("-native")
+    provider.script(*[Reply.error(500, "internal trouble")] * 2, Reply.with_summary("## Goal\n- from the fallback"))
+
+    summary = await chain(name, provider, maxRetries=1, fallback=[vendor]).summarize_with_info(compaction_request())
+
+    assert summary.summarizer.provider == vendor
+    assert summary.text.startswith("## Goal\n- from the fallback")
+    fallback_request = provider.requests[-1]
+    assert fallback_request.path == {"anthropic": ANTHROPIC_PATH, "openai": OPENAI_PATH}[vendor]
+    assert "context_management" not in fallback_request.body
+    assert SECRET in " ".join(fallback_request.headers.values()), "the same key variable serves the vendor"
+
+
+@pytest.mark.parametrize("name", NATIVE)
+async def test_a_timeout_is_retried_then_falls_back(name: str, provider: FakeProvider, api_key: str) -> None:
+    provider.script(Reply.hang(10), Reply.hang(10))
+
+    summary = await chain(name, provider, timeoutSeconds=0.3, maxRetries=1, fallback=["offline"]).summarize_with_info(
+        compaction_request()
+    )
+
+    assert summary.summarizer.provider == "offline"
+    assert len(provider.requests) == 2
+
+
+@pytest.mark.parametrize("name", NATIVE)
+async def test_the_key_never_shows_in_errors_or_logs(
+    name: str, provider: FakeProvider, api_key: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    provider.script(*[Reply.error(401, f"invalid x-api-key {SECRET}")] * 2)
+
+    with pytest.raises(SummarizerError) as failure:
+        await chain(name, provider).summarize(compaction_request())
+
+    assert "HTTP 401" in str(failure.value)
+    assert SECRET not in str(failure.value)
+    assert SECRET[:12] not in caplog.text and SECRET not in caplog.text

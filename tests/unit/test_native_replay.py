@@ -1,0 +1,92 @@
+"""How a provider-native compaction is replayed: OpenAI's item in the `openai` format in
+place of the summary (with a split turn's beginning after it), the readable summary
+everywhere else, and the opaque state kept out of reprs."""
+
+from __future__ import annotations
+
+from contextd.compaction.context import COMPACTION_PREAMBLE, entry_message
+from contextd.compaction.files import format_file_lists
+from contextd.compaction.prepare import TURN_CONTEXT_HEADING, split_turn_context
+from contextd.formats import render_context
+from contextd.model import (
+    AssistantMessage,
+    CompactionEntry,
+    FileDetails,
+    PreserveData,
+    SummarizerInfo,
+    TextContent,
+    UserMessage,
+)
+
+ITEM = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAAsecret-state"}
+NATIVE_STATE = PreserveData(openaiItem=ITEM)
+FILES = format_file_lists(FileDetails(readFiles=["src/app.py"], modifiedFiles=["src/cart.py"]))
+
+
+def compaction(summary: str, preserve: PreserveData | None = NATIVE_STATE) -> CompactionEntry:
+    return CompactionEntry(
+        id="c1",
+        parentId="e9",
+        summary=summary,
+        firstKeptEntryId="e5",
+        tokensBefore=9000,
+        tokensAfter=1200,
+        reason="manual",
+        summarizer=SummarizerInfo(provider="openai-native", model="gpt-5.5"),
+        preserveData=preserve,
+    )
+
+
+def context_of(entry: CompactionEntry):
+    summary_message = entry_message(entry)
+    assert summary_message is not None
+    return [
+        summary_message,
+        UserMessage(content="Now make the totals round half-even."),
+        AssistantMessage(content=[TextContent(text="Switching cart.py to Decimal.")]),
+    ]
+
+
+def test_the_openai_format_replays_the_item_in_place_of_the_summary() -> None:
+    entry = compaction("## Goal\n- Round totals" + FILES)
+
+    messages = render_context(context_of(entry), None, "openai", entry)["messages"]
+
+    assert messages == [
+        ITEM,
+        {"role": "user", "content": "Now make the totals round half-even."},
+        {"role": "assistant", "content": "Switching cart.py to Decimal."},
+    ]
+
+
+def test_a_split_turn_beginning_follows_the_item() -> None:
+    turn = "- The user asked for half-even rounding\n- cart.py read"
+    entry = compaction(f"## Goal\n- Round totals\n\n{TURN_CONTEXT_HEADING}\n\n{turn}{FILES}")
+
+    messages = render_context(context_of(entry), None, "openai", entry)["messages"]
+
+    assert messages[0] == ITEM
+    assert messages[1] == {"role": "user", "content": f"{TURN_CONTEXT_HEADING}\n\n{turn}"}
+    assert "src/app.py" not in messages[1]["content"], "file lists belong to the whole summary"
+    assert split_turn_context("## Goal\n- no split" + FILES) is None
+
+
+def test_other_formats_and_other_summarizers_use_the_readable_summary() -> None:
+    native = compaction("## Goal\n- Round totals")
+    plain = compaction("## Goal\n- Round totals", preserve=None)
+
+    anthropic = render_context(context_of(native), None, "anthropic", native)["messages"]
+    neutral = render_context(context_of(native), None, "neutral", native)["messages"]
+    openai_plain = render_context(context_of(plain), None, "openai", plain)["messages"]
+
+    readable = COMPACTION_PREAMBLE + "## Goal\n- Round totals"
+    assert anthropic[0]["content"][0]["text"].startswith(readable)
+    assert neutral[0]["content"] == readable
+    assert openai_plain[0] == {"role": "user", "content": readable}
+
+
+def test_the_opaque_state_stays_out_of_reprs() -> None:
+    entry = compaction("## Goal\n- Round totals")
+
+    assert "secret-state" not in repr(entry) and "secret-state" not in str(entry)
+    assert entry.model_dump()["preserveData"] == {"openaiItem": ITEM}, "but it is stored"
