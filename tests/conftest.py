@@ -77,11 +77,12 @@ async def shared_clients(tmp_path: Path, shared_env: dict[str, str]) -> AsyncIte
     settings.write_text(json.dumps({"compaction": {"reserveTokens": 2_000, "keepRecentTokens": 3_000}}))
     clients: list[ContextdClient] = []
 
-    async def start(workspace: Path) -> ContextdClient:
+    async def start(workspace: Path, **options: Any) -> ContextdClient:
+        """`options`: more of ContextdClient.spawn's (hooks such as `before_navigate`)."""
         workspace.mkdir(parents=True, exist_ok=True)
         client = await ContextdClient.spawn(
             data_dir=data_dir, workspace=workspace, env=shared_env,
-            command=shared_command(data_dir, "--settings", str(settings)),
+            command=shared_command(data_dir, "--settings", str(settings)), **options,
         )
         clients.append(client)
         return client

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from contextd_client import ContextdClient, ContextdError
 from lsprotocol import types as lsp
 
 from tests.factories import assistant, coding_turn, user
@@ -134,3 +135,52 @@ async def test_clients_that_do_not_declare_the_hook_are_not_asked(make_daemon):
     await daemon.request("contextd/session/append", {"sessionId": session, "messages": [user("c"), assistant("d")]})
     moved = await daemon.request("contextd/navigate", {"sessionId": session, "targetId": first["leafId"]})
     assert moved["leafId"] == first["leafId"] and asked == []
+
+
+async def test_only_the_connection_that_navigates_is_asked(shared_clients, tmp_path: Path):
+    asked: list[dict[str, Any]] = []
+
+    async def cancel(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return {"cancel": True}
+
+    hooked = await shared_clients(tmp_path / "ws", before_navigate=cancel)
+    other = await shared_clients(tmp_path / "ws")
+    session = (await hooked.session_open(workspace=tmp_path / "ws"))["sessionId"]
+    first = await hooked.append(session, [user("a"), assistant("b")])
+    second = await hooked.append(session, [user("c"), assistant("d")])
+
+    # The other client, which declared no hook, navigates: the hooked one is not asked.
+    moved = await other.navigate(session, first["leafId"])
+    assert moved["leafId"] == first["leafId"] and asked == []
+    # The hooked client's own navigation is asked of it, and it cancels.
+    with pytest.raises(ContextdError) as cancelled:
+        await hooked.navigate(session, second["leafId"])
+    assert cancelled.value.code == -32800
+    assert [params["targetId"] for params in asked] == [second["leafId"]]
+    assert (await other.state(session))["leafId"] == first["leafId"]
+
+
+async def test_a_hook_that_times_out_or_fails_is_logged(tmp_path: Path):
+    answers: list[Any] = [asyncio.sleep(3, {"cancel": True}), None]
+
+    async def before_navigate(params: dict[str, Any]) -> Any:
+        answer = answers.pop(0)
+        if answer is None:
+            raise RuntimeError("the hook broke")
+        return await answer
+
+    log = tmp_path / "daemon.log"
+    with log.open("w") as stderr:
+        async with await ContextdClient.spawn(
+            data_dir=tmp_path / "data", settings={"compaction": {"hookTimeoutSeconds": 0.5}},
+            before_navigate=before_navigate, stderr=stderr,
+        ) as client:
+            session = (await client.session_open(workspace=tmp_path))["sessionId"]
+            first = await client.append(session, [user("a"), assistant("b")])
+            second = await client.append(session, [user("c"), assistant("d")])
+            assert (await client.navigate(session, first["leafId"]))["leafId"] == first["leafId"]
+            assert (await client.navigate(session, second["leafId"]))["leafId"] == second["leafId"]
+    logged = log.read_text()
+    assert "beforeNavigate: no answer within 0.5s; navigating as asked" in logged
+    assert "beforeNavigate: the client answered an error" in logged

@@ -3,12 +3,14 @@ a configured larger model instead of compacting; only when none applies does it 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.factories import assistant, coding_turn, user
+from tests.summarizers.fake_provider import FakeProvider, Reply
 
 SONNET = "claude-sonnet-4-5"
 SONNET_1M = "claude-sonnet-4-5-1m"
@@ -129,6 +131,25 @@ async def test_without_an_applicable_promotion_the_session_compacts(make_daemon,
     state = await daemon.request("contextd/session/state", {"sessionId": session})
     assert state["model"] == SONNET
     assert "model" not in causes(daemon, session)[1:]  # only the model set when the session opened
+
+
+async def test_an_overflow_during_a_compaction_rides_on_it_without_promoting(make_daemon):
+    provider = FakeProvider(default=Reply.with_summary("## Goal\nShip it.", delay=1.5)).start()
+    try:
+        settings = promoting({"from": "claude-4", "to": SONNET_1M})
+        settings["summarizer"] = {"provider": "remote", "remoteEndpoint": provider.remote_url, "maxRetries": 0}
+        daemon = await make_daemon(settings=settings)
+        session = await session_with_work(daemon)
+        running = asyncio.ensure_future(daemon.request("contextd/compact", {"sessionId": session}))
+        await daemon.wait_for("contextd/compactionStarted", sessionId=session)
+        await fail(daemon, session, FAILURES[0].values[0])
+        await running
+        finished = await daemon.wait_for("contextd/compactionFinished", sessionId=session)
+        assert finished["outcome"] == "compacted" and finished["willRetry"] is True
+        assert len(daemon.received("contextd/compactionFinished")) == 1  # no promotion beside it
+        assert (await daemon.request("contextd/session/state", {"sessionId": session}))["model"] == SONNET
+    finally:
+        provider.stop()
 
 
 async def test_rules_apply_in_order_and_match_ids_by_prefix(make_daemon):
