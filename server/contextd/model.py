@@ -142,6 +142,17 @@ class ParentSession(Strict):
     entryId: str | None = None
 
 
+FollowedAgent = Literal["claude-code", "codex", "pi"]
+FOLLOWED_AGENTS: tuple[FollowedAgent, ...] = ("claude-code", "codex", "pi")
+
+
+class MirrorSource(Strict):
+    """The transcript a mirrored session follows (see contextd.follow)."""
+
+    agent: FollowedAgent
+    path: str
+
+
 class SessionHeader(Strict):
     type: Literal["session"] = "session"
     version: Literal[1] = 1
@@ -150,6 +161,8 @@ class SessionHeader(Strict):
     workspace: str
     name: str | None = None
     parentSession: ParentSession | None = None
+    source: MirrorSource | None = None
+    """Set on a mirror: a read-only session that follows another agent's transcript."""
 
 
 class EntryBase(Strict):
@@ -391,6 +404,21 @@ class StorageSettings(SettingsGroup):
     """Sessions a daemon keeps in memory; those beyond stay open (locked) and reload on use."""
 
 
+class FollowSettings(SettingsGroup):
+    """Following other agents' transcripts as read-only mirrors (see contextd.follow)."""
+
+    enabled: bool = False
+    agents: list[FollowedAgent] = Field(default_factory=lambda: list(FOLLOWED_AGENTS))
+    roots: dict[FollowedAgent, str] = Field(default_factory=dict)
+    """Where each agent keeps its transcripts, instead of ~/.claude/projects,
+    ~/.codex/sessions and ~/.pi/agent/sessions."""
+    allWorkspaces: bool = False
+    """False: only transcripts whose working directory is (inside) a workspace a connection
+    has open or watches."""
+    intervalSeconds: Annotated[float, Field(ge=0.05, le=3600)] = 1.0
+    """How often the transcript directories are looked at (a stat of each file)."""
+
+
 class Settings(SettingsGroup):
     defaultModel: str = "claude-sonnet-4-5"
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
@@ -400,6 +428,7 @@ class Settings(SettingsGroup):
     summarizer: SummarizerSettings = Field(default_factory=SummarizerSettings)
     models: dict[str, ModelOverride] = Field(default_factory=dict)
     storage: StorageSettings = Field(default_factory=StorageSettings)
+    follow: FollowSettings = Field(default_factory=FollowSettings)
 
     @model_validator(mode="before")
     @classmethod

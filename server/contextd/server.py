@@ -27,7 +27,13 @@ from pydantic import (
 
 from contextd import __version__
 from contextd.formats import render_context
-from contextd.model import MAX_TEXT_CHARS, IdleSettings, Message, Settings
+from contextd.model import (
+    MAX_TEXT_CHARS,
+    FollowedAgent,
+    IdleSettings,
+    Message,
+    Settings,
+)
 from contextd.rpc.connection import ConnectionLost, Handler
 from contextd.rpc.daemon import ClientConnection, Daemon, field_errors, invalid_params
 from contextd.rpc.messages import REQUEST_CANCELLED, RpcError
@@ -39,6 +45,7 @@ from contextd.session import (
     InvalidAppend,
     NothingToCompactError,
 )
+from contextd.session.errors import ReadOnlyMirror
 from contextd.store import InvalidSessionId, SessionLocked, SessionNotFound
 from contextd.summarizers.errors import redact
 
@@ -50,6 +57,7 @@ COMPACTION_RUNNING = -32004
 NOTHING_TO_COMPACT = -32005
 SUMMARIZER_FAILED = -32006
 ENTRY_NOT_FOUND = -32007
+READ_ONLY_MIRROR = -32008
 
 MAX_MESSAGES_PER_APPEND = 10_000
 MAX_CONTENT_DEPTH = 64
@@ -186,6 +194,15 @@ class IdleConfigureParams(Params):
     thresholdPercent: float | None = Field(default=None, gt=0, le=1)
 
 
+class FollowParams(Params):
+    """Changes to the daemon-wide `follow` settings; none only reads them."""
+
+    enabled: bool | None = Field(default=None, strict=True)
+    agents: list[FollowedAgent] | None = None
+    roots: dict[FollowedAgent, str] | None = None
+    allWorkspaces: bool | None = Field(default=None, strict=True)
+
+
 class BeforeCompactAnswer(BaseModel):
     """A client's answer to contextd/beforeCompact; null or {} lets the compaction proceed."""
 
@@ -234,6 +251,8 @@ def to_rpc_error(error: Exception) -> RpcError:
         return RpcError(SUMMARIZER_FAILED, redact(str(error)), {"provider": error.provider})
     if isinstance(error, EntryNotFound):
         return RpcError(ENTRY_NOT_FOUND, str(error), {"entryId": error.entry_id})
+    if isinstance(error, ReadOnlyMirror):
+        return RpcError(READ_ONLY_MIRROR, str(error), {"sessionId": error.session_id})
     if isinstance(error, RpcError):
         return error
     raise error
@@ -400,6 +419,7 @@ def session_open(connection: ClientConnection, params: OpenParams) -> dict[str, 
     if params.sessionId is not None:
         session = sessions.get(params.sessionId)
         if params.model and params.model != session.model_id:
+            session.check_writable()
             session.set_model(params.model)
     else:
         workspace = params.workspace or connection.default_workspace
@@ -424,6 +444,7 @@ async def session_list(connection: ClientConnection, params: ListParams) -> dict
 
 def session_append(connection: ClientConnection, params: AppendParams) -> dict[str, Any]:
     session = connection.daemon.sessions.get(params.sessionId)
+    session.check_writable()
     entry_ids = session.append_messages(params.messages)
     return {"entryIds": entry_ids, "leafId": session.leaf_id, "usage": session.usage_body()}
 
@@ -438,6 +459,7 @@ def session_context(connection: ClientConnection, params: ContextParams) -> dict
 
 def session_set_instructions(connection: ClientConnection, params: SetInstructionsParams) -> dict[str, Any]:
     session = connection.daemon.sessions.get(params.sessionId)
+    session.check_writable()
     entry_id = session.set_instructions(params.text, params.source)
     return {"entryId": entry_id, "leafId": session.leaf_id, "usage": session.usage_body()}
 
@@ -452,6 +474,7 @@ def session_stats(connection: ClientConnection, params: SessionParams) -> dict[s
 
 def session_set_model(connection: ClientConnection, params: SetModelParams) -> dict[str, Any]:
     session = connection.daemon.sessions.get(params.sessionId)
+    session.check_writable()
     session.set_model(params.model)
     return {
         "model": session.model_id,
@@ -479,6 +502,7 @@ async def compact(connection: ClientConnection, params: CompactParams) -> dict[s
     session = connection.daemon.sessions.get(params.sessionId)
     if params.dryRun:
         return session.preview_compaction(params.instructions)
+    session.check_writable()
     entry = await session.compact("manual", params.instructions)
     return {
         "entryId": entry.id,
@@ -502,12 +526,14 @@ def tree(connection: ClientConnection, params: SessionParams) -> dict[str, Any]:
 
 def label(connection: ClientConnection, params: LabelParams) -> dict[str, Any]:
     session = connection.daemon.sessions.get(params.sessionId)
+    session.check_writable()
     session.set_label(params.entryId, params.label or None)
     return {"entryId": params.entryId, "label": params.label or None}
 
 
 async def navigate(connection: ClientConnection, params: NavigateParams) -> dict[str, Any]:
     session = connection.daemon.sessions.get(params.sessionId)
+    session.check_writable()
     return await session.navigate(
         params.targetId, summarize=params.summarize, instructions=params.instructions
     )
@@ -537,6 +563,7 @@ def idle_configure(connection: ClientConnection, params: IdleConfigureParams) ->
             session.touch()
         return {**idle.model_dump(include=set(IdleSettings.model_fields))}
     session = daemon.sessions.get(params.sessionId)
+    session.check_writable()
     idle = session.idle_settings.model_copy(update=changes)
     session.configure_idle(idle)
     return {
@@ -544,6 +571,16 @@ def idle_configure(connection: ClientConnection, params: IdleConfigureParams) ->
         **idle.model_dump(include=set(IdleSettings.model_fields)),
         "effectiveThresholdTokens": session.idle_threshold(),
     }
+
+
+def follow(connection: ClientConnection, params: FollowParams) -> dict[str, Any]:
+    """Turn following on or off for the whole daemon, or change what it follows."""
+    daemon = connection.daemon
+    changes = params.model_dump(exclude_none=True)
+    if changes:
+        follow_settings = daemon.settings.follow.model_copy(update=changes)
+        daemon.apply_daemon_settings(daemon.settings.model_copy(update={"follow": follow_settings}))
+    return daemon.follower.describe()
 
 
 async def workspace_watch(connection: ClientConnection, params: WorkspaceWatchParams) -> dict[str, Any]:
@@ -584,6 +621,7 @@ REQUESTS: dict[str, Handler] = {
     "contextd/handoff": request(HandoffParams, handoff),
     "contextd/idle/configure": request(IdleConfigureParams, idle_configure),
     "contextd/workspace/watch": request(WorkspaceWatchParams, workspace_watch),
+    "contextd/follow": request(FollowParams, follow),
     "contextd/workspace/unwatch": request(WorkspaceWatchParams, workspace_unwatch),
 }
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from contextd.follow import Follower
 from contextd.model import Settings, unknown_setting_keys
 from contextd.rpc.connection import (
     Connection,
@@ -145,6 +146,7 @@ class Daemon:
         self.on_idle: Callable[[], None] = lambda: None
         self._sessions: SessionManager | None = None
         self.events = DaemonEvents(self)
+        self.follower = Follower(self)
 
     # --- sessions ---------------------------------------------------------------------
 
@@ -229,6 +231,7 @@ class Daemon:
         self.settings = settings
         if self._sessions is not None:
             self._sessions.apply_settings(settings)
+        self.follower.apply(settings.follow)
 
     # --- connections ------------------------------------------------------------------
 
@@ -244,6 +247,7 @@ class Daemon:
         )
         self.connections.append(connection)
         log.info("%s attached (%d connected)", connection, len(self.connections))
+        self.follower.apply(self.settings.follow)  # a daemon started with following on starts it here
         return connection
 
     def _detach(self, connection: Connection) -> None:
@@ -254,6 +258,7 @@ class Daemon:
             self.on_idle()
 
     def close_sessions(self) -> None:
+        self.follower.stop()
         if self._sessions is not None:
             self._sessions.close_all()
 

@@ -52,3 +52,11 @@ class CompactionFailed(StoreError):
         super().__init__(f"compaction failed: {why}")
         self.session_id = session_id
         self.provider = provider
+
+
+class ReadOnlyMirror(StoreError):
+    """A write to a session that mirrors another agent's transcript."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} is a read-only mirror")
+        self.session_id = session_id

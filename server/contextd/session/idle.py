@@ -28,7 +28,7 @@ class IdleTimer(CompactionTriggers):
         """Activity on the session: (re)arm the idle timer if the context is big enough,
         else cancel it. Timers are loop callbacks, not threads: many sessions cost nothing."""
         idle = self.idle_settings
-        if idle.enabled and self._running is None and self.tokens >= self.idle_threshold():
+        if idle.enabled and not self.read_only and self._running is None and self.tokens >= self.idle_threshold():
             self._arm_idle_timer(idle.timeoutSeconds)
         else:
             self.cancel_idle_timer()

@@ -30,7 +30,7 @@ from contextd.store import SESSION_ID_PATTERN, SessionListing, Store, recorded_w
 log = logging.getLogger(__name__)
 
 INDEX_FILE = "index.json"
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 """Raise it when what a row holds, or how its figures are made, changes."""
 
 
@@ -42,6 +42,7 @@ class SessionSummary(BaseModel):
     entries: int
     tokens: int
     parentSession: dict[str, Any] | None = None
+    source: dict[str, str] | None = None
 
 
 class IndexedSession(BaseModel):
@@ -98,6 +99,8 @@ def listing_row(session_id: str, summary: SessionSummary, updated_at: str) -> di
     }
     if summary.parentSession is not None:
         row["parentSession"] = summary.parentSession
+    if summary.source is not None:
+        row["source"] = summary.source
     return row
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from contextd.model import (
     Entry,
     HandoffEntry,
+    MirrorSource,
     ParentSession,
     SessionHeader,
     SessionInfoEntry,
@@ -24,7 +25,13 @@ from contextd.session.index import (
     listing_row,
 )
 from contextd.session.live import LiveSession
-from contextd.store import EntryTree, SessionListing, Store, new_session_id
+from contextd.store import (
+    EntryTree,
+    SessionListing,
+    SessionNotFound,
+    Store,
+    new_session_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +69,22 @@ class SessionManager:
             session.append_node(SessionInfoEntry, name=name)
         self._remember(session)
         return session
+
+    def create_mirror(self, session_id: str, workspace: str, source: MirrorSource) -> LiveSession:
+        """An empty session that will mirror another agent's transcript (contextd.follow)."""
+        header = SessionHeader(id=session_id, workspace=workspace, source=source)
+        session = LiveSession(self.store.create(header), EntryTree(), self.settings, self.events)
+        self._remember(session)
+        return session
+
+    def drop(self, session_id: str) -> None:
+        """Close a session and delete its file (a mirror whose transcript was rewritten)."""
+        if session_id in self._loaded or self.store.holds(session_id):
+            self.close(session_id)
+        try:
+            self.store.remove(self.store.find_session(session_id))
+        except SessionNotFound:
+            pass
 
     def fork(self, source: LiveSession, entry_id: str) -> LiveSession:
         """A new session whose history is the path from the root through `entry_id` (and the
@@ -220,6 +243,7 @@ def summary_of(session: LiveSession) -> SessionSummary:
         entries=sum(1 for _ in session.tree.nodes()),
         tokens=session.tokens,
         parentSession=parent.model_dump(exclude_none=True) if parent is not None else None,
+        source=session.source,
     )
 
 

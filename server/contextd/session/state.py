@@ -38,7 +38,7 @@ from contextd.model import (
     ToolResultMessage,
     is_node,
 )
-from contextd.session.errors import InvalidAppend
+from contextd.session.errors import InvalidAppend, ReadOnlyMirror
 from contextd.session.events import SessionEvents
 from contextd.session.index import timestamp
 from contextd.store import EntryTree, SessionFile, new_entry_id
@@ -108,9 +108,10 @@ class LiveState(ABC):
         self.idle_override: IdleSettings | None = None
         self.hand_off: Callable[[], Awaitable[Any]] | None = None
         """Set by the manager: starts a handoff of this session (strategy `handoff`)."""
-        self.source: dict[str, str] | None = None
-        """`{"agent", "path"}` of the transcript a mirrored session follows (set by whoever
-        mirrors it); None for sessions clients write. Workspace activity carries it."""
+        source = file.header.source
+        self.source: dict[str, str] | None = source.model_dump() if source is not None else None
+        """`{"agent", "path"}` of the transcript a mirrored session follows (its header's);
+        None for sessions clients write. Listings and workspace activity carry it."""
         self._refresh_model_from(tree.nodes())
         self._count_all(tree.entries.values())
         self.rebuild()
@@ -306,6 +307,39 @@ class LiveState(ABC):
         if isinstance(entry, LeafEntry):
             self.rebuild()
         return entry
+
+    # --- mirrors ----------------------------------------------------------------------
+
+    @property
+    def read_only(self) -> bool:
+        """A mirror of another agent's transcript: only the transcript writes to it."""
+        return self.source is not None
+
+    def check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyMirror(self.session_id)
+
+    def mirror(self, entries: Sequence[Entry], leaf_id: str | None) -> list[CompactionEntry]:
+        """Write entries imported from the followed transcript as they are (ids, parents),
+        then put the leaf where the transcript stands; returns the compactions written."""
+        encoding = self.model_info.encoding
+        for entry in entries:
+            self.file.append(entry)
+            self.tree.add(entry)
+            self.entry_tokens[entry.id] = count_entry(entry, encoding)
+            if is_node(entry):
+                self._ledger.add(entry, self.entry_tokens[entry.id])
+            if isinstance(entry, ModelChangeEntry):
+                self._use_model(entry.model, entry.contextWindow)
+        if self.model_info.encoding != encoding:
+            self._count_all(self.tree.entries.values())
+        if leaf_id is not None and leaf_id != self.tree.leaf_id and self.tree.is_node_id(leaf_id):
+            # "leaf-" ids cannot meet an imported id (uuids, pi's hex ids, Codex's line ids).
+            move = LeafEntry(id=f"leaf-{new_entry_id(self.tree.entries)}", parentId=self.tree.leaf_id, targetId=leaf_id)
+            self.file.append(move)
+            self.tree.add(move)
+        self.rebuild()
+        return [entry for entry in entries if isinstance(entry, CompactionEntry)]
 
     def announce(self, cause: str) -> None:
         self.events.session_changed(self.session_id, self.leaf_id, cause)

@@ -1,0 +1,191 @@
+"""The daemon's side of following: a polling loop that keeps every mirror current.
+
+Each round stats the agents' transcript folders in a worker thread, reads what the changed
+files appended (in that thread too), then writes the new entries into their mirror sessions
+on the event loop and announces them like any change: `sessionChanged`, `tokenUsage`,
+`contextd/workspace/activity` (with the session's `source`), and for each compaction the
+agent made a `compactionStarted`/`compactionFinished` pair with reason `agent`. Rounds are
+`follow.intervalSeconds` apart; there is no busy loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from contextd.follow.mirror import Change, Mirror, peek_workspace
+from contextd.follow.transcripts import FileStamp, TranscriptScan, root_of
+from contextd.model import CompactionEntry, FollowSettings, MirrorSource
+from contextd.session.live import LiveSession
+from contextd.store import SessionNotFound
+
+if TYPE_CHECKING:
+    from contextd.rpc.daemon import Daemon
+
+log = logging.getLogger(__name__)
+
+AGENT_COMPACTION = "agent"
+"""The reason of a compaction the followed agent made itself."""
+
+
+class Follower:
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.settings = FollowSettings()
+        self.mirrors: dict[str, Mirror] = {}
+        self._elsewhere: dict[str, tuple[FileStamp, str | None]] = {}
+        """Transcripts not followed: their stamp and working directory (None: not named yet)."""
+        self._scans: dict[str, TranscriptScan] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+
+    @property
+    def state_dir(self) -> Path:
+        return self.daemon.data_dir / "follow"
+
+    # --- settings ---------------------------------------------------------------------
+
+    def apply(self, settings: FollowSettings) -> None:
+        """Follow as `settings` say from now on (a running loop picks them up at once)."""
+        if settings != self.settings:
+            self._scans.clear()
+            self._elsewhere.clear()
+        self.settings = settings
+        if settings.enabled and self._task is None:
+            try:
+                self._task = asyncio.get_running_loop().create_task(self._run())
+            except RuntimeError:
+                return  # no loop yet: started when the daemon serves (see Daemon.attach)
+        elif not settings.enabled and self._task is not None:
+            self.stop()
+        self._wake.set()
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.settings.model_dump(mode="json", exclude={"intervalSeconds"}), "mirrors": len(self.mirrors)}
+
+    # --- the loop ---------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.round()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bad file must not end following
+                log.exception("following: a round failed; the next one tries again")
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.settings.intervalSeconds)
+            except TimeoutError:
+                pass
+
+    async def round(self) -> None:
+        """One look at every transcript, and every change written into its mirror."""
+        settings, workspaces = self.settings, self._wanted_workspaces()
+        changes = await asyncio.to_thread(self._look, settings, workspaces)
+        for change in changes:
+            await self._write(change)
+
+    def _wanted_workspaces(self) -> set[str] | None:
+        """The workspaces whose transcripts are followed; None for every one."""
+        if self.settings.allWorkspaces:
+            return None
+        wanted: set[str] = set()
+        for connection in self.daemon.connections:
+            if connection.watches_all_workspaces:
+                return None
+            wanted |= connection.watched_workspaces | {connection.default_workspace}
+        return wanted
+
+    # --- in the worker thread ---------------------------------------------------------
+
+    def _look(self, settings: FollowSettings, workspaces: set[str] | None) -> list[Change]:
+        changes = []
+        for agent in settings.agents:
+            root = root_of(agent, settings.roots)
+            scan = self._scans.setdefault(agent, TranscriptScan(agent, root))
+            for path, stamp in scan.scan().items():
+                mirror = self.mirrors.get(path) or self._start(agent, path, stamp, workspaces)
+                if mirror is None:
+                    continue
+                try:
+                    change = mirror.catch_up(stamp)
+                except OSError as error:
+                    log.warning("following %s: %s", path, error.strerror)
+                    continue
+                if change is not None:
+                    changes.append(change)
+        return changes
+
+    def _start(self, agent: Any, path: str, stamp: FileStamp, workspaces: set[str] | None) -> Mirror | None:
+        """A mirror for a transcript seen for the first time (or changed since it was left
+        aside), when its working directory is one followed."""
+        seen = self._elsewhere.get(path)
+        workspace = seen[1] if seen is not None else None
+        if workspace is None and (seen is None or seen[0] != stamp):
+            workspace = peek_workspace(agent, path)
+        self._elsewhere[path] = (stamp, workspace)
+        if workspace is None or not _followed(workspace, workspaces):
+            return None
+        del self._elsewhere[path]
+        mirror = Mirror(agent, path, workspace, self.state_dir)
+        self.mirrors[path] = mirror
+        return mirror
+
+    # --- on the event loop ------------------------------------------------------------
+
+    async def _write(self, change: Change) -> None:
+        mirror = change.mirror
+        sessions = self.daemon.sessions
+        if change.reset:
+            log.info("following %s: the file was rewritten; importing it again", mirror.path)
+            sessions.drop(mirror.session_id)
+        created = False
+        try:
+            await sessions.load(mirror.session_id)
+            session = sessions.get(mirror.session_id)
+        except SessionNotFound:
+            source = MirrorSource(agent=mirror.agent, path=mirror.path)
+            session = sessions.create_mirror(mirror.session_id, mirror.workspace, source)
+            created = True
+        fresh = [entry for entry in change.entries if entry.id not in session.tree.entries]
+        leaf_before = session.leaf_id
+        compactions = session.mirror(fresh, change.leaf_id)
+        mirror.written()
+        for compaction in compactions:
+            announce_compaction(session, compaction)
+        if created:
+            session.announce("open")
+        elif fresh or session.leaf_id != leaf_before:
+            session.announce("compaction" if compactions else "append")
+
+
+def _followed(workspace: str, workspaces: set[str] | None) -> bool:
+    if workspaces is None:
+        return True
+    return any(workspace == wanted or workspace.startswith(wanted.rstrip("/") + "/") for wanted in workspaces)
+
+
+def announce_compaction(session: LiveSession, compaction: CompactionEntry) -> None:
+    """The agent's own compaction, reported as contextd reports its own (reason `agent`)."""
+    compaction_id = secrets.token_hex(6)
+    common = {"sessionId": session.session_id, "compactionId": compaction_id, "reason": AGENT_COMPACTION}
+    session.events.compaction_started({**common, "tokensBefore": compaction.tokensBefore})
+    session.events.compaction_finished(
+        {
+            **common,
+            "outcome": "compacted",
+            "tokensBefore": compaction.tokensBefore,
+            "tokensAfter": compaction.tokensAfter,
+            "entryId": compaction.id,
+            "willRetry": False,
+        }
+    )

@@ -1,0 +1,189 @@
+"""Following, end to end: real transcripts from the corpus are written line by line under a
+temporary HOME while a real daemon follows them, and a client sees their mirrors."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from contextd.importers import STREAMING_IMPORTERS
+from contextd.importers.feed import LineFeed
+from contextd.model import AssistantMessage, CompactionEntry, MessageEntry
+from contextd_client import ContextdClient
+from contextd_client.rpc import ContextdError
+
+REAL = Path(__file__).parents[1] / "fixtures" / "real"
+READ_ONLY_MIRROR = -32008
+WAIT = 60.0
+
+TRANSCRIPTS = {
+    # agent: (corpus file, where the agent keeps it under HOME)
+    "claude-code": ("claude-code-atlas-sonnet45.jsonl.gz", ".claude/projects/-work-atlas/7d1c.jsonl"),
+    "codex": ("codex-knearme-compacted.jsonl.gz", ".codex/sessions/2025/10/05/rollout-2025-10-05T10-00-00-abc.jsonl"),
+    "pi": ("pi-coffee-model-switches.jsonl.gz", ".pi/agent/sessions/--work-coffee--/2025-10-05_abc.jsonl"),
+}
+
+
+def corpus_lines(name: str) -> list[bytes]:
+    return gzip.decompress((REAL / name).read_bytes()).splitlines(keepends=True)
+
+
+def expected_after(agent: str, lines: list[bytes]) -> tuple[list[Any], str | None]:
+    """What a mirror of these lines holds: the importer's settled entries, and its leaf."""
+    importer = STREAMING_IMPORTERS[agent]()
+    LineFeed(importer).feed(b"".join(lines))
+    return importer.settled_entries(), importer.leaf_id
+
+
+def daemon_settings(**follow: Any) -> dict[str, Any]:
+    return {"follow": {"enabled": True, "allWorkspaces": True, "intervalSeconds": 0.1, **follow}}
+
+
+async def spawn(home: Path, data_dir: Path, **follow: Any) -> ContextdClient:
+    return await ContextdClient.spawn(
+        data_dir=data_dir, settings=daemon_settings(**follow), env={**os.environ, "HOME": str(home)}, shared=False
+    )
+
+
+async def wait_for_mirror(client: ContextdClient, session_id: str, entries: list[Any]) -> dict[str, Any]:
+    """The mirror's tree once it holds every entry expected."""
+    wanted = {entry.id for entry in entries}
+    async with asyncio.timeout(WAIT):
+        while True:
+            try:
+                tree = await client.tree(session_id)
+            except ContextdError:
+                tree = {"nodes": []}
+            if wanted <= {node["id"] for node in tree["nodes"]}:
+                return tree
+            await asyncio.sleep(0.05)
+
+
+async def mirror_id(client: ContextdClient, path: Path) -> str:
+    async with asyncio.timeout(WAIT):
+        while True:
+            listed = await client.session_list()
+            for row in listed["sessions"]:
+                if row.get("source", {}).get("path") == str(path):
+                    return row["sessionId"]
+            await asyncio.sleep(0.05)
+
+
+def append_lines(path: Path, lines: list[bytes]) -> None:
+    with open(path, "ab") as handle:
+        for line in lines:
+            handle.write(line)
+            handle.flush()
+
+
+@pytest.mark.parametrize("agent", sorted(TRANSCRIPTS))
+async def test_a_transcript_written_line_by_line_is_mirrored_with_its_usage_and_compactions(
+    tmp_path: Path, agent: str
+) -> None:
+    name, relative = TRANSCRIPTS[agent]
+    lines = corpus_lines(name)
+    path = tmp_path / "home" / relative
+    path.parent.mkdir(parents=True)
+    path.touch()
+    data_dir = tmp_path / "data"
+    compacted_at = [n for n, line in enumerate(lines) if b'"compact_boundary"' in line or b'"type":"compacted"' in line]
+    half = max(compacted_at[0] + 40, len(lines) // 2) if compacted_at else len(lines) // 2
+    async with await spawn(tmp_path / "home", data_dir) as client:
+        events = client.notifications("contextd/compactionStarted", "contextd/compactionFinished", "contextd/tokenUsage")
+        append_lines(path, lines[:20])
+        session_id = await mirror_id(client, path)
+        listed = {row["sessionId"]: row for row in (await client.session_list())["sessions"]}
+        assert listed[session_id]["source"] == {"agent": agent, "path": str(path)}
+        await client.session_open(session_id=session_id)  # from now on its notifications come here
+        written = 20
+        checkpoints = 0
+        while written < half:
+            step = lines[written : written + 7]
+            append_lines(path, step)
+            written += len(step)
+            settled, leaf = expected_after(agent, lines[:written])
+            tree = await wait_for_mirror(client, session_id, settled)
+            last = settled[-1] if settled else None
+            if (
+                tree["leafId"] == leaf == getattr(last, "id", None)
+                and isinstance(last, MessageEntry)
+                and isinstance(last.message, AssistantMessage)
+                and last.message.usage is not None
+                and not last.message.failed
+                and last.message.usage.context_tokens > 0
+            ):
+                state = await client.state(session_id)
+                # An answer at the leaf: the figure is what the agent reported for it.
+                assert state["usage"]["tokens"] == last.message.usage.context_tokens
+                assert state["usage"]["source"] == "usage"
+                checkpoints += 1
+        assert checkpoints >= 3
+
+        with pytest.raises(ContextdError) as refused:
+            await client.append(session_id, [{"role": "user", "content": "hello"}])
+        assert refused.value.code == READ_ONLY_MIRROR and refused.value.data == {"sessionId": session_id}
+
+    # A restart in the middle: lines written while no daemon ran are read, none twice.
+    append_lines(path, lines[written:])
+    settled, leaf = expected_after(agent, lines)
+    async with await spawn(tmp_path / "home", data_dir) as client:
+        tree = await wait_for_mirror(client, session_id, settled)
+        ids = [node["id"] for node in tree["nodes"]]
+        assert len(ids) == len(set(ids))
+        assert {entry.id for entry in settled} == {i for i in ids}
+        assert tree["leafId"] == leaf
+
+        compactions = [entry for entry in settled if isinstance(entry, CompactionEntry)]
+        if compactions:
+            types = {node["id"]: node["type"] for node in tree["nodes"]}
+            assert all(types[entry.id] == "compaction" for entry in compactions)
+
+        preview = await client.compact(session_id, dry_run=True)
+        assert preview["tokensAfter"] < preview["tokensBefore"]
+        handed = await client.handoff(session_id, goal="Carry on")
+        fresh = await client.state(handed["sessionId"])
+        assert fresh["entries"] >= 1
+        listed = {row["sessionId"]: row for row in (await client.session_list())["sessions"]}
+        assert "source" not in listed[handed["sessionId"]]  # a normal session, writable
+        await client.append(handed["sessionId"], [{"role": "user", "content": "Go on."}])
+
+    events.close()
+    seen = events.drain()
+    if agent != "pi":  # the pi file has no compaction; Claude Code's and Codex's do
+        started = [n.params for n in seen if n.method == "contextd/compactionStarted" and n.params["sessionId"] == session_id]
+        finished = [n.params for n in seen if n.method == "contextd/compactionFinished" and n.params["sessionId"] == session_id]
+        in_first_half = [e for e in expected_after(agent, lines[:written])[0] if isinstance(e, CompactionEntry)]
+        assert len(started) == len(finished) == len(in_first_half) >= 1
+        assert {f["reason"] for f in finished} == {"agent"}
+        assert [f["entryId"] for f in finished] == [e.id for e in in_first_half]
+        assert [f["tokensAfter"] for f in finished] == [e.tokensAfter for e in in_first_half]
+
+
+async def test_a_truncated_transcript_is_imported_again_once(tmp_path: Path) -> None:
+    name, relative = TRANSCRIPTS["pi"]
+    lines = corpus_lines(name)
+    path = tmp_path / "home" / relative
+    path.parent.mkdir(parents=True)
+    append_lines(path, lines)
+    async with await spawn(tmp_path / "home", tmp_path / "data") as client:
+        session_id = await mirror_id(client, path)
+        await wait_for_mirror(client, session_id, expected_after("pi", lines)[0])
+        path.write_bytes(b"".join(lines[:30]))  # rewritten shorter
+        settled, leaf = expected_after("pi", lines[:30])
+        async with asyncio.timeout(WAIT):
+            while True:
+                tree = await client.tree(session_id)
+                if len(tree["nodes"]) == len(settled):
+                    break
+                await asyncio.sleep(0.05)
+        assert [node["id"] for node in tree["nodes"]] == [entry.id for entry in settled]
+        assert tree["leafId"] == leaf
+        append_lines(path, lines[30:40])
+        settled, _ = expected_after("pi", lines[:40])
+        tree = await wait_for_mirror(client, session_id, settled)
+        assert [node["id"] for node in tree["nodes"]] == [entry.id for entry in settled]
