@@ -2,8 +2,8 @@
  * The palette commands, as functions of a small context: the editor's UI, the
  * sessions and the settings. Each reports its own failure with the daemon's words.
  */
-import { agentName, describePreview, formatCount, formatPercent, formatTokens, sessionTitle, shortId, timeAgo } from "./format";
-import { ErrorCode, SessionSummary, TreeNode } from "./protocol";
+import { agentName, describePreview, formatCount, formatTokens, sessionPickRow, sessionTitle } from "./format";
+import { ErrorCode, TreeNode } from "./protocol";
 import { errorCode, errorText } from "./rpc";
 import type { ContextdSessions } from "./sessions";
 import { treeRows } from "./treeItems";
@@ -253,7 +253,13 @@ export async function switchSession(ctx: CommandContext): Promise<string | undef
     const { sessions } = await ctx.sessions.list();
     const now = Date.now();
     const choice = await ctx.ui.pick<string | typeof NEW_SESSION>(
-      [{ label: "$(add) New session", value: NEW_SESSION }, ...sessions.map((s) => ({ ...sessionRow(ctx, s, now), value: s.sessionId }))],
+      [
+        { label: "$(add) New session", value: NEW_SESSION },
+        ...sessions.map((s) => ({
+          ...sessionPickRow(s, { current: ctx.sessions.current, usage: ctx.sessions.status.get(s.sessionId)?.usage, now }),
+          value: s.sessionId,
+        })),
+      ],
       {
         title: "contextd: Switch Session",
         placeholder: "Session to show and act on: this workspace's, whoever drives them",
@@ -276,32 +282,6 @@ export async function switchSession(ctx: CommandContext): Promise<string | undef
   return chosen;
 }
 
-/**
- * A session's row in the picker: a mirror says whose it is ("Claude Code · fix tests"); the
- * share of the window shows when this window has heard the session's figure.
- */
-export function sessionRow(
-  ctx: Pick<CommandContext, "sessions">,
-  session: SessionSummary,
-  now: number,
-): { label: string; description: string } {
-  const icon = session.sessionId === ctx.sessions.current ? "$(check) " : session.source ? "$(eye) " : "";
-  const name = session.name || shortId(session.sessionId);
-  const usage = ctx.sessions.status.get(session.sessionId)?.usage;
-  const description = [
-    usage ? formatPercent(usage.percent) : "",
-    `${formatTokens(usage?.tokens ?? session.tokens)} tokens`,
-    `${session.entries} entries`,
-    timeAgo(now - Date.parse(session.updatedAt)),
-    session.source ? "read-only mirror" : "",
-  ];
-  return {
-    label: `${icon}${session.source ? `${agentName(session.source)} · ${name}` : name}`,
-    description: description.filter(Boolean).join(" · "),
-  };
-}
-
-/** `writes`: the action changes the session, which a read-only mirror refuses. */
 const ACTIONS: Array<{ label: string; run: Command; writes?: boolean }> = [
   { label: "$(fold) Compact Now", run: compactNow, writes: true },
   { label: "$(eye) Compact Preview", run: compactPreview },

@@ -1,6 +1,6 @@
 /** How a session's status reads in the status bar and its tooltip. Pure functions. */
 import type { ConnectionState } from "./daemonConnection";
-import type { CompactPreview, SessionSource, TokenUsage, TreeNode } from "./protocol";
+import type { CompactPreview, SessionSource, SessionSummary, TokenUsage, TreeNode } from "./protocol";
 import type { CompactionResult, SessionStatus } from "./statusModel";
 
 export type Level = "normal" | "warning" | "error";
@@ -170,6 +170,29 @@ export function compactionOutcomeText(result: Omit<CompactionResult, "finishedAt
     case "promoted":
       return `moved to the larger model ${result.model ?? "(unknown)"} instead of compacting`;
   }
+}
+
+/**
+ * A session's row in the session picker: a mirror says whose it is ("Claude Code · fix
+ * tests"); the share of the window shows when the window has heard the session's figure
+ * (`usage`), the listing's token count otherwise.
+ */
+export function sessionPickRow(
+  session: SessionSummary,
+  known: { current?: string; usage?: TokenUsage; now: number },
+): { label: string; description: string } {
+  const icon = session.sessionId === known.current ? "$(check) " : session.source ? "$(eye) " : "";
+  const description = [
+    known.usage ? formatPercent(known.usage.percent) : "",
+    `${formatTokens(known.usage?.tokens ?? session.tokens)} tokens`,
+    `${session.entries} entries`,
+    timeAgo(known.now - Date.parse(session.updatedAt)),
+    session.source ? "read-only mirror" : "",
+  ];
+  return {
+    label: `${icon}${sessionTitle({ sessionId: session.sessionId, name: session.name ?? undefined, source: session.source ?? undefined })}`,
+    description: description.filter(Boolean).join(" · "),
+  };
 }
 
 /** Text from a session (a summary line) shown as itself in a Markdown tooltip. */

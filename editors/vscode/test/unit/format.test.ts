@@ -4,6 +4,7 @@ import {
   describeCompaction,
   describePreview,
   escapeMarkdown,
+  sessionPickRow,
   formatTokens,
   statusLevel,
   statusText,
@@ -158,6 +159,22 @@ describe("mirrors", () => {
     expect(sessionTitle({ sessionId: "0123456789abcdef", name: "fix tests", source })).toBe("Claude Code · fix tests");
     expect(sessionTitle({ sessionId: "0123456789abcdef", source: { agent: "codex", path: "/r.jsonl" } })).toBe("Codex · …89abcdef");
     expect(agentName({ agent: "some-new-agent" })).toBe("some-new-agent");
+  });
+
+  it("are listed in the session picker with their agent's name, share of the window and read-only mark", () => {
+    const now = Date.parse("2026-11-23T12:10:00Z");
+    const row = (source?: { agent: string; path: string }) => ({
+      sessionId: "0123456789abcdef", name: "fix tests", workspace: "/w", entries: 40, tokens: 120_000, updatedAt: "2026-11-23T12:07:00Z", source,
+    });
+    const mirror = row({ agent: "claude-code", path: "/p.jsonl" });
+    expect(sessionPickRow(mirror, { usage: usage(124_000), now })).toEqual({
+      label: "$(eye) Claude Code · fix tests",
+      description: "62% · 124k tokens · 40 entries · 3 min ago · read-only mirror",
+    });
+    expect(sessionPickRow(row(), { current: "0123456789abcdef", now })).toEqual({
+      label: "$(check) fix tests",
+      description: "120k tokens · 40 entries · 3 min ago",
+    });
   });
 
   it("show a summary line as text in the Markdown tooltip", () => {
