@@ -30,7 +30,8 @@ export class CompactionProgress implements Disposable {
 
   private update(status: SessionStatus): void {
     const shown = this.shown.get(status.sessionId);
-    if (status.compacting && !shown) this.show(status);
+    // A mirror's compactions are its agent's own, reported once done: nothing to wait for or cancel.
+    if (status.compacting && !shown && !status.source) this.show(status);
     else if (status.compacting && shown) {
       shown.requested ||= status.compacting.requested;
       shown.report({ message: status.compacting.message, percentage: status.compacting.percentage });

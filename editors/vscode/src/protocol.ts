@@ -48,8 +48,11 @@ export const ErrorCode = {
 
 export type ContextFormat = "neutral" | "anthropic" | "openai";
 export type UsageSource = "usage" | "counted" | "estimated";
-/** Why a summarizing job runs; a hand-off reports its job with these events too. */
-export type CompactionReason = "manual" | "threshold" | "overflow" | "incomplete" | "idle" | "handoff";
+/**
+ * Why a summarizing job runs; a hand-off and a branch summary report their jobs with these
+ * events too, and a mirror its agent's own compactions (`agent`).
+ */
+export type CompactionReason = "manual" | "threshold" | "overflow" | "incomplete" | "idle" | "handoff" | "branch" | "agent";
 /** `promoted`: no summary; the session moved to a larger model (compaction.promotion). */
 export type CompactionOutcome = "compacted" | "failed" | "aborted" | "cancelled" | "promoted";
 

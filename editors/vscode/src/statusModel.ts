@@ -82,16 +82,18 @@ export class StatusModel {
   }
 
   /**
-   * A change of a session of the watched workspace, whoever made it. Only a session being
-   * opened (resumed, or reopened after a restart) is no change worth showing.
+   * A change of a session of the watched workspace, whoever made it. A session being opened
+   * (created empty, resumed, reopened after a restart) is no change worth showing; a mirror
+   * opens when the daemon first finds its transcript, with what the agent wrote so far.
    */
   applyActivity(activity: WorkspaceActivity, now: number = Date.now()): void {
+    const changed = activity.cause !== "open" || Boolean(activity.source);
     this.update(activity.sessionId, (s) => ({
       ...s,
       name: activity.name ?? s.name,
       source: activity.source ?? s.source,
       usage: activity.usage,
-      changedAt: activity.cause === "open" ? s.changedAt : Math.max(now, this.lastChange + 1),
+      changedAt: changed ? Math.max(now, this.lastChange + 1) : s.changedAt,
     }));
   }
 

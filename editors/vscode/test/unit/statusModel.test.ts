@@ -106,14 +106,23 @@ describe("the session that changed last", () => {
     expect(model.latest()?.sessionId).toBe("a");
   });
 
-  it("takes name, figure and mirror source from activity; an open is no change", () => {
+  it("takes name and figure from activity; a session opened is no change, until it is appended to", () => {
+    const model = new StatusModel();
+    model.applyActivity(activity("s", "open", { name: "nightly" }), 10);
+    expect(model.get("s")).toMatchObject({ name: "nightly", usage: { sessionId: "s", tokens: 1000 } });
+    expect(model.latest()).toBeUndefined();
+    model.applyActivity(activity("s", "append"), 20);
+    expect(model.get("s")).toMatchObject({ name: "nightly", changedAt: 20 });
+    expect(model.latest()?.sessionId).toBe("s");
+  });
+
+  it("shows a mirror as soon as the daemon finds its transcript, and keeps its source", () => {
     const model = new StatusModel();
     const source = { agent: "codex", path: "/home/me/.codex/sessions/r.jsonl" };
+    model.touch("mine", 5);
     model.applyActivity(activity("m", "open", { name: "rollout", source }), 10);
-    expect(model.get("m")).toMatchObject({ name: "rollout", source, usage: { sessionId: "m", tokens: 1000 } });
-    expect(model.latest()).toBeUndefined();
+    expect(model.latest()).toMatchObject({ sessionId: "m", source, name: "rollout" });
     model.applyActivity(activity("m", "append"), 20);
-    expect(model.get("m")).toMatchObject({ name: "rollout", source, changedAt: 20 });
-    expect(model.latest()?.sessionId).toBe("m");
+    expect(model.get("m")?.source).toEqual(source);
   });
 });
