@@ -148,6 +148,12 @@ async def test_an_overflow_during_a_compaction_rides_on_it_without_promoting(mak
         assert finished["outcome"] == "compacted" and finished["willRetry"] is True
         assert len(daemon.received("contextd/compactionFinished")) == 1  # no promotion beside it
         assert (await daemon.request("contextd/session/state", {"sessionId": session}))["model"] == SONNET
+
+        # The retry after that compaction fails too: rather than giving up, the session is promoted.
+        await fail(daemon, session, FAILURES[0].values[0], text="retried")
+        promoted = await daemon.wait_for("contextd/compactionFinished", sessionId=session, outcome="promoted")
+        assert promoted["willRetry"] is True and promoted["model"] == SONNET_1M
+        assert not daemon.received("contextd/compactionFinished", outcome="failed")
     finally:
         provider.stop()
 
