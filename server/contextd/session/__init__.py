@@ -2,7 +2,7 @@
 
 - `state.py`       the live state of a session: tree, context path, model, token figure, appends
 - `jobs.py`        the running job: compaction, handoff, abort
-- `triggers.py`    automatic compaction: threshold, overflow, incomplete answer
+- `triggers.py`    automatic compaction: threshold, overflow, incomplete answer, promotion
 - `idle.py`        the idle timer
 - `navigation.py`  the tree view, labels, navigate with a branch summary, fork history
 - `live.py`        `LiveSession`, all of the above put together

@@ -1,4 +1,5 @@
-"""The automatic triggers: the threshold, a context overflow and a truncated answer."""
+"""The automatic triggers: the threshold, a context overflow and a truncated answer (which
+try a promotion to a larger model before compacting)."""
 
 from __future__ import annotations
 
