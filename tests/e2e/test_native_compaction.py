@@ -16,7 +16,7 @@ import pytest_asyncio
 from contextd.compaction.context import COMPACTION_PREAMBLE
 from contextd_client import ContextdClient
 
-from tests.factories import coding_turn
+from tests.factories import assistant, coding_turn, result, user
 from tests.summarizers.fake_provider import (
     OPENAI_COMPACT_PATH,
     FakeProvider,
@@ -97,6 +97,16 @@ async def start(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     yield begin
     for run in runs:
         await run.client.close()
+
+
+def long_turn_steps(steps: range) -> list[dict[str, Any]]:
+    """Steps of one long turn: a read and its output each, with no new user message."""
+    messages: list[dict[str, Any]] = []
+    for step in steps:
+        body = " ".join(f"step{step}_{n} = load({n})" for n in range(200))
+        call = (f"s{step}", "read", {"path": f"lib/part_{step}.py"})
+        messages += [assistant(f"Reading part {step}.", calls=[call]), result(f"s{step}", "read", body)]
+    return messages
 
 
 def compaction_lines(path: Path) -> list[dict[str, Any]]:
@@ -187,3 +197,58 @@ async def test_a_failed_native_compaction_falls_back(start, provider, name, fail
     assert finished[-1]["outcome"] == "compacted"
     assert name in run.log.read_text(), "the native failure is logged before the fallback"
     assert SECRET not in run.everything_shown(compacted) + path.read_text()
+
+
+async def test_openai_native_replays_a_split_turn_after_its_item(start, provider) -> None:
+    """A compaction inside one long turn: the item covers the history before the turn, and
+    the turn's beginning (summarized offline) follows it, then the kept rest of the turn."""
+    provider.default = Reply.with_summary("history")
+    run = await start(settings_for("openai-native", provider))
+    session, _ = await run.session_with_history(range(4))
+    await run.client.append(session, [user("Refactor every part under lib/."), *long_turn_steps(range(8))])
+
+    first = await run.client.compact(session)
+
+    assert "## Turn context (split turn)" in first["summary"]
+    openai_view = (await run.client.context(session, "openai"))["messages"]
+    assert openai_view[0] == {"type": "compaction", "id": "cmp_fake_0001", "encrypted_content": fake_encrypted("history")}
+    assert openai_view[1]["role"] == "user"
+    assert openai_view[1]["content"].startswith("## Turn context (split turn)")
+    assert "Refactor every part under lib/." in openai_view[1]["content"]
+    assert "<read-files>" not in openai_view[1]["content"]
+    assert openai_view[2]["role"] == "assistant", "then the kept part of the turn"
+
+
+async def test_a_compaction_of_the_turn_alone_keeps_the_previous_item(start, provider) -> None:
+    """The first compaction keeps a whole turn; the turn then grows, and the next compaction
+    has only that turn's beginning to summarize (offline, no API call): the history's item
+    still stands for what came before it."""
+    provider.default = Reply.with_summary("history")
+    run = await start(settings_for("openai-native", provider))
+    session, path = await run.session_with_history(range(3))
+    huge = " ".join(f"value_{n}" for n in range(1500))  # alone more than keepRecentTokens
+    await run.client.append(
+        session,
+        [
+            user("Prepare."),
+            assistant(calls=[("p", "read", {"path": "big.txt"})]),
+            result("p", "read", huge),
+            user("Refactor every part under lib/."),
+            assistant("Starting."),
+        ],
+    )
+    first = await run.client.compact(session)
+    assert "## Turn context (split turn)" not in first["summary"], "kept from the turn's user message"
+    await run.client.append(session, long_turn_steps(range(8)))
+    calls = len(provider.requests)
+
+    second = await run.client.compact(session)
+
+    assert "## Turn context (split turn)" in second["summary"]
+    assert len(provider.requests) == calls, "the turn's beginning is summarized offline"
+    assert second["summarizer"]["provider"] == "openai-native"
+    item = {"type": "compaction", "id": "cmp_fake_0001", "encrypted_content": fake_encrypted("history")}
+    assert [line.get("preserveData") for line in compaction_lines(path)] == [{"openaiItem": item}] * 2
+    openai_view = (await run.client.context(session, "openai"))["messages"]
+    assert openai_view[0] == item
+    assert openai_view[1]["content"].startswith("## Turn context (split turn)")
