@@ -6,7 +6,10 @@ import { defaultSettings } from "../support/daemon";
 
 const properties = manifest.contributes.configuration.properties as Record<string, { default?: unknown }>;
 
-/** The defaults protocol.md documents, as dotted names (models is one object-valued setting). */
+/** Settings whose value is an object of the user's keys, not a group of settings. */
+const OBJECT_SETTINGS = new Set(["models", "follow.roots"]);
+
+/** The defaults protocol.md documents, as dotted names (object-valued settings whole). */
 function documentedDefaults(): Map<string, unknown> {
   const protocol = readFileSync(new URL("../../../../protocol.md", import.meta.url), "utf8");
   const section = protocol.slice(protocol.indexOf("## Settings"));
@@ -15,7 +18,7 @@ function documentedDefaults(): Map<string, unknown> {
   const walk = (value: Record<string, unknown>, prefix: string) => {
     for (const [key, item] of Object.entries(value)) {
       const name = `${prefix}${key}`;
-      if (item && typeof item === "object" && !Array.isArray(item) && name !== "models") walk(item as Record<string, unknown>, `${name}.`);
+      if (item && typeof item === "object" && !Array.isArray(item) && !OBJECT_SETTINGS.has(name)) walk(item as Record<string, unknown>, `${name}.`);
       else flat.set(name, item);
     }
   };
