@@ -209,6 +209,20 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
         epilog="examples:\n  contextd status\n  contextd status --json\n",
     )
 
+    follow = add_command(
+        "follow", "follow the Claude Code, Codex and pi sessions of this workspace as they run",
+        description=(
+            "Turn following on in the shared daemon (for every client of it: see protocol.md, "
+            "contextd/follow) and print one line per change of a mirrored agent session of the "
+            "current directory's workspace (every workspace with --all): the agent, the session, "
+            "tokens/window, percent and the compactions the agent made. Runs until interrupted "
+            "(Ctrl-C: exit 130); following stays on in the daemon."
+        ),
+        epilog="examples:\n  contextd follow\n  contextd follow --all --json\n",
+    )
+    follow.add_argument("--all", action="store_true", help="follow the agents' sessions of every workspace")
+    follow.add_argument("--workspace", help="the workspace to follow (default: the current directory)")
+
     watch = add_command(
         "watch", "print the daemon's notifications as they come",
         description=(
@@ -610,6 +624,36 @@ async def run_watch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def run_follow(args: argparse.Namespace) -> int:
+    """Enable following, watch the workspace, print each mirror's changes until interrupted."""
+    if args.all and args.workspace:
+        raise UsageError("give either --workspace or --all, not both")
+    workspace = str(Path(args.workspace or os.getcwd()).resolve())
+    async with await connect(args, load_settings(args)) as client:
+        changes = client.notifications("contextd/workspace/activity")
+        await client.follow(enabled=True)
+        if args.all:
+            listed = await client.watch_workspace(all_workspaces=True)
+        else:
+            listed = await client.watch_workspace(workspace)
+        for row in listed["sessions"]:
+            if row.get("source"):
+                await show_mirror(client, args, (await client.state(row["sessionId"])) | {"source": row["source"]})
+        async for notification in changes:
+            if notification.params.get("source"):
+                await show_mirror(client, args, notification.params)
+    return EXIT_OK
+
+
+async def show_mirror(client: ContextdClient, args: argparse.Namespace, activity: dict[str, Any]) -> None:
+    """One line for a mirrored session as it is now."""
+    compactions = (await client.stats(activity["sessionId"]))["compactions"]["count"]
+    if args.json:
+        print(json.dumps({**activity, "compactions": compactions}, ensure_ascii=False), flush=True)
+    else:
+        print(render.follow_line(activity, compactions, datetime.now()), flush=True)
+
+
 async def run_demo(args: argparse.Namespace) -> int:
     from contextd_client.demo import run_demo as demo
 
@@ -626,6 +670,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = 
     "compact": run_compact,
     "handoff": run_handoff,
     "watch": run_watch,
+    "follow": run_follow,
     "status": run_status,
 }
 

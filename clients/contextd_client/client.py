@@ -482,6 +482,20 @@ class ContextdClient:
         )
         return cast(t.ListResult, await self.request("contextd/workspace/watch", params))
 
+    async def follow(
+        self,
+        *,
+        enabled: bool | None = None,
+        agents: list[str] | None = None,
+        roots: dict[str, str] | None = None,
+        all_workspaces: bool | None = None,
+    ) -> dict[str, Any]:
+        """contextd/follow: turn following of other agents' transcripts on or off for the
+        whole daemon, or change what it follows; with no argument only reads the settings.
+        The result holds the settings in force and `mirrors`, the transcripts followed."""
+        params = _params(enabled=enabled, agents=agents, roots=roots, allWorkspaces=all_workspaces)
+        return cast(dict[str, Any], await self.request("contextd/follow", params))
+
     async def unwatch_workspace(
         self, workspace: str | Path | None = None, *, all_workspaces: bool = False
     ) -> None:

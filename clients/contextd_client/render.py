@@ -106,6 +106,17 @@ def notification_line(method: str, params: dict[str, Any], at: datetime) -> str:
     return f"{at:%H:%M:%S.%f}"[:-3] + f"  {session}  {name:<20} {detail}"
 
 
+def follow_line(activity: dict[str, Any], compactions: int, at: datetime) -> str:
+    """One line per change of a mirrored session for `contextd follow`: when, which agent,
+    which session, how full its context is, how often the agent compacted it."""
+    usage = activity["usage"]
+    agent = str(activity.get("source", {}).get("agent", ""))
+    session = activity.get("name") or activity["sessionId"]
+    figure = f"{tokens(usage['tokens'])}/{tokens(usage['contextWindow'])}"
+    counted = f"{compactions} compaction" + ("" if compactions == 1 else "s")
+    return f"{at:%H:%M:%S}  {agent:<11}  {session}  {figure}  {usage['percent']:.1f}%  {counted}"
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(header), *(len(row[i]) for row in rows)) for i, header in enumerate(headers)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(headers, widths)).rstrip()]
