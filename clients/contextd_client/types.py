@@ -143,6 +143,8 @@ class CompactPlan(TypedDict):
     tokensAfterMax: int
     """An upper bound: the kept tokens plus the summary's budget."""
     splitTurn: NotRequired[bool]
+    summary: NotRequired[str]
+    """The offline summary the estimate was measured with: a preview of the summary."""
 
 
 class AbortResult(TypedDict):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -143,11 +142,17 @@ async def test_a_transcript_written_line_by_line_is_mirrored_with_its_usage_and_
             types = {node["id"]: node["type"] for node in tree["nodes"]}
             assert all(types[entry.id] == "compaction" for entry in compactions)
 
+        before = await client.tree(session_id)
         preview = await client.compact(session_id, dry_run=True)
         assert preview["tokensAfter"] < preview["tokensBefore"]
+        assert "## Goal" in preview["summary"]  # the offline summary, as a preview
         handed = await client.handoff(session_id, goal="Carry on")
-        fresh = await client.state(handed["sessionId"])
-        assert fresh["entries"] >= 1
+        fresh = await client.context(handed["sessionId"])
+        assert handed["document"] and any(handed["document"] in str(m["content"]) for m in fresh["messages"])
+        assert await client.tree(session_id) == before  # neither wrote to the mirror
+        with pytest.raises(ContextdError) as refused:
+            await client.compact(session_id)
+        assert refused.value.code == READ_ONLY_MIRROR
         listed = {row["sessionId"]: row for row in (await client.session_list())["sessions"]}
         assert "source" not in listed[handed["sessionId"]]  # a normal session, writable
         await client.append(handed["sessionId"], [{"role": "user", "content": "Go on."}])

@@ -16,6 +16,11 @@ from contextd_client.rpc import ContextdError
 REAL = Path(__file__).parents[1] / "fixtures" / "real"
 
 
+def append(path: Path, data: bytes) -> None:
+    with open(path, "ab") as handle:
+        handle.write(data)
+
+
 async def test_following_is_off_by_default_and_switched_at_run_time(tmp_path: Path) -> None:
     lines = gzip.decompress((REAL / "codex-lotto.jsonl.gz").read_bytes()).splitlines(keepends=True)
     workspace = json.loads(lines[0])["payload"]["cwd"]
@@ -48,8 +53,7 @@ async def test_following_is_off_by_default_and_switched_at_run_time(tmp_path: Pa
         assert (await client.follow())["mirrors"] == 1
 
         assert (await client.follow(enabled=False))["enabled"] is False
-        with open(rollout, "ab") as handle:
-            handle.write(b"".join(lines[200:400]))
+        append(rollout, b"".join(lines[200:400]))
         await asyncio.sleep(1.0)  # ten rounds' worth: none runs while following is off
         assert activity.drain() == []
         await client.follow(enabled=True)

@@ -86,9 +86,12 @@ class CompactionJobs(LiveState):
         `tokensAfter` is an estimate: the context with the summary the offline summarizer
         writes for it (cheap and local), resized to this session's earlier summaries by the
         configured summarizer when there are some. `tokensAfterMax` is the upper bound: the
-        kept part plus the most the summaries may take."""
+        kept part plus the most the summaries may take. `summary` is that offline summary: a
+        preview of what would be kept of the history (for a mirror, what to carry into a
+        fresh agent session)."""
         prepared = self._prepare("manual", instructions)
         prune = plan_prune(self._path, self.entry_tokens, self.settings.pruning)
+        summary = offline_summary(prepared)
         return {
             "firstKeptEntryId": prepared.first_kept_entry_id,
             "summarizeEntryIds": list(prepared.summarize_entry_ids),
@@ -96,14 +99,15 @@ class CompactionJobs(LiveState):
             "pruneEntryIds": list(prune.entry_ids) if prune else [],
             "tokensBefore": prepared.tokens_before,
             "tokensKept": prepared.tokens_kept,
-            "tokensAfter": self._estimate_tokens_after(prepared),
+            "tokensAfter": self._estimate_tokens_after(prepared, summary),
             "tokensAfterMax": prepared.tokens_after,
             "splitTurn": prepared.is_split_turn,
+            "summary": summary,
         }
 
-    def _estimate_tokens_after(self, prepared: CompactionPreparation) -> int:
+    def _estimate_tokens_after(self, prepared: CompactionPreparation, offline: str) -> int:
         provider = self.settings.summarizer.provider
-        draft = self._compaction_draft(prepared, offline_summary(prepared), SummarizerInfo(provider="offline"))
+        draft = self._compaction_draft(prepared, offline, SummarizerInfo(provider="offline"))
         offline_tokens = count_entry(draft, self.model_info.encoding)
         earlier = [
             self.entry_tokens[entry.id]
