@@ -200,6 +200,9 @@ class FileDetails(Strict):
 CompactionReason = Literal["manual", "threshold", "overflow", "incomplete", "idle"]
 
 
+OPENAI_ITEM_INPUT_KEYS = ("type", "id", "encrypted_content")
+
+
 class PreserveData(Strict):
     """What a provider's own compaction returned that only that provider can read, kept with
     the compaction entry and replayed verbatim in that provider's context format.
@@ -209,6 +212,12 @@ class PreserveData(Strict):
 
     openaiItem: dict[str, Any]
     """The Responses API compaction item: `{"type": "compaction", "id", "encrypted_content"}`."""
+
+    @classmethod
+    def of_openai_item(cls, item: dict[str, Any]) -> PreserveData:
+        """From a compaction item as OpenAI answered it (or Codex recorded it), with only the
+        fields the API takes back as input."""
+        return cls(openaiItem={key: item[key] for key in OPENAI_ITEM_INPUT_KEYS if key in item})
 
 
 class CompactionEntry(EntryBase):

@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from contextd.compaction.context import COMPACTION_PREAMBLE
+from contextd.importers import save
 from contextd_client import ContextdClient
 
 from tests.factories import assistant, coding_turn, result, user
+from tests.importers.test_real_corpus import imported, records
 from tests.summarizers.fake_provider import (
     OPENAI_COMPACT_PATH,
     FakeProvider,
@@ -59,6 +61,9 @@ class Run:
         self.log = log
         self.notifications: list[dict[str, Any]] = []
         client.on(None, lambda method, params: self.notifications.append({"method": method, **params}))
+
+    async def open(self, session: str) -> None:
+        await self.client.session_open(session_id=session)
 
     async def session_with_history(self, turns: range = range(8)) -> tuple[str, Path]:
         opened = await self.client.session_open()
@@ -252,3 +257,30 @@ async def test_a_compaction_of_the_turn_alone_keeps_the_previous_item(start, pro
     openai_view = (await run.client.context(session, "openai"))["messages"]
     assert openai_view[0] == item
     assert openai_view[1]["content"].startswith("## Turn context (split turn)")
+
+
+async def test_a_codex_rollouts_own_compaction_is_replayed_and_built_on(start, provider, tmp_path) -> None:
+    """A real Codex rollout: its `compacted` record's encrypted item is kept on the imported
+    compaction, replayed in the openai format, and leads the next openai-native compaction."""
+    name = "codex-knearme-two-compactions.jsonl.gz"
+    [*_, codex_item] = [
+        item
+        for _, raw in records(name)
+        if raw.get("type") == "compacted"
+        for item in raw["payload"]["replacement_history"]
+        if item.get("type") == "compaction"
+    ]
+    session, path = save(imported(name), tmp_path / "data", workspace=str(tmp_path), name=name)
+    provider.default = Reply.with_summary("after codex")
+    run = await start(settings_for("openai-native", provider))
+    await run.open(session)
+
+    openai_view = (await run.client.context(session, "openai"))["messages"]
+    assert openai_view[0] == codex_item
+
+    await run.add_turns(session, range(8))
+    compacted = await run.client.compact(session)
+
+    assert provider.requests[0].body["input"][0] == codex_item
+    assert compacted["summarizer"]["provider"] == "openai-native"
+    assert compaction_lines(path)[-1]["preserveData"]["openaiItem"]["encrypted_content"] == fake_encrypted("after codex")

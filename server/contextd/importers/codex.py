@@ -36,6 +36,7 @@ from contextd.model import (
     CompactionEntry,
     MessageEntry,
     ModelChangeEntry,
+    PreserveData,
     SummarizerInfo,
     Usage,
     utc_now,
@@ -367,8 +368,11 @@ class _Converter:
         self.flush_answer()
         history = payload.get("replacement_history")
         history = [item for item in history if isinstance(item, dict)] if isinstance(history, list) else []
-        encrypted = any(item.get("type") == "compaction" for item in history)
+        compaction_items = [item for item in history if item.get("type") == "compaction"]
+        encrypted = bool(compaction_items)
         summary = str(payload.get("message") or "") or (ENCRYPTED_SUMMARY if encrypted else "")
+        # OpenAI's own state of the compacted conversation: replayed in the openai format.
+        native = compaction_items[-1] if encrypted and compaction_items[-1].get("encrypted_content") else None
         entry = CompactionEntry(
             id=PLACEHOLDER_ID,
             parentId=None,
@@ -379,11 +383,12 @@ class _Converter:
             reason="threshold",
             summarizer=SummarizerInfo(provider=SOURCE),
             timestamp=timestamp or utc_now(),
+            preserveData=PreserveData.of_openai_item(native) if native else None,
         )
         self.builder.add_node(line, f"L{line}", self.builder.leaf_id, entry, enters_context=True)
         if encrypted:
             self.problems.append(
-                Problem(line, "repaired", "Codex's own summary is encrypted; a note stands in for it")
+                Problem(line, "repaired", "Codex's own summary is encrypted; a note stands in for it (the item is kept for the openai format)")
             )
         left_out = Counter(str(item.get("type")) for item in history if item.get("type") not in ("message", "compaction"))
         for kind, count in sorted(left_out.items()):

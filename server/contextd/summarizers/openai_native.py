@@ -26,8 +26,6 @@ from contextd.summarizers.offline import OfflineSummarizer
 from contextd.summarizers.openai import OpenAISummarizer
 
 DEFAULT_MODEL = "gpt-5.5"
-REPLAYED_ITEM_KEYS = ("type", "id", "encrypted_content")
-"""What the API takes back as an input item; other fields of the output item are dropped."""
 
 
 class OpenAINativeSummarizer(OpenAISummarizer):
@@ -49,7 +47,7 @@ class OpenAINativeSummarizer(OpenAISummarizer):
                 )
         item = _compaction_item(compacted)
         text = await self._readable.summarize(request)
-        return PreservedSummary(text, PreserveData(openaiItem=item))
+        return PreservedSummary(text, PreserveData.of_openai_item(item))
 
 
 def compact_input(request: SummaryRequest) -> list[dict[str, Any]]:
@@ -71,5 +69,5 @@ def _compaction_item(compacted: Any) -> dict[str, Any]:
     encrypted = getattr(items[-1], "encrypted_content", None) if items else None
     if not isinstance(encrypted, str) or not encrypted:
         raise malformed_reply(OpenAINativeSummarizer.provider, "no compaction item")
-    dumped = items[-1].model_dump(mode="json", exclude_none=True)
-    return {name: dumped[name] for name in REPLAYED_ITEM_KEYS if name in dumped}
+    dumped: dict[str, Any] = items[-1].model_dump(mode="json", exclude_none=True)
+    return dumped
