@@ -8,6 +8,7 @@ shapes those sessions had.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -380,3 +381,58 @@ def test_a_command_the_user_typed_is_quoted_with_its_input() -> None:
         ),
         '- "user story 1"',  # codex-lotto: a prompt that does not name its command
     ]
+
+
+def codex_output(output: str, exit_code: int) -> str:
+    return json.dumps({"output": output, "metadata": {"exit_code": exit_code, "duration_seconds": 1.0}})
+
+
+def test_errors_kept_as_context_say_they_are_history() -> None:
+    # codex-lotto L726-L769: the sandboxed install failed and passed on a retry; the e2e run
+    # failed on __dirname, was fixed, then failed on the dev server's port, still open.
+    summary = summary_of([
+        user("Make `npm run test:e2e` find @playwright/test for the specs outside frontend/."),
+        said("", call("i1", "npm install --save-dev cross-env")),
+        result("i1", codex_output(
+            "npm error code ENOTFOUND\nnpm error network request to https://registry.npmjs.org/cross-env failed, "
+            "reason: getaddrinfo ENOTFOUND registry.npmjs.org\n", 1), error=True),
+        said("", call("i2", "npm install --save-dev cross-env")),
+        result("i2", codex_output("\nadded 4 packages, and audited 524 packages in 1s\n", 0)),
+        said("", call("e1", "npm run test:e2e")),
+        result("e1", codex_output("\n> playwright test -c playwright.config.ts\n\n"
+                                  "ReferenceError: __dirname is not defined in ES module scope\n", 1), error=True),
+        said("", call("e2", "npm run test:e2e")),
+        result("e2", codex_output("[WebServer] Error: listen EPERM: operation not permitted 0.0.0.0:5173\n"
+                                  "Error: Process from config.webServer was not able to start. Exit code: 1\n", 1),
+               error=True),
+    ])
+    body = sections(summary)
+
+    assert "listen EPERM" in body["### Blocked"]
+    # Each old failure is one item (a whole short output is fenced) led by what became of it.
+    items = re.split(r"\n(?=- |```\n)", body["## Critical Context"])
+    [fixed] = [item for item in items if "getaddrinfo ENOTFOUND" in item]
+    [earlier] = [item for item in items if "__dirname is not defined" in item]
+    assert fixed.lstrip("`\n- ").startswith("Fixed later: `npm install --save-dev cross-env` failed:")
+    assert earlier.lstrip("`\n- ").startswith("Failed before its latest run: `npm run test:e2e` failed:")
+
+
+def test_a_failed_patch_is_told_by_its_message_not_by_the_code_it_missed() -> None:
+    # codex-knearme-two-compactions: apply_patch could not find its context lines; the
+    # output goes on with those lines, which are code, not the error.
+    missed = (
+        "apply_patch verification failed: Failed to find expected lines in "
+        "/Users/aaronbaker/knearme-workspace/review-agent-dashboard/src/app/exports/page.tsx:\n"
+        "        <ExportViewer\n          files={serializedFiles.map((f) => ({\n            ...f,\n"
+        "            timestamp: new Date(f.timestamp),\n          }))}\n          initialData={initialData}\n"
+        "        />\n      )}\n        </div>\n      </span>"
+    )
+    summary = summary_of([
+        user("Fix the hydration mismatch on the exports page."),
+        said("", {"id": "p", "name": "apply_patch", "arguments": {"input": "*** Begin Patch\n*** Update File: src/app/exports/page.tsx\n*** End Patch"}}),
+        result("p", missed, error=True, name="apply_patch"),
+    ])
+
+    blocked = sections(summary)["### Blocked"]
+    assert blocked.startswith("- apply_patch verification failed: Failed to find expected lines in")
+    assert "</span>" not in blocked and "</div>" not in blocked

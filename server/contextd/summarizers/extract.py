@@ -490,7 +490,7 @@ def _read_result(
             _record_run(facts, command, "neutral", "")
         return
     subject = _subject(call, result.toolName)
-    texts = _error_texts(text, True, True) if outcome == "failed" else []
+    texts = _error_texts(text, from_command=bool(command)) if outcome == "failed" else []
     if outcome == "failed" and call is not None and call.name in DEFAULT_READ_TOOLS:
         outcome = "ok"  # a read that found no file is an answer, not a blocker
         texts = []
@@ -581,18 +581,19 @@ def _may_report_errors(command: str) -> bool:
     return bool(command) and not CONTENT_COMMAND.match(main_command(command))
 
 
-def _error_texts(text: str, is_error: bool, scan_success: bool) -> list[str]:
-    """The verbatim error of a result: short failures whole, long output by its error lines."""
-    if not is_error and not scan_success:
-        return []
+def _error_texts(text: str, *, from_command: bool) -> list[str]:
+    """The verbatim error of a failed result: a short one whole, a long one by its error
+    lines; without any, a command's last lines (where a shell prints what went wrong) or
+    another tool's first line (its message, before the code it could not match)."""
     if not text:
-        return ["(the tool failed without output)"] if is_error else []
+        return ["(the tool failed without output)"]
     lines = text.splitlines()
-    if is_error and len(lines) <= WHOLE_ERROR_MAX_LINES and len(text) <= WHOLE_ERROR_MAX_CHARS:
+    if len(lines) <= WHOLE_ERROR_MAX_LINES and len(text) <= WHOLE_ERROR_MAX_CHARS:
         return [text]
     found = _error_lines(text)
-    if not found and is_error:
-        found = [line.strip() for line in lines if line.strip()][-3:]
+    if not found:
+        said = [line.strip() for line in lines if line.strip()]
+        found = said[-3:] if from_command else said[:1]
     if len(found) > MAX_ERROR_LINES_PER_RESULT:
         found = found[:2] + found[-(MAX_ERROR_LINES_PER_RESULT - 2):]
     return found

@@ -55,6 +55,9 @@ MAX_ROOT_CAUSES = 6
 MAX_FINDINGS = 40
 RECENT_FINDINGS = 15
 MENTIONED = "Files mentioned: "
+FIXED_LATER = "Fixed later: "
+FAILED_BEFORE = "Failed before its latest run: "
+"""Errors kept as context are labelled as history, so that none reads as an open one."""
 LINKS = "Links: "
 
 # Ranks: what survives when the summary must shrink (the highest goes last).
@@ -247,7 +250,7 @@ def _add_progress(checkpoint: Checkpoint, facts: Facts, earlier: dict[str, list[
     still_blocked, now_resolved = _split(still_blocked, evidence)
     now_resolved = [*fixed_by_runs, *now_resolved]
     checkpoint.add_all(BLOCKED, [*still_blocked, *facts.blocked], ESSENTIAL)
-    checkpoint.add_all(CRITICAL, now_resolved, IMPORTANT)
+    checkpoint.add_all(CRITICAL, _labelled(FIXED_LATER, now_resolved), IMPORTANT)
     still_open, now_done = _split(earlier.get(IN_PROGRESS, []), finished_work)
     # A finished "the test fails" is not an accomplishment: it goes, the fix stays in Done.
     now_done = [item for item in now_done if not PROBLEM_REPORT.search(item)]
@@ -303,8 +306,9 @@ def _add_critical_context(
     recent = len(findings) - RECENT_FINDINGS
     for position, finding in enumerate(findings):
         checkpoint.add(CRITICAL, finding, USEFUL if position >= recent else BACKGROUND)
-    checkpoint.add_all(CRITICAL, facts.resolved_errors, USEFUL)
-    checkpoint.add_all(CRITICAL, facts.superseded_errors, BACKGROUND)
+    checkpoint.add_all(CRITICAL, _labelled(FIXED_LATER, facts.resolved_errors), USEFUL)
+    earlier_failures = [item for item in facts.superseded_errors if item not in facts.blocked]
+    checkpoint.add_all(CRITICAL, _labelled(FAILED_BEFORE, earlier_failures), BACKGROUND)
     checkpoint.add_all(CRITICAL, _focus_sentences(checkpoint, request, facts), IMPORTANT)
     known = {*facts.read_files, *facts.modified_files, *request.files.readFiles,
              *request.files.modifiedFiles, *earlier_files}
@@ -423,6 +427,12 @@ def _matches(terms: set[str], words: set[str]) -> int:
 def _is_fact(text: str) -> bool:
     """Exact strings the next session may need: errors and paths."""
     return bool(ERROR_LINE.search(text) or FILE_PATH.search(text))
+
+
+def _labelled(label: str, items: Iterable[str]) -> list[str]:
+    """History items with their label (a whole error output gets it on its first line, as
+    a command's failure has its command there)."""
+    return [item if item.startswith(label) else label + item for item in items]
 
 
 def _paths_in(texts: Iterable[str]) -> list[str]:
