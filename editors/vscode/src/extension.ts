@@ -24,11 +24,11 @@ import { LaunchOptions, RestartPolicy, remoteSettingsHint, serverCommand, writeD
 import { ConnectionReporter, DaemonConnection } from "./daemonConnection";
 import { HANDOFF_SCHEME } from "./handoffDocuments";
 import { LeveledOutput } from "./logOutput";
-import { DaemonStatus, Method } from "./protocol";
+import { DaemonStatus, FollowResult, Method } from "./protocol";
 import { errorText } from "./rpc";
 import { ContextdSessions } from "./sessions";
 import { SESSION_TREE_VIEW, SessionTreeView } from "./sessionTree";
-import { buildDaemonSettings, configurationChange, DAEMON_WIDE_KEYS, LAUNCH_KEYS, SECTION } from "./settings";
+import { buildDaemonSettings, configurationChange, DAEMON_WIDE_KEYS, followParams, LAUNCH_KEYS, RUNTIME_FOLLOW_KEYS, SECTION } from "./settings";
 import { EntryElement, SessionTreeElement } from "./treeItems";
 import { RESTART_COMMAND, SessionStatusBar, SHOW_ACTIONS_COMMAND } from "./statusBar";
 import { handoffDocuments, vscodeSettings, vscodeUi } from "./vscodeUi";
@@ -63,13 +63,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contex
     vscode.workspace.registerTextDocumentContentProvider(HANDOFF_SCHEME, handoffDocuments),
     ...registerCommands(commandContext, tree, () => daemon.restart()),
     vscode.workspace.onDidChangeConfiguration((event) =>
-      onConfigurationChange(event, daemon, storage).catch((error) => output.error(`applying settings: ${errorText(error)}`)),
+      onConfigurationChange(event, daemon, output, storage).catch((error) => output.error(`applying settings: ${errorText(error)}`)),
     ),
     reopenSessionsAfterRestart(daemon, sessions, output),
     daemon.onDidChangeState((state) => {
       if (state.kind !== "connected") return;
       checkInterpreterSetting(context, output, daemon.daemonVersion);
       logWhichDaemon(daemon, output);
+      // A shared daemon started without following (by the CLI, another editor) follows once this window asks it to.
+      if (isShared() && followParams(currentSettings()).enabled === true) {
+        applyFollowSettings(daemon, output);
+      }
       // Every connection watches anew: the status bar follows whoever drives this workspace's sessions.
       sessions.watchWorkspace().catch((error) => output.error(`watching the workspace's sessions: ${errorText(error)}`));
     }),
@@ -280,9 +284,28 @@ function reopenSessionsAfterRestart(
 
 let sharedSettingsNoticeShown = false;
 
+function isShared(): boolean {
+  return vscode.workspace.getConfiguration(SECTION).get<boolean>("sharedDaemon") ?? true;
+}
+
+/** Gives the running (shared) daemon this window's follow settings; it follows for all its clients. */
+function applyFollowSettings(daemon: DaemonConnection, output: vscode.LogOutputChannel): void {
+  daemon
+    .sendRequest<FollowResult>(Method.follow, followParams(currentSettings()))
+    .then((result) =>
+      output.info(
+        result.enabled
+          ? `the daemon follows ${result.agents.join(", ")}: ${result.mirrors} transcript(s)`
+          : "the daemon follows no agent",
+      ),
+    )
+    .catch((error) => output.error(`following agents: ${errorText(error)}`));
+}
+
 async function onConfigurationChange(
   event: vscode.ConfigurationChangeEvent,
   daemon: DaemonConnection,
+  output: vscode.LogOutputChannel,
   storage: string,
 ): Promise<void> {
   if (!event.affectsConfiguration(SECTION)) return;
@@ -291,8 +314,11 @@ async function onConfigurationChange(
     return;
   }
   await daemon.sendNotification(DidChangeConfigurationNotification.type.method, configurationChange(currentSettings()));
-  const shared = vscode.workspace.getConfiguration(SECTION).get<boolean>("sharedDaemon") ?? true;
-  if (!shared || !DAEMON_WIDE_KEYS.some((key) => event.affectsConfiguration(`${SECTION}.${key}`))) return;
+  if (!isShared()) return;
+  const affects = (key: string) => event.affectsConfiguration(`${SECTION}.${key}`);
+  // What is followed changes on a running daemon too (contextd/follow); the rest waits for the next one.
+  if (RUNTIME_FOLLOW_KEYS.some(affects)) applyFollowSettings(daemon, output);
+  if (!DAEMON_WIDE_KEYS.some((key) => affects(key) && !RUNTIME_FOLLOW_KEYS.includes(key))) return;
   // The shared daemon serves other clients too: it keeps its settings; the next one it starts gets these.
   writeDaemonSettings(storage, currentSettings());
   if (sharedSettingsNoticeShown) return;

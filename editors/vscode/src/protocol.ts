@@ -22,6 +22,7 @@ export const Method = {
   idleConfigure: "contextd/idle/configure",
   daemonStatus: "contextd/daemon/status",
   watchWorkspace: "contextd/workspace/watch",
+  follow: "contextd/follow",
 } as const;
 
 export const Notification = {
@@ -102,6 +103,15 @@ export interface DaemonStatus {
   dedicated: boolean;
   startedAt: string;
   connections: unknown[];
+}
+
+export interface FollowResult {
+  enabled: boolean;
+  agents: string[];
+  roots: Record<string, string>;
+  allWorkspaces: boolean;
+  /** How many transcripts the daemon follows. */
+  mirrors: number;
 }
 
 export interface SessionChanged {

@@ -53,6 +53,23 @@ function setPath(target: Record<string, unknown>, path: string[], value: unknown
   setPath(child, rest, value);
 }
 
+/**
+ * The follow settings a running daemon takes from any connection (`contextd/follow`): so
+ * this window's follow settings apply to a shared daemon at once, not only when it starts.
+ */
+export const RUNTIME_FOLLOW_KEYS: readonly string[] = ["follow.enabled", "follow.agents", "follow.roots", "follow.allWorkspaces"];
+
+/** The `contextd/follow` params for the follow settings of a settings object. */
+export function followParams(settings: DaemonSettings): Record<string, unknown> {
+  const follow = (settings.follow ?? {}) as Record<string, unknown>;
+  const params: Record<string, unknown> = {};
+  for (const key of RUNTIME_FOLLOW_KEYS) {
+    const name = key.slice("follow.".length);
+    if (follow[name] !== undefined) params[name] = follow[name];
+  }
+  return params;
+}
+
 /** The `workspace/didChangeConfiguration` params, in VS Code's convention. */
 export function configurationChange(settings: DaemonSettings): { settings: { contextd: DaemonSettings } } {
   return { settings: { contextd: settings } };

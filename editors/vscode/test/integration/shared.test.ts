@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeDaemonSettings } from "../../src/daemon";
 import { statusText } from "../../src/format";
-import { DaemonStatus, Method } from "../../src/protocol";
+import { DaemonStatus, FollowResult, Method } from "../../src/protocol";
+import { followParams } from "../../src/settings";
 import { eventually, settingsWith, TestDaemon } from "../support/daemon";
 import { assistant, conversation, user } from "../support/messages";
 
@@ -87,5 +88,15 @@ describe("on the shared daemon", () => {
     expect(last).toMatchObject({ outcome: "compacted", tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter });
     expect(last.shortSummary).toBe(result.shortSummary);
     expect(last.shortSummary).toMatch(/\S/);
+  });
+
+  it("takes the window's follow settings at run time, for every client", async () => {
+    const roots = { "claude-code": join(dataDir, "claude-projects") };
+    const asked = await window.connection.sendRequest<FollowResult>(
+      Method.follow,
+      followParams(settingsWith({ follow: { enabled: true, agents: ["claude-code"], roots } })),
+    );
+    expect(asked).toMatchObject({ enabled: true, agents: ["claude-code"], roots, mirrors: 0 });
+    expect(await script.connection.sendRequest<FollowResult>(Method.follow, {})).toMatchObject({ enabled: true, roots });
   });
 });

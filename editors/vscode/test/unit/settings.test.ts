@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import manifest from "../../package.json";
-import { buildDaemonSettings, configurationChange, DAEMON_SETTING_KEYS, DAEMON_WIDE_KEYS } from "../../src/settings";
+import { buildDaemonSettings, configurationChange, DAEMON_SETTING_KEYS, DAEMON_WIDE_KEYS, followParams } from "../../src/settings";
 import { defaultSettings } from "../support/daemon";
 
 const properties = manifest.contributes.configuration.properties as Record<string, { default?: unknown }>;
@@ -86,6 +86,14 @@ describe("the daemon's settings object", () => {
     expect(settings.compaction).not.toHaveProperty("thresholdTokens");
     expect(settings.idle).toEqual({ enabled: false, timeoutSeconds: 300, thresholdPercent: 0.5 });
     expect(settings).not.toHaveProperty("pythonPath");
+  });
+
+  it("gives a running daemon the follow settings it takes at run time (contextd/follow), and no others", () => {
+    const values: Record<string, unknown> = {
+      "follow.enabled": true, "follow.agents": ["codex"], "follow.roots": { codex: "/srv/codex" }, "follow.intervalSeconds": 0.5,
+    };
+    expect(followParams(buildDaemonSettings((key) => values[key]))).toEqual({ enabled: true, agents: ["codex"], roots: { codex: "/srv/codex" } });
+    expect(followParams(defaultSettings())).toEqual({ enabled: false, agents: ["claude-code", "codex", "pi"], roots: {}, allWorkspaces: false });
   });
 
   it("is sent on change under settings.contextd", () => {
