@@ -163,7 +163,7 @@ async def test_anthropic_native_summary_is_the_compaction_block(start, provider)
 
     assert compacted["summarizer"] == {"provider": "anthropic-native", "model": "test-model"}
     assert compacted["summary"].startswith(BLOCK)
-    sent = provider.requests[0]
+    sent = provider.requests[-1]
     assert "compact-2026-01-12" in sent.headers["anthropic-beta"]
     assert sent.body["context_management"]["edits"][0]["type"] == "compact_20260112"
     anthropic_view = (await run.client.context(session, "anthropic"))["messages"]
@@ -184,7 +184,8 @@ async def test_anthropic_native_summary_is_the_compaction_block(start, provider)
     ids=["openai-native-500-to-offline", "anthropic-native-no-block-to-anthropic"],
 )
 async def test_a_failed_native_compaction_falls_back(start, provider, name, failure, fallback, author) -> None:
-    # The native attempts fail; the fallback's own request (no compaction asked) succeeds.
+    # Each native attempt fails (openai-native: the history's, retried once; anthropic-native:
+    # the history's and the split turn's); the fallback's own requests get the default.
     provider.script(failure, failure)
     provider.default = Reply.with_summary("## Goal\n- Fix the bugs (fallback summary)")
     run = await start(settings_for(name, provider, fallback=fallback))
@@ -194,6 +195,9 @@ async def test_a_failed_native_compaction_falls_back(start, provider, name, fail
 
     assert compacted["summarizer"]["provider"] == author
     assert "## Goal" in compacted["summary"]
+    if author != "offline":
+        assert "(fallback summary)" in compacted["summary"]
+    assert provider.pending == 0, "every native attempt was made"
     [stored] = compaction_lines(path)
     assert "preserveData" not in stored
     openai_view = (await run.client.context(session, "openai"))["messages"]

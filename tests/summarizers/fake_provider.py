@@ -2,7 +2,8 @@
 its server-side compaction), the OpenAI chat completions API, the OpenAI Responses API's
 compaction (`/responses/compact`) and contextd's remote summarizer protocol.
 
-Replies are queued with `script(...)` and served in order, whatever the endpoint; a reply
+Replies are queued with `script(...)` and served in order, whatever the endpoint (but
+Anthropic's token counting, which answers `input_tokens` from the attribute); a reply
 made by `Reply.with_summary(text)` takes the response shape of the endpoint it answers, so one
 script serves every provider. With the queue empty the server answers `default` (a 500
 unless told otherwise). Every request is recorded in `requests`.
@@ -33,6 +34,7 @@ from typing import Any
 ANTHROPIC_PATH = "/v1/messages"
 OPENAI_PATH = "/v1/chat/completions"
 OPENAI_COMPACT_PATH = "/v1/responses/compact"
+ANTHROPIC_COUNT_PATH = "/v1/messages/count_tokens"
 
 _ANTHROPIC_ERROR_TYPES = {
     400: "invalid_request_error",
@@ -219,6 +221,8 @@ class FakeProvider:
 
     def __init__(self, default: Reply | None = None) -> None:
         self.default = default or Reply.error(500, "fake provider: no scripted reply")
+        self.input_tokens = 60_000
+        """What Anthropic's token counting answers: enough for the API to compact."""
         self.requests: list[RecordedRequest] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -298,6 +302,9 @@ class FakeProvider:
                 provider.requests.append(
                     RecordedRequest("POST", path, {k.lower(): v for k, v in self.headers.items()}, request)
                 )
+                if path == ANTHROPIC_COUNT_PATH:
+                    self._answer(200, "application/json", json.dumps({"input_tokens": provider.input_tokens}).encode(), {})
+                    return
                 reply = provider._next_reply()
                 if reply.delay and provider._stopping.wait(reply.delay):
                     return
@@ -305,11 +312,14 @@ class FakeProvider:
                 if body is None:
                     payload = request if isinstance(request, dict) else {}
                     body = json.dumps(_shaped_body(path, reply, payload)).encode()
+                self._answer(reply.status, reply.content_type, body, reply.headers)
+
+            def _answer(self, status: int, content_type: str, body: bytes, headers: dict[str, str]) -> None:
                 try:
-                    self.send_response(reply.status)
-                    self.send_header("content-type", reply.content_type)
+                    self.send_response(status)
+                    self.send_header("content-type", content_type)
                     self.send_header("content-length", str(len(body)))
-                    for name, value in reply.headers.items():
+                    for name, value in headers.items():
                         self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(body)

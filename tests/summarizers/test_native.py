@@ -16,6 +16,7 @@ from contextd.summarizers.offline import summarize_offline
 
 from tests.summarizers.conftest import SECRET, settings_for
 from tests.summarizers.fake_provider import (
+    ANTHROPIC_COUNT_PATH,
     ANTHROPIC_PATH,
     OPENAI_COMPACT_PATH,
     OPENAI_PATH,
@@ -31,6 +32,11 @@ BLOCK = "## Goal\n- Add rate limiting to the API\n"
 
 def chain(name: str, provider: FakeProvider, **changes: object):
     return build_summarizer(settings_for(name, provider, **changes), **QUICK)
+
+
+def calls(provider: FakeProvider) -> list:
+    """The requests that ask for a summary (Anthropic's token counting left out)."""
+    return [sent for sent in provider.requests if sent.path != ANTHROPIC_COUNT_PATH]
 
 
 def compaction_request(**changes: object) -> SummaryRequest:
@@ -113,7 +119,9 @@ async def test_anthropic_native_asks_for_server_side_compaction_and_reads_the_bl
     assert summary.text.startswith(BLOCK)
     assert "## Commands (latest run)" in summary.text[len(BLOCK):], "the computed trail is appended"
     assert summary.preserve_data is None
-    [sent] = provider.requests
+    counted, sent = provider.requests
+    assert counted.path == ANTHROPIC_COUNT_PATH, "counted first: the API compacts from 50,000 tokens"
+    assert counted.body == {"model": "anthropic-native-test-model", "messages": [{"role": "user", "content": request.prompt}]}
     assert sent.path == ANTHROPIC_PATH
     assert any(value.endswith(SECRET) for value in sent.headers.values()), "the key from the env var"
     assert "compact-2026-01-12" in sent.headers["anthropic-beta"]
@@ -140,7 +148,7 @@ async def test_a_rate_limit_is_retried(name: str, provider: FakeProvider, api_ke
     summary = await chain(name, provider).summarize_with_info(compaction_request())
 
     assert summary.summarizer.provider == name
-    assert len(provider.requests) == 2
+    assert len(calls(provider)) == 2
 
 
 NO_COMPACTION = {
@@ -150,7 +158,7 @@ NO_COMPACTION = {
         Reply.raw("{}"),
     ],
     "anthropic-native": [
-        Reply.without_compaction("A plain answer: the conversation was under the trigger."),
+        Reply.without_compaction("A plain answer, no compaction block."),
         Reply.raw('{"type": "message", "content": [{"type": "compaction", "content": null}]}'),
         Reply.raw("<html>gateway</html>", content_type="text/html"),
     ],
@@ -170,7 +178,7 @@ async def test_a_reply_without_a_compaction_falls_back_at_once(
 
     assert summary.summarizer.provider == "offline"
     assert summary.text == summarize_offline(request) and summary.preserve_data is None
-    assert len(provider.requests) == 1, "a reply without a compaction is not retried"
+    assert len(calls(provider)) == 1, "a reply without a compaction is not retried"
 
 
 @pytest.mark.parametrize("name", NATIVE)
@@ -199,7 +207,20 @@ async def test_a_timeout_is_retried_then_falls_back(name: str, provider: FakePro
     )
 
     assert summary.summarizer.provider == "offline"
-    assert len(provider.requests) == 2
+    assert len(calls(provider)) == 2
+
+
+async def test_anthropic_native_does_not_ask_under_the_trigger(
+    provider: FakeProvider, api_key: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider.input_tokens = 1_234
+    provider.script(Reply.with_summary("would have been a paid answer"))
+
+    summary = await chain("anthropic-native", provider, fallback=["offline"]).summarize_with_info(compaction_request())
+
+    assert summary.summarizer.provider == "offline"
+    assert [sent.path for sent in provider.requests] == [ANTHROPIC_COUNT_PATH], "counted once, never asked"
+    assert "1,234 input tokens, under the 50,000 from which the API compacts" in caplog.text
 
 
 @pytest.mark.parametrize("name", NATIVE)

@@ -4,9 +4,10 @@
 The conversation is sent as the existing anthropic summarizer sends it (one user turn: the
 transcript and the checkpoint task) with our system prompt as the compaction's
 instructions, and the API pauses right after compacting: its readable `compaction` block is
-the summary. The API compacts only from 50,000 input tokens; a reply without the block (a
-shorter conversation, or a compaction that produced nothing) is a failure the chain falls
-back from.
+the summary. The API compacts only from 50,000 input tokens, and below that it would answer
+the prompt in full instead: the conversation is counted first (the free token-counting
+endpoint) and a shorter one fails at once, for the chain to fall back. A reply without the
+block (a compaction that produced nothing) is a failure too.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from contextd.model import SummarizerSettings
 from contextd.summarizers.anthropic import AnthropicSummarizer
 from contextd.summarizers.base import SummaryRequest
 from contextd.summarizers.credentials import api_key_from_env
-from contextd.summarizers.errors import malformed_reply, sdk_failures
+from contextd.summarizers.errors import ProviderError, malformed_reply, sdk_failures
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 """Compaction needs a model that supports it (Sonnet 4.6, Opus 4.6 and later)."""
@@ -44,16 +45,32 @@ class AnthropicNativeSummarizer(AnthropicSummarizer):
             "pause_after_compaction": True,
             "instructions": request.system_prompt,  # replaces the API's own summary prompt
         }
+        model = self.model or DEFAULT_MODEL
+        messages: list[Any] = [{"role": "user", "content": request.prompt}]
         with sdk_failures(anthropic, self.provider, key, self._timeout):
             async with self._client(key) as client:
+                counted = await client.beta.messages.count_tokens(model=model, messages=messages)
+                _require_trigger(getattr(counted, "input_tokens", None))
                 message = await client.beta.messages.create(
-                    model=self.model or DEFAULT_MODEL,
-                    messages=[{"role": "user", "content": request.prompt}],
+                    model=model,
+                    messages=messages,
                     max_tokens=request.max_tokens,
                     betas=[COMPACT_BETA],
                     context_management={"edits": [edit]},
                 )
         return _compaction_text(message)
+
+
+def _require_trigger(input_tokens: object) -> None:
+    """Fail at once, before paying for an answer, when the API would not compact."""
+    if not isinstance(input_tokens, int):
+        raise malformed_reply(AnthropicNativeSummarizer.provider, "no input_tokens in the token count")
+    if input_tokens < MIN_TRIGGER_TOKENS:
+        raise ProviderError(
+            AnthropicNativeSummarizer.provider,
+            f"{input_tokens:,} input tokens, under the {MIN_TRIGGER_TOKENS:,} from which the API compacts",
+            retryable=False,
+        )
 
 
 def _compaction_text(message: Any) -> str:
@@ -64,7 +81,7 @@ def _compaction_text(message: Any) -> str:
     if not compactions:
         raise malformed_reply(
             AnthropicNativeSummarizer.provider,
-            f"no compaction block (the API compacts from {MIN_TRIGGER_TOKENS:,} input tokens)",
+            "no compaction block",
         )
     text = getattr(compactions[-1], "content", None)
     if not isinstance(text, str) or not text.strip():
