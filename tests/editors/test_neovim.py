@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import json
 import os
 import shutil
@@ -1100,6 +1101,130 @@ def test_the_session_picker_lists_other_clients_sessions_and_opens_the_chosen(
     editor.append([user("Continued in Neovim")])
     messages = driver.run(driver.client.context(driven))["messages"]
     assert messages[-1]["content"] == "Continued in Neovim"
+
+
+# --- mirrors of other agents' sessions, followed by the shared daemon ----------------------
+
+REAL_CLAUDE_CODE = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "claude-code-atlas-short.jsonl.gz"
+
+
+class FollowedTranscript:
+    """A real Claude Code transcript (tests/fixtures/real) written into a Claude Code folder
+    as the agent would, its working directory moved to the editor's workspace."""
+
+    def __init__(self, root: Path, workspace: Path) -> None:
+        self.root = root
+        self.path = root / "-workspace" / "5b2f0c1e-atlas-short.jsonl"
+        self.path.parent.mkdir(parents=True)
+        self.lines = []
+        for line in gzip.decompress(REAL_CLAUDE_CODE.read_bytes()).decode().splitlines():
+            record = json.loads(line)
+            if record.get("cwd"):
+                record["cwd"] = str(workspace)
+            self.lines.append(json.dumps(record))
+        self.written = 0
+
+    def write(self, count: int) -> None:
+        """Appends the next `count` lines, as the agent writes them."""
+        with self.path.open("a") as transcript:
+            for line in self.lines[self.written : self.written + count]:
+                transcript.write(line + "\n")
+        self.written = min(self.written + count, len(self.lines))
+
+
+def percent(value: float) -> str:
+    return f"{int(value + 0.5)}%"
+
+
+def mirror_statusline(usage: dict[str, Any]) -> str:
+    tokens, window = (short_tokens(usage[k]) for k in ("tokens", "contextWindow"))
+    return f"Claude Code {tokens}/{window} {percent(usage['percent'])}"
+
+
+def follow_claude_code(editor: Editor, driver: Script, tmp_path: Path) -> tuple[str, FollowedTranscript]:
+    """The shared daemon follows a Claude Code folder where a session is being written: half
+    of it at first (the mirror appears), then the rest (it changes). The mirror's id."""
+    transcript = FollowedTranscript(tmp_path / "claude", editor.workspace)
+    transcript.write(len(transcript.lines) // 2)
+    roots = {"claude-code": str(transcript.root)}
+    driver.run(driver.client.request("contextd/follow", {"enabled": True, "agents": ["claude-code"], "roots": roots}))
+    mirror = None
+    while mirror is None:  # bounded by the daemon's answers: each listing is a round trip
+        rows = driver.run(driver.client.session_list(workspace=editor.workspace))["sessions"]
+        mirror = next((row for row in rows if row.get("source")), None)
+        editor.lua("vim.wait(100)")
+    assert mirror["source"] == {"agent": "claude-code", "path": str(transcript.path)}
+    transcript.write(len(transcript.lines))
+    return mirror["sessionId"], transcript
+
+
+def wait_for_mirror_figure(editor: Editor, driver: Script, mirror: str) -> str:
+    """Waits until the statusline shows the mirror's figure as the daemon has it now (the
+    mirror may still be taking in the last lines); returns it."""
+    for _ in range(300):
+        expected = mirror_statusline(driver.run(driver.client.state(mirror))["usage"])
+        if editor.statusline() == expected:
+            return expected
+        editor.lua("vim.wait(100)")
+    pytest.fail(f"the statusline shows {editor.statusline()!r}, the mirror is at {expected!r}")
+
+
+def test_a_mirrored_claude_code_session_shows_in_the_statusline_with_the_agents_name(
+    editor: Editor, script: Callable[[], Script], tmp_path: Path
+) -> None:
+    own = editor.setup(shared=True)
+    editor.append(CONVERSATION)
+    editor.wait("require('contextd').statusline() == 'ctx 84k/200k 42%'")
+    driver = script()
+    mirror, transcript = follow_claude_code(editor, driver, tmp_path)
+    shown = wait_for_mirror_figure(editor, driver, mirror)
+    assert shown.startswith("Claude Code ") and "ctx" not in shown
+    state = editor.state()
+    assert state["session_id"] == own
+    assert state["shown"]["session_id"] == mirror
+    assert state["shown"]["source"] == {"agent": "claude-code", "path": str(transcript.path)}
+    assert not editor.notes()
+
+
+def test_a_mirror_is_picked_by_its_agents_name_and_refuses_writes_clearly(
+    editor: Editor, script: Callable[[], Script], tmp_path: Path
+) -> None:
+    own = editor.setup(shared=True, session_name="the editor's session")
+    editor.append(CONVERSATION)
+    driver = script()
+    mirror, transcript = follow_claude_code(editor, driver, tmp_path)
+    wait_for_mirror_figure(editor, driver, mirror)
+
+    editor.answer_selects("Claude Code")
+    editor.command("Contextd sessions")
+    editor.wait_note("switched to session")
+    listed = editor.lua("return _G.selects")[0]["items"]
+    [item] = [item for item in listed if mirror in item]
+    assert item.startswith("  Claude Code · ") and "(read-only mirror)" in item
+    assert editor.state()["session_id"] == mirror
+    assert editor.state()["source"]["agent"] == "claude-code"
+
+    for command in ("Contextd compact", "Contextd label checkpoint", "Contextd idle 60"):
+        editor.lua("_G.notes = {}")
+        editor.command(command)
+        note = editor.wait_note("read-only mirror")
+        assert note["level"] == WARN
+        assert "read-only mirror of a Claude Code session" in note["msg"]
+        assert "handoff starts a session of your own" in note["msg"]
+    _, err = editor.call_api("append_messages", [user("not here")])
+    assert err["code"] == -32008
+    editor.command("Contextd status")
+    status = editor.wait_note("session " + mirror)["msg"]
+    assert f"read-only mirror of a Claude Code session: {transcript.path}" in status
+    editor.command("Contextd preview")  # a dry run reads only
+    assert "compaction preview" in editor.wait_note("compaction preview")["msg"]
+
+    # Started again, the editor resumes its own session, not the newer mirror, and shows the
+    # mirror, the workspace's latest change, from the start.
+    editor.lua("_G.notes = {}")
+    assert editor.setup(shared=True, session_name="the editor's session") == own
+    wait_for_mirror_figure(editor, driver, mirror)
+    assert not editor.notes()
 
 
 # --- statusline, lualine, completion, local times ----------------------------------------

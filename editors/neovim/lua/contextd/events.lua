@@ -107,10 +107,13 @@ local function on_idle_timer(_, timer)
 end
 
 -- Any session of the workspace changed (contextd/workspace/watch): the statusline may
--- follow it. Opening a session changes nothing in it, so it is not followed; a deleted
--- one is no longer shown.
+-- follow it. A client opening a session changes nothing in it, so that is not followed; a
+-- mirror opens with what the agent wrote, so it is. A deleted session is no longer shown.
 local function on_workspace_activity(_, activity)
-  if type(activity) ~= "table" or activity.cause == "open" then
+  if type(activity) ~= "table" then
+    return
+  end
+  if activity.cause == "open" and not format.present(activity.source) then
     return
   end
   if activity.cause == "deleted" then
