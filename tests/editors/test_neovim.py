@@ -1132,6 +1132,10 @@ class FollowedTranscript:
         self.written = min(self.written + count, len(self.lines))
 
 
+# This editor's own session, at a figure far from the mirrored transcript's (84k).
+SMALL_CONVERSATION = [user("Fix the failing test in src/app.py"), assistant("Fixed.", 30000)]
+
+
 def percent(value: float) -> str:
     return f"{int(value + 0.5)}%"
 
@@ -1173,8 +1177,8 @@ def test_a_mirrored_claude_code_session_shows_in_the_statusline_with_the_agents_
     editor: Editor, script: Callable[[], Script], tmp_path: Path
 ) -> None:
     own = editor.setup(shared=True)
-    editor.append(CONVERSATION)
-    editor.wait("require('contextd').statusline() == 'ctx 84k/200k 42%'")
+    editor.append(SMALL_CONVERSATION)
+    editor.wait("require('contextd').statusline() == 'ctx 30k/200k 15%'")
     driver = script()
     mirror, transcript = follow_claude_code(editor, driver, tmp_path)
     shown = wait_for_mirror_figure(editor, driver, mirror)
@@ -1190,7 +1194,7 @@ def test_a_mirror_is_picked_by_its_agents_name_and_refuses_writes_clearly(
     editor: Editor, script: Callable[[], Script], tmp_path: Path
 ) -> None:
     own = editor.setup(shared=True, session_name="the editor's session")
-    editor.append(CONVERSATION)
+    editor.append(SMALL_CONVERSATION)
     driver = script()
     mirror, transcript = follow_claude_code(editor, driver, tmp_path)
     wait_for_mirror_figure(editor, driver, mirror)
@@ -1200,9 +1204,9 @@ def test_a_mirror_is_picked_by_its_agents_name_and_refuses_writes_clearly(
     editor.wait_note("switched to session")
     listed = editor.lua("return _G.selects")[0]["items"]
     [item] = [item for item in listed if mirror in item]
-    assert item.startswith("  Claude Code · ") and "(read-only mirror)" in item
+    assert item.startswith(f"  Claude Code · {transcript.path.name} (read-only mirror) · ")
     assert editor.state()["session_id"] == mirror
-    assert editor.state()["source"]["agent"] == "claude-code"
+    editor.wait("(require('contextd').state().source or {}).agent == 'claude-code'")
 
     for command in ("Contextd compact", "Contextd label checkpoint", "Contextd idle 60"):
         editor.lua("_G.notes = {}")

@@ -275,6 +275,10 @@ function M.session_item(session, current_id)
   local name = present(session.name) and session.name or "(unnamed)"
   local agent = M.agent_name(session.source)
   if agent then
+    -- An unnamed mirror is told apart by its transcript's file name.
+    if not present(session.name) and present(session.source.path) then
+      name = vim.fn.fnamemodify(session.source.path, ":t")
+    end
     name = string.format("%s · %s (read-only mirror)", agent, name)
   end
   local updated = M.local_time(session.updatedAt)
