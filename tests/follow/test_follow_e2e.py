@@ -192,3 +192,20 @@ async def test_a_truncated_transcript_is_imported_again_once(tmp_path: Path) -> 
         settled, _ = expected_after("pi", lines[:40])
         tree = await wait_for_mirror(client, session_id, settled)
         assert [node["id"] for node in tree["nodes"]] == [entry.id for entry in settled]
+
+
+async def test_a_deleted_mirror_is_made_again_whole_when_its_transcript_grows(tmp_path: Path) -> None:
+    name, relative = TRANSCRIPTS["codex"]
+    lines = corpus_lines(name)
+    path = tmp_path / "home" / relative
+    path.parent.mkdir(parents=True)
+    append_lines(path, lines[:300])
+    async with await spawn(tmp_path / "home", tmp_path / "data") as client:
+        session_id = await mirror_id(client, path)
+        await wait_for_mirror(client, session_id, expected_after("codex", lines[:300])[0])
+        await client.request("contextd/session/delete", {"sessionId": session_id})
+        append_lines(path, lines[300:400])
+        settled, leaf = expected_after("codex", lines[:400])
+        tree = await wait_for_mirror(client, session_id, settled)
+        assert [node["id"] for node in tree["nodes"]] == [entry.id for entry in settled]
+        assert tree["leafId"] == leaf

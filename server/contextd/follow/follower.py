@@ -11,6 +11,7 @@ agent made a `compactionStarted`/`compactionFinished` pair with reason `agent`. 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from pathlib import Path
@@ -20,7 +21,7 @@ from contextd.follow.mirror import Change, Mirror, peek_workspace
 from contextd.follow.transcripts import FileStamp, TranscriptScan, root_of
 from contextd.model import CompactionEntry, FollowSettings, MirrorSource
 from contextd.session.live import LiveSession
-from contextd.store import SessionNotFound
+from contextd.store import SessionNotFound, Store, StoreError
 
 if TYPE_CHECKING:
     from contextd.rpc.daemon import Daemon
@@ -39,6 +40,8 @@ class Follower:
         self._elsewhere: dict[str, tuple[FileStamp, str | None]] = {}
         """Transcripts not followed: their stamp and working directory (None: not named yet)."""
         self._scans: dict[str, TranscriptScan] = {}
+        self._failing: set[str] = set()
+        """Transcripts whose mirror could not be written (said once in the log)."""
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
 
@@ -53,6 +56,12 @@ class Follower:
         if settings != self.settings:
             self._scans.clear()
             self._elsewhere.clear()
+            roots = {agent: root_of(agent, settings.roots) for agent in settings.agents}
+            self.mirrors = {
+                path: mirror
+                for path, mirror in self.mirrors.items()
+                if mirror.agent in roots and Path(path).is_relative_to(roots[mirror.agent])
+            }
         self.settings = settings
         if settings.enabled and self._task is None:
             try:
@@ -90,9 +99,18 @@ class Follower:
     async def round(self) -> None:
         """One look at every transcript, and every change written into its mirror."""
         settings, workspaces = self.settings, self._wanted_workspaces()
-        changes = await asyncio.to_thread(self._look, settings, workspaces)
+        store = self.daemon.sessions.store  # the manager is made on the loop, not in the thread
+        changes = await asyncio.to_thread(self._look, settings, workspaces, store)
         for change in changes:
-            await self._write(change)
+            try:
+                await self._write(change)
+            except StoreError as error:  # e.g. another contextd process holds the mirror
+                change.mirror.start_over()
+                if change.mirror.path not in self._failing:
+                    log.warning("following %s: %s; trying again in the next rounds", change.mirror.path, error)
+                self._failing.add(change.mirror.path)
+            else:
+                self._failing.discard(change.mirror.path)
 
     def _wanted_workspaces(self) -> set[str] | None:
         """The workspaces whose transcripts are followed; None for every one."""
@@ -107,13 +125,13 @@ class Follower:
 
     # --- in the worker thread ---------------------------------------------------------
 
-    def _look(self, settings: FollowSettings, workspaces: set[str] | None) -> list[Change]:
+    def _look(self, settings: FollowSettings, workspaces: set[str] | None, store: Store) -> list[Change]:
         changes = []
         for agent in settings.agents:
             root = root_of(agent, settings.roots)
             scan = self._scans.setdefault(agent, TranscriptScan(agent, root))
             for path, stamp in scan.scan().items():
-                mirror = self.mirrors.get(path) or self._start(agent, path, stamp, workspaces)
+                mirror = self.mirrors.get(path) or self._start(agent, path, stamp, workspaces, store)
                 if mirror is None:
                     continue
                 try:
@@ -125,7 +143,9 @@ class Follower:
                     changes.append(change)
         return changes
 
-    def _start(self, agent: Any, path: str, stamp: FileStamp, workspaces: set[str] | None) -> Mirror | None:
+    def _start(
+        self, agent: Any, path: str, stamp: FileStamp, workspaces: set[str] | None, store: Store
+    ) -> Mirror | None:
         """A mirror for a transcript seen for the first time (or changed since it was left
         aside), when its working directory is one followed."""
         seen = self._elsewhere.get(path)
@@ -137,6 +157,8 @@ class Follower:
             return None
         del self._elsewhere[path]
         mirror = Mirror(agent, path, workspace, self.state_dir)
+        if mirror.stored is not None and not _exists(store, mirror.session_id):
+            mirror.start_over()  # its session was deleted while no daemon followed it
         self.mirrors[path] = mirror
         return mirror
 
@@ -147,12 +169,16 @@ class Follower:
         sessions = self.daemon.sessions
         if change.reset:
             log.info("following %s: the file was rewritten; importing it again", mirror.path)
-            sessions.drop(mirror.session_id)
+            with contextlib.suppress(SessionNotFound):
+                await self.daemon.delete_session(mirror.session_id)
         created = False
         try:
             await sessions.load(mirror.session_id)
             session = sessions.get(mirror.session_id)
         except SessionNotFound:
+            if not change.from_start:  # the mirror was deleted: make it again from the start
+                mirror.start_over()
+                return
             source = MirrorSource(agent=mirror.agent, path=mirror.path)
             session = sessions.create_mirror(mirror.session_id, mirror.workspace, source)
             created = True
@@ -166,6 +192,14 @@ class Follower:
             session.announce("open")
         elif fresh or session.leaf_id != leaf_before:
             session.announce("compaction" if compactions else "append")
+
+
+def _exists(store: Store, session_id: str) -> bool:
+    try:
+        store.find_session(session_id)
+    except SessionNotFound:
+        return False
+    return True
 
 
 def _followed(workspace: str, workspaces: set[str] | None) -> bool:

@@ -67,6 +67,8 @@ class Change:
     leaf_id: str | None
     reset: bool
     """The file was rewritten: the mirror starts over."""
+    from_start: bool
+    """The entries run from the transcript's first: a mirror missing can be made from them."""
 
 
 @dataclass
@@ -131,8 +133,9 @@ class Mirror:
         self._read = ReadState(self._feed.offset, stamp, _head_hash(head, self._feed.offset))
         importer = self._feed.importer
         settled = importer.settled_entries()
+        from_start = self._handed == 0
         entries, self._handed = settled[self._handed :], len(settled)
-        return Change(self, entries, importer.leaf_id, reset=rewritten)
+        return Change(self, entries, importer.leaf_id, reset=rewritten, from_start=from_start)
 
     @staticmethod
     def _same_head(head: bytes, known: ReadState) -> bool:
@@ -144,7 +147,12 @@ class Mirror:
             self._read.save(self.state_path)
             self.stored = self._read
 
-    def forget(self) -> None:
+    def start_over(self) -> None:
+        """Read the file again from the start at the next look (its mirror was deleted, or
+        could not be written)."""
+        self._feed = None
+        self._read = None
+        self.stored = None
         self.state_path.unlink(missing_ok=True)
 
 

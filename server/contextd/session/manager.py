@@ -25,13 +25,7 @@ from contextd.session.index import (
     listing_row,
 )
 from contextd.session.live import LiveSession
-from contextd.store import (
-    EntryTree,
-    SessionListing,
-    SessionNotFound,
-    Store,
-    new_session_id,
-)
+from contextd.store import EntryTree, SessionListing, Store, new_session_id
 
 log = logging.getLogger(__name__)
 
@@ -76,15 +70,6 @@ class SessionManager:
         session = LiveSession(self.store.create(header), EntryTree(), self.settings, self.events)
         self._remember(session)
         return session
-
-    def drop(self, session_id: str) -> None:
-        """Close a session and delete its file (a mirror whose transcript was rewritten)."""
-        if session_id in self._loaded or self.store.holds(session_id):
-            self.close(session_id)
-        try:
-            self.store.remove(self.store.find_session(session_id))
-        except SessionNotFound:
-            pass
 
     def fork(self, source: LiveSession, entry_id: str) -> LiveSession:
         """A new session whose history is the path from the root through `entry_id` (and the
