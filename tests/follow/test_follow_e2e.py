@@ -182,7 +182,11 @@ async def test_a_truncated_transcript_is_imported_again_once(tmp_path: Path) -> 
         settled, leaf = expected_after("pi", lines[:30])
         async with asyncio.timeout(WAIT):
             while True:
-                tree = await client.tree(session_id)
+                try:
+                    tree = await client.tree(session_id)
+                except ContextdError as error:  # between the old mirror's deletion and the new one
+                    assert error.code == -32001
+                    tree = {"nodes": []}
                 if len(tree["nodes"]) == len(settled):
                     break
                 await asyncio.sleep(0.05)
