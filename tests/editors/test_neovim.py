@@ -1231,6 +1231,21 @@ def test_a_mirror_is_picked_by_its_agents_name_and_refuses_writes_clearly(
     assert not editor.notes()
 
 
+def test_follow_settings_of_setup_reach_the_shared_daemon(editor: Editor, tmp_path: Path) -> None:
+    # The shared daemon does not take daemon-wide settings from an editor's initialize: the
+    # plugin asks it to follow (contextd/follow), and the agent's session shows.
+    transcript = FollowedTranscript(tmp_path / "claude", editor.workspace)
+    transcript.write(len(transcript.lines))
+    roots = {"claude-code": str(transcript.root)}
+    follow = {"enabled": True, "agents": ["claude-code"], "roots": roots}
+    editor.setup(shared=True, settings={"follow": follow})
+    editor.wait("require('contextd').statusline():find('^Claude Code ') ~= nil")
+    shown = editor.state()["shown"]
+    assert shown["source"] == {"agent": "claude-code", "path": str(transcript.path)}
+    assert editor.statusline() == mirror_statusline(shown["usage"])
+    assert not editor.notes()
+
+
 # --- statusline, lualine, completion, local times ----------------------------------------
 
 NEAR_THRESHOLD = {

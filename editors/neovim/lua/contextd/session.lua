@@ -81,9 +81,31 @@ local function watch_workspace()
   end)
 end
 
+-- The request's keys among the `follow` settings (intervalSeconds is the daemon's own).
+local FOLLOW_KEYS = { "enabled", "agents", "roots", "allWorkspaces" }
+
+-- A shared daemon takes its settings from its own start, not from each editor: following
+-- that `settings.follow` turns on reaches it through contextd/follow, for all its clients.
+local function follow_agents()
+  local follow = config.options.shared and config.options.settings.follow
+  if type(follow) ~= "table" or follow.enabled ~= true then
+    return
+  end
+  local params = {}
+  for _, key in ipairs(FOLLOW_KEYS) do
+    params[key] = follow[key]
+  end
+  client.request("contextd/follow", params, function(err)
+    if err then
+      client.notify_error("could not follow the agents' sessions", err)
+    end
+  end)
+end
+
 local function adopt(result)
   state.adopt_session(result)
   settle(nil)
+  follow_agents()
   watch_workspace()
 end
 
