@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
+from anthropic.types.beta import BetaCompact20260112EditParam
 
 from contextd.model import SummarizerSettings
 from contextd.summarizers.anthropic import AnthropicSummarizer
@@ -25,7 +26,6 @@ from contextd.summarizers.errors import ProviderError, malformed_reply, sdk_fail
 DEFAULT_MODEL = "claude-sonnet-4-6"
 """Compaction needs a model that supports it (Sonnet 4.6, Opus 4.6 and later)."""
 COMPACT_BETA = "compact-2026-01-12"
-COMPACT_EDIT = "compact_20260112"
 MIN_TRIGGER_TOKENS = 50_000
 """The lowest trigger the API accepts: compact whenever it allows."""
 
@@ -39,8 +39,8 @@ class AnthropicNativeSummarizer(AnthropicSummarizer):
 
     async def summarize(self, request: SummaryRequest) -> str:
         key = api_key_from_env(self.provider, self._api_key_env)
-        edit = {
-            "type": COMPACT_EDIT,
+        edit: BetaCompact20260112EditParam = {
+            "type": "compact_20260112",
             "trigger": {"type": "input_tokens", "value": MIN_TRIGGER_TOKENS},
             "pause_after_compaction": True,
             "instructions": request.system_prompt,  # replaces the API's own summary prompt
@@ -79,10 +79,7 @@ def _compaction_text(message: Any) -> str:
         raise malformed_reply(AnthropicNativeSummarizer.provider, "no content")
     compactions = [block for block in blocks if getattr(block, "type", None) == "compaction"]
     if not compactions:
-        raise malformed_reply(
-            AnthropicNativeSummarizer.provider,
-            "no compaction block",
-        )
+        raise malformed_reply(AnthropicNativeSummarizer.provider, "no compaction block")
     text = getattr(compactions[-1], "content", None)
     if not isinstance(text, str) or not text.strip():
         raise malformed_reply(AnthropicNativeSummarizer.provider, "the compaction block has no summary")

@@ -18,16 +18,36 @@ LOCAL_SERVER_KEY = "not-needed"
 """Local OpenAI-compatible servers ignore the key, but the SDK insists on one."""
 
 
-class OpenAISummarizer:
-    provider = "openai"
+class OpenAIConnection:
+    """How every OpenAI summarizer reaches the API: its key, server and timeout."""
+
+    provider: str
 
     def __init__(self, settings: SummarizerSettings) -> None:
-        self.model: str | None = settings.model or DEFAULT_MODEL
         self._base_url = settings.baseUrl
         self._official = settings.baseUrl is None
         self._timeout = settings.timeoutSeconds
         # A custom server without a named key variable is a local one that needs no key.
         self._api_key_env = settings.apiKeyEnv or (None if settings.baseUrl else DEFAULT_API_KEY_ENV)
+
+    def _key(self) -> str:
+        if self._api_key_env:
+            return api_key_from_env(self.provider, self._api_key_env)
+        return LOCAL_SERVER_KEY
+
+    def _client(self, key: str) -> openai.AsyncOpenAI:
+        # The chain retries with its own policy; SDK retries would multiply the attempts.
+        return openai.AsyncOpenAI(
+            api_key=key, base_url=self._base_url, timeout=self._timeout, max_retries=0
+        )
+
+
+class OpenAISummarizer(OpenAIConnection):
+    provider = "openai"
+
+    def __init__(self, settings: SummarizerSettings) -> None:
+        super().__init__(settings)
+        self.model: str | None = settings.model or DEFAULT_MODEL
 
     async def summarize(self, request: SummaryRequest) -> str:
         key = self._key()
@@ -44,17 +64,6 @@ class OpenAISummarizer:
                     max_completion_tokens=request.max_tokens if self._official else openai.omit,
                 )
         return _text_of(completion)
-
-    def _key(self) -> str:
-        if self._api_key_env:
-            return api_key_from_env(self.provider, self._api_key_env)
-        return LOCAL_SERVER_KEY
-
-    def _client(self, key: str) -> openai.AsyncOpenAI:
-        # The chain retries with its own policy; SDK retries would multiply the attempts.
-        return openai.AsyncOpenAI(
-            api_key=key, base_url=self._base_url, timeout=self._timeout, max_retries=0
-        )
 
 
 def _text_of(completion: Any) -> str:

@@ -23,17 +23,17 @@ from contextd.model import PreserveData, SummarizerSettings
 from contextd.summarizers.base import PreservedSummary, SummaryRequest
 from contextd.summarizers.errors import malformed_reply, sdk_failures
 from contextd.summarizers.offline import OfflineSummarizer
-from contextd.summarizers.openai import OpenAISummarizer
+from contextd.summarizers.openai import OpenAIConnection
 
 DEFAULT_MODEL = "gpt-5.5"
 
 
-class OpenAINativeSummarizer(OpenAISummarizer):
+class OpenAINativeSummarizer(OpenAIConnection):
     provider = "openai-native"
 
     def __init__(self, settings: SummarizerSettings) -> None:
         super().__init__(settings)
-        self.model = settings.model or DEFAULT_MODEL
+        self.model: str | None = settings.model or DEFAULT_MODEL
         self._readable = OfflineSummarizer(settings)
 
     async def summarize(self, request: SummaryRequest) -> str | PreservedSummary:
@@ -50,7 +50,7 @@ class OpenAINativeSummarizer(OpenAISummarizer):
         return PreservedSummary(text, PreserveData.of_openai_item(item))
 
 
-def compact_input(request: SummaryRequest) -> list[dict[str, Any]]:
+def compact_input(request: SummaryRequest) -> list[Any]:
     """The conversation to compact, led by what the previous compaction left: OpenAI's own
     item when it wrote it, else that summary's text."""
     earlier: list[dict[str, Any]] = []
