@@ -374,6 +374,8 @@ def test_a_command_the_user_typed_is_quoted_with_its_input() -> None:
 
     body = sections(summary_of([user(unnamed), said("Done."), user(wrapped)]))
 
+    assert "/speckit.specify" not in body["## Critical Context"], "a command, not a file"
+
     assert body["## User Messages (newest first)"].splitlines() == [
         (
             '- "/speckit.specify ローカル音声アシスタントのバックエンドとフロントエンドの基本プロジェクト構成を作成したい。'
@@ -436,3 +438,50 @@ def test_a_failed_patch_is_told_by_its_message_not_by_the_code_it_missed() -> No
     blocked = sections(summary)["### Blocked"]
     assert blocked.startswith("- apply_patch verification failed: Failed to find expected lines in")
     assert "</span>" not in blocked and "</div>" not in blocked
+
+
+def test_a_file_written_from_a_heredoc_or_a_pr_body_naming_pytest_is_not_a_check() -> None:
+    # codex-voice-assistant: test files written with `cat <<'EOF'` and a `gh pr create` whose
+    # body lists the tests were Done as passing checks; the real check is `uv run pytest`.
+    written = (
+        "cat <<'EOF' > /home/relu/misc/local-voice-assistant-codex/backend/tests/test_stt_stream.py\n"
+        "import pytest\nfrom fastapi.testclient import TestClient\n\nfrom app.main import app\n\n\n"
+        "def test_stream_returns_final_event():\n    client = TestClient(app)\nEOF"
+    )
+    pr = ('gh pr create --base main --head 001-stt-api --title "feat: add STT API scaffold" --body "## Summary\n'
+          '- add tests for file/stream/health/error paths\n\n## Testing\n- uv run --with pytest pytest"')
+    summary = summary_of([
+        user("テストを実行してください。"),
+        said("", call("w", written)),
+        result("w", codex_output("", 0)),
+        said("", call("t", "uv run --with pytest pytest")),
+        result("t", codex_output("============================== 7 passed in 0.43s ===============================\n", 0)),
+        said("", call("p", pr)),
+        result("p", codex_output("https://github.com/0h-n0/local-voice-assistant-codex/pull/1\n", 0)),
+    ])
+
+    done = sections(summary)["### Done"].splitlines()
+    assert "- [x] `uv run --with pytest pytest` passed: ============================== 7 passed in 0.43s ===============================" in done
+    assert not [line for line in done if line.startswith(("- [x] `cat <<", "- [x] `gh pr create"))]
+    assert "- [x] Opened a pull request: https://github.com/0h-n0/local-voice-assistant-codex/pull/1" in done
+
+
+def test_table_rows_are_not_findings_and_a_fullwidth_question_is_a_question() -> None:
+    # codex-voice-assistant: a clarify step's options table, and a Japanese question (`？`).
+    options = (
+        "**Recommended:** Option B - Short prompts keep costs and latency predictable for an initial LLM service.\n\n"
+        "| Option | Description |\n|--------|-------------|\n| A | 1,000 characters max |\n"
+        "| B | 4,000 characters max |\n| C | 8,000 characters max |\n\n"
+        "You can reply with the option letter (e.g., \"A\"), accept the recommendation by saying \"yes\"."
+    )
+    asked = (
+        "状況確認しました。現在このブランチは新規ファイルがすべて未追跡です。\n\n"
+        "3. GitHub CLI（`gh pr create`）で作成しても良いですか？"
+    )
+    body = sections(summary_of([
+        user("Clarify the prompt limits."), said(options), user("B"), said(asked),
+    ]))
+
+    assert "characters max" not in body["## Critical Context"]
+    assert "GitHub CLI（`gh pr create`）で作成しても良いですか？" in body["## Next Steps"]
+    assert "作成しても良いですか" not in body["## Critical Context"]

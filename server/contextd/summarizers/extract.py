@@ -368,7 +368,7 @@ def _read_user(message: UserMessage, facts: Facts, walk: _Walk) -> None:
         facts.sentences.append(sentence)
         if CONSTRAINT.search(sentence) and _states_a_rule(sentence):
             facts.constraints.append(sentence)
-    facts.user_files += FILE_PATH.findall(said)
+    facts.user_files += FILE_PATH.findall(said.removeprefix(user.command))
     facts.links += URL.findall(said)
     walk.turn_decisions = []
 
@@ -408,7 +408,7 @@ def _end_turn(walk: _Walk, facts: Facts) -> None:
         )
     walk.turn_ended_once = True
     for sentence in sentences(text):
-        if ROOT_CAUSE.search(sentence) and not sentence.endswith("?") and not NARRATION.match(sentence):
+        if ROOT_CAUSE.search(sentence) and not _asks(sentence) and not NARRATION.match(sentence):
             facts.root_causes.append(sentence)
     facts.question = _closing_question(text)
 
@@ -438,12 +438,22 @@ def _read_assistant_text(text: str, facts: Facts, walk: _Walk) -> None:
         if DECISION.search(sentence) and not _narrates(sentence):
             facts.decisions.append(sentence)
             walk.turn_decisions.append(sentence)
-        elif (DONE_CLAIM.search(sentence) and not sentence.endswith(("?", ":"))
+        elif (DONE_CLAIM.search(sentence) and not _asks(sentence) and not sentence.endswith(":")
               and not PROBLEM_WORDS.search(sentence)):
             facts.done.append(sentence)
-        elif SPECIFIC.search(sentence) and _is_prose(sentence) and not _narrates(sentence) and not sentence.endswith("?"):
+        elif (SPECIFIC.search(sentence) and _is_prose(sentence) and not _narrates(sentence)
+              and not _asks(sentence) and not TABLE_ROW.match(sentence)):
             facts.findings.append(sentence)
     facts.mentioned_files += FILE_PATH.findall(_outside_fences(text))
+
+
+def _asks(sentence: str) -> bool:
+    """A question, in any script's question mark (`？` in Japanese and Chinese text)."""
+    return sentence.endswith(("?", "？", "؟"))
+
+
+TABLE_ROW = re.compile(r"^\|.*\|$")
+"""A markdown table's row: without its header it says nothing on its own."""
 
 
 def _narrates(sentence: str) -> bool:
@@ -540,11 +550,22 @@ def _record_run(facts: Facts, command: str, outcome: Verdict, detail: str) -> No
 
 
 def _is_check(command: str) -> bool:
-    """A test, build or lint run, not a search through its output (`tsc | grep error | wc -l`)."""
-    segments = pipeline(command)
+    """A test, build or lint run, not a search through its output (`tsc | grep error | wc -l`),
+    nor a command that only carries the words: a file written from a heredoc, a commit
+    message or a pull request body that mentions pytest."""
+    segments = pipeline(_without_text_arguments(command))
     return bool(segments and CHECK_COMMAND.search(segments[0])) and not (
         is_search(command) or any(program(s) == "wc" for s in segments)
     )
+
+
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1.*?(?:\s\2\b|$)", re.DOTALL)
+_QUOTED_TEXT = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'[^']*'")
+
+
+def _without_text_arguments(command: str) -> str:
+    """The command without heredoc bodies and quoted strings: what it runs, not what it says."""
+    return _QUOTED_TEXT.sub("''", _HEREDOC.sub("", command))
 
 
 def _shipped(command: str, output: str) -> list[str]:
@@ -651,7 +672,7 @@ def _read_open_work(last_text: str, pending: list[ToolCall], facts: Facts, turn_
     if not turn_ended:
         steps += [item for heading, item in listed if not heading and not DONE_CLAIM.search(item)]
     else:
-        facts.findings += [item for heading, item in listed if not NEXT_HEADING.search(heading)]
+        facts.findings += [item for heading, item in listed if not NEXT_HEADING.search(heading) and not _asks(item)]
     steps += [
         s for s in sentences(last_text)
         if NEXT_STEP.search(s) and _is_prose(s) and s not in steps and not _narrates(s) and not _is_listed(s, listed)
@@ -690,8 +711,8 @@ def _is_listed(sentence: str, listed: list[tuple[str, str]]) -> bool:
 def _closing_question(text: str) -> str:
     """The question an assistant message ends on, with the options it lists."""
     said = list(sentences(text))
-    if not said or not said[-1].endswith("?"):
-        questions = [s for s in said[-3:] if s.endswith("?")]
+    if not said or not _asks(said[-1]):
+        questions = [s for s in said[-3:] if _asks(s)]
         if not questions or not _list_items(text):
             return ""
         return questions[-1]
@@ -700,7 +721,7 @@ def _closing_question(text: str) -> str:
 
 def _states_a_rule(sentence: str) -> bool:
     """A constraint is a statement, not a question, a bug report or a request for help."""
-    return not sentence.endswith("?") and not PROBLEM_REPORT_WORDS.search(sentence)
+    return not _asks(sentence) and not PROBLEM_REPORT_WORDS.search(sentence)
 
 
 PROBLEM_REPORT_WORDS = re.compile(

@@ -62,6 +62,8 @@ class UserText:
     """Most of the message is a pasted log or trace."""
     earlier_summary: str | None = None
     """An agent's summary of the conversation before, carried in a user message."""
+    command: str = ""
+    """The slash command `said` opens with (`/speckit.specify`): a command, not a path."""
 
 
 def read_user_text(text: str) -> UserText:
@@ -75,7 +77,9 @@ def read_user_text(text: str) -> UserText:
         # prompt names it, since that command is how the user drives the work.
         said = spec.group(1).strip()
         command = _SPEC_COMMAND.search(stripped)
-        return UserText(f"{command.group(1)} {said}" if command and said else said)
+        if command and said:
+            return UserText(f"{command.group(1)} {said}", command=command.group(1))
+        return UserText(said)
     if any(stripped.startswith(prefix) for prefix in INJECTED_PREFIXES):
         return UserText("", injected=True)
     said, pasted = trim_pasted_log(stripped)
