@@ -1105,19 +1105,19 @@ def test_the_session_picker_lists_other_clients_sessions_and_opens_the_chosen(
 
 # --- mirrors of other agents' sessions, followed by the shared daemon ----------------------
 
-REAL_CLAUDE_CODE = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "claude-code-atlas-short.jsonl.gz"
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 
 
 class FollowedTranscript:
     """A real Claude Code transcript (tests/fixtures/real) written into a Claude Code folder
     as the agent would, its working directory moved to the editor's workspace."""
 
-    def __init__(self, root: Path, workspace: Path) -> None:
+    def __init__(self, root: Path, workspace: Path, name: str = "claude-code-atlas-short") -> None:
         self.root = root
-        self.path = root / "-workspace" / "5b2f0c1e-atlas-short.jsonl"
+        self.path = root / "-workspace" / f"5b2f0c1e-{name}.jsonl"
         self.path.parent.mkdir(parents=True)
         self.lines = []
-        for line in gzip.decompress(REAL_CLAUDE_CODE.read_bytes()).decode().splitlines():
+        for line in gzip.decompress((REAL / f"{name}.jsonl.gz").read_bytes()).decode().splitlines():
             record = json.loads(line)
             if record.get("cwd"):
                 record["cwd"] = str(workspace)
@@ -1244,6 +1244,39 @@ def test_follow_settings_of_setup_reach_the_shared_daemon(editor: Editor, tmp_pa
     assert shown["source"] == {"agent": "claude-code", "path": str(transcript.path)}
     assert editor.statusline() == mirror_statusline(shown["usage"])
     assert not editor.notes()
+
+
+def test_a_mirrors_own_compactions_are_announced_and_shown_in_its_tree(
+    editor: Editor, tmp_path: Path
+) -> None:
+    # A real Claude Code session that compacted itself twice (two compact boundaries).
+    transcript = FollowedTranscript(tmp_path / "claude", editor.workspace, "claude-code-atlas-sonnet45")
+    boundaries = [i for i, line in enumerate(transcript.lines) if '"compact_boundary"' in line]
+    assert len(boundaries) == 2
+    transcript.write(boundaries[1])  # up to the second compaction
+    follow = {"enabled": True, "agents": ["claude-code"], "roots": {"claude-code": str(transcript.root)}}
+    editor.setup(shared=True, settings={"follow": follow})
+    editor.wait("require('contextd').statusline():find('^Claude Code ') ~= nil")
+    editor.answer_selects("Claude Code")
+    editor.command("Contextd sessions")
+    editor.wait_note("switched to session")
+    editor.wait("require('contextd').state().source ~= nil")
+
+    transcript.write(len(transcript.lines))  # the agent compacts again, and goes on
+    note = editor.wait_note("Claude Code compacted its context")
+    assert note["level"] == INFO
+
+    tree = editor.lua(
+        "return require('contextd.client').request_sync('contextd/tree',"
+        " { sessionId = require('contextd').state().session_id })"
+    )
+    compactions = [node for node in tree["nodes"] if node["type"] == "compaction"]
+    assert len(compactions) == 2
+    assert f"{short_tokens(compactions[1]['tokensBefore'])} → {short_tokens(compactions[1]['tokensAfter'])}" in note["msg"]
+    lines = open_tree(editor)
+    for node in compactions:
+        before, after = short_tokens(node["tokensBefore"]), short_tokens(node["tokensAfter"])
+        assert any(f"compaction {before} → {after}: {node['shortSummary']}" in line for line in lines)
 
 
 # --- statusline, lualine, completion, local times ----------------------------------------

@@ -47,9 +47,12 @@ local function finished_message(finished)
   local reason = finished.reason or "?"
   if finished.outcome == "compacted" then
     local summary = format.present(finished.shortSummary) and (": " .. finished.shortSummary) or ""
+    -- A mirror's own agent compacted its context (a Claude Code compact boundary, …).
+    local agent = reason == "agent" and format.agent_name(state.source)
+    local what = agent and (agent .. " compacted its context") or string.format("compacted (%s)", reason)
     return string.format(
-      "compacted (%s) %s → %s tokens%s",
-      reason,
+      "%s %s → %s tokens%s",
+      what,
       format.tokens(finished.tokensBefore),
       format.tokens(finished.tokensAfter),
       summary
