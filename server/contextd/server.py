@@ -352,6 +352,8 @@ def initialize(connection: ClientConnection, raw: Any) -> dict[str, Any]:
     workspace = path_of_uri(folders[0].uri) if folders else path_of_uri(params.rootUri or "")
     if workspace:
         connection.default_workspace = workspace
+    opened = [path_of_uri(folder.uri) for folder in folders] or [workspace]
+    connection.open_workspaces = {path for path in opened if path}
     return {
         "capabilities": {"experimental": {"contextd": {"version": __version__}}},
         "serverInfo": {"name": "contextd", "version": __version__},

@@ -60,3 +60,37 @@ async def test_following_is_off_by_default_and_switched_at_run_time(tmp_path: Pa
         async with asyncio.timeout(60):
             grown = (await activity.get()).params
         assert grown["cause"] == "append" and grown["usage"]["tokens"] > first["usage"]["tokens"]
+
+
+def pi_transcript(home: Path, name: str, cwd: str) -> Path:
+    lines = gzip.decompress((REAL / "pi-coffee-single-task.jsonl.gz").read_bytes()).splitlines(keepends=True)
+    header = {**json.loads(lines[0]), "cwd": cwd}
+    path = home / ".pi/agent/sessions" / f"--{name}--" / f"2025-10-05_{name}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(json.dumps(header).encode() + b"\n" + b"".join(lines[1:]))
+    return path
+
+
+async def test_only_the_workspaces_clients_have_open_or_watch_are_followed(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    mine = pi_transcript(home, "mine", str(tmp_path / "app"))
+    inside = pi_transcript(home, "inside", str(tmp_path / "app" / "backend"))
+    other = pi_transcript(home, "other", str(tmp_path / "elsewhere"))
+    (tmp_path / "app").mkdir()
+    async with await ContextdClient.spawn(
+        data_dir=tmp_path / "data", settings={"follow": {"enabled": True, "intervalSeconds": 0.1}},
+        workspace=tmp_path / "app", env={**os.environ, "HOME": str(home)}, shared=False,
+    ) as client:
+        async def followed() -> set[str]:
+            rows = (await client.session_list())["sessions"]
+            return {row["source"]["path"] for row in rows if "source" in row}
+
+        async with asyncio.timeout(60):
+            while await followed() != {str(mine), str(inside)}:
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)  # five more rounds: the other workspace's transcript stays out
+        assert await followed() == {str(mine), str(inside)}
+        await client.watch_workspace(tmp_path / "elsewhere")
+        async with asyncio.timeout(60):
+            while str(other) not in await followed():
+                await asyncio.sleep(0.05)

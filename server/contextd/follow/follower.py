@@ -120,7 +120,7 @@ class Follower:
         for connection in self.daemon.connections:
             if connection.watches_all_workspaces:
                 return None
-            wanted |= connection.watched_workspaces | {connection.default_workspace}
+            wanted |= connection.watched_workspaces | connection.open_workspaces
         return wanted
 
     # --- in the worker thread ---------------------------------------------------------

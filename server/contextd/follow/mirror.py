@@ -29,8 +29,9 @@ from contextd.model import Entry, FollowedAgent
 HEAD_BYTES = 4096
 """How much of a file's start is hashed to notice that it was rewritten."""
 PEEK_BYTES = 1 << 20
-"""How much of a new file is read to learn its working directory (Codex's first line holds
-its instructions, so it can be long)."""
+"""How much of a new file is read at most to learn its working directory (Codex's first
+line holds its instructions, so it can be long), in chunks of PEEK_CHUNK."""
+PEEK_CHUNK = 1 << 16
 QUIET_SECONDS = 60.0
 """A file unchanged this long lets its importer go (it is rebuilt when the file grows)."""
 
@@ -45,16 +46,22 @@ def mirror_session_id(agent: FollowedAgent, path: str) -> str:
 
 def peek_workspace(agent: FollowedAgent, path: str) -> str | None:
     """The working directory a transcript names near its start, if it names one yet."""
-    importer = STREAMING_IMPORTERS[agent]()
+    feed = LineFeed(STREAMING_IMPORTERS[agent]())
+    size = PEEK_CHUNK
     try:
         with open(path, "rb") as handle:
-            data = handle.read(PEEK_BYTES)
+            while feed.offset < PEEK_BYTES and size <= PEEK_BYTES:
+                handle.seek(feed.offset)
+                chunk = handle.read(size)
+                consumed = feed.feed(chunk)
+                if feed.importer.workspace:
+                    return feed.importer.workspace
+                if len(chunk) < size:
+                    return None  # the end of what is written so far
+                if consumed == 0:
+                    size *= 2  # a line longer than the chunk: read more of it at once
     except OSError:
         return None
-    for number, line in enumerate(data.split(b"\n")[:-1], start=1):
-        importer.feed(number, line.decode("utf-8", errors="replace"))
-        if importer.workspace:
-            return importer.workspace
     return None
 
 

@@ -82,6 +82,8 @@ class ClientConnection(Connection):
         self.capabilities: dict[str, Any] = {}
         self.settings = Settings()
         self.default_workspace = os.getcwd()
+        self.open_workspaces: set[str] = set()
+        """The workspace folders (or root) the client named in `initialize`."""
         self.open_sessions: dict[str, None] = {}  # insertion-ordered set
         self.watched_workspaces: set[str] = set()
         self.watches_all_workspaces = False
