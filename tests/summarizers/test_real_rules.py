@@ -485,3 +485,19 @@ def test_table_rows_are_not_findings_and_a_fullwidth_question_is_a_question() ->
     assert "characters max" not in body["## Critical Context"]
     assert "GitHub CLI（`gh pr create`）で作成しても良いですか？" in body["## Next Steps"]
     assert "作成しても良いですか" not in body["## Critical Context"]
+
+
+def test_a_wait_before_a_command_is_not_what_it_runs() -> None:
+    # claude-code-atlas-sonnet45: `sleep 120 && vercel list …` timed out in its wait; the
+    # next `vercel list …` answered, so nothing is blocked by it.
+    summary = summary_of([
+        user("make sure everything is deployed, use the cli to check the deployment and fix if it breaks"),
+        said("", {"id": "w", "name": "Bash", "arguments": {
+            "command": "sleep 120 && vercel list --scope schofield90s-projects atlas-gym-dashboard 2>&1 | head -30"}}),
+        result("w", "Command timed out after 2m 0s", error=True, name="Bash"),
+        said("", {"id": "l", "name": "Bash", "arguments": {
+            "command": "vercel list --scope schofield90s-projects atlas-gym-dashboard 2>&1 | head -30"}}),
+        result("l", "Vercel CLI 48.1.7\nAge     Deployment     Status\n2m      https://atlas-gym-dashboard-dizfgv0xv-schofield90s-projects.vercel.app     ● Error", name="Bash"),
+    ])
+
+    assert sections(summary)["### Blocked"] == "(none)"

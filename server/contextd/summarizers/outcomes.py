@@ -79,11 +79,15 @@ def read_output(text: str) -> ToolOutput:
 
 
 def main_command(command: str) -> str:
-    """The command without what does not change what it runs: leading `cd DIR &&`, env
-    assignments and wrappers like `timeout 30`."""
+    """The command without what does not change what it runs: leading `cd DIR &&`, a wait
+    (`sleep 60 &&`), env assignments and wrappers like `timeout 30`."""
     rest = command.strip()
     while True:
-        match = re.match(r"^(?:cd\s+(?:\"[^\"]*\"|'[^']*'|\S+)\s*(?:&&|;)\s*|[A-Z_][A-Z0-9_]*=\S*\s+)", rest)
+        match = re.match(
+            r"^(?:(?:cd\s+(?:\"[^\"]*\"|'[^']*'|\S+)|sleep\s+\d+(?:\.\d+)?[smh]?)\s*(?:&&|;)\s*"
+            r"|[A-Z_][A-Z0-9_]*=\S*\s+)",
+            rest,
+        )
         if not match:
             break
         rest = rest[match.end():]
