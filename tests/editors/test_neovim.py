@@ -436,7 +436,11 @@ def test_wrong_options_are_refused_with_every_problem_named(editor: Editor) -> N
     assert accepted is False
     [note] = editor.notes()
     assert note["level"] == ERROR
-    for named in ("cmd: expected a program path or a list of strings", "resume: expected boolean", "unknown option colour"):
+    for named in (
+        "cmd: expected a program path or a list of strings",
+        "resume: expected boolean",
+        "unknown option colour",
+    ):
         assert named in note["msg"]
     assert editor.state()["status"] == "stopped"
 
@@ -1033,7 +1037,7 @@ def test_the_statusline_shows_the_session_a_script_drives_without_opening_it(
     assert not editor.notes()
     editor.command("Contextd status")
     status = editor.wait_note("the statusline shows")["msg"]
-    assert f'session {own}' in status
+    assert f"session {own}" in status
     assert f'the latest change: another session "driven by a script" ({driven})' in status
     # This editor's own append is now the latest change.
     editor.append([user("One more thing"), assistant("Done.", 86000)])
@@ -1145,13 +1149,19 @@ def mirror_statusline(usage: dict[str, Any]) -> str:
     return f"Claude Code {tokens}/{window} {percent(usage['percent'])}"
 
 
-def follow_claude_code(editor: Editor, driver: Script, tmp_path: Path) -> tuple[str, FollowedTranscript]:
+def follow_claude_code(
+    editor: Editor, driver: Script, tmp_path: Path
+) -> tuple[str, FollowedTranscript]:
     """The shared daemon follows a Claude Code folder where a session is being written: half
     of it at first (the mirror appears), then the rest (it changes). The mirror's id."""
     transcript = FollowedTranscript(tmp_path / "claude", editor.workspace)
     transcript.write(len(transcript.lines) // 2)
     roots = {"claude-code": str(transcript.root)}
-    driver.run(driver.client.request("contextd/follow", {"enabled": True, "agents": ["claude-code"], "roots": roots}))
+    driver.run(
+        driver.client.request(
+            "contextd/follow", {"enabled": True, "agents": ["claude-code"], "roots": roots}
+        )
+    )
     mirror = None
     while mirror is None:  # bounded by the daemon's answers: each listing is a round trip
         rows = driver.run(driver.client.session_list(workspace=editor.workspace))["sessions"]
@@ -1250,11 +1260,17 @@ def test_a_mirrors_own_compactions_are_announced_and_shown_in_its_tree(
     editor: Editor, tmp_path: Path
 ) -> None:
     # A real Claude Code session that compacted itself twice (two compact boundaries).
-    transcript = FollowedTranscript(tmp_path / "claude", editor.workspace, "claude-code-atlas-sonnet45")
+    transcript = FollowedTranscript(
+        tmp_path / "claude", editor.workspace, "claude-code-atlas-sonnet45"
+    )
     boundaries = [i for i, line in enumerate(transcript.lines) if '"compact_boundary"' in line]
     assert len(boundaries) == 2
     transcript.write(boundaries[1])  # up to the second compaction
-    follow = {"enabled": True, "agents": ["claude-code"], "roots": {"claude-code": str(transcript.root)}}
+    follow = {
+        "enabled": True,
+        "agents": ["claude-code"],
+        "roots": {"claude-code": str(transcript.root)},
+    }
     editor.setup(shared=True, settings={"follow": follow})
     editor.wait("require('contextd').statusline():find('^Claude Code ') ~= nil")
     editor.answer_selects("Claude Code")
@@ -1272,11 +1288,17 @@ def test_a_mirrors_own_compactions_are_announced_and_shown_in_its_tree(
     )
     compactions = [node for node in tree["nodes"] if node["type"] == "compaction"]
     assert len(compactions) == 2
-    assert f"{short_tokens(compactions[1]['tokensBefore'])} → {short_tokens(compactions[1]['tokensAfter'])}" in note["msg"]
+    saved = {
+        node["id"]: f"{short_tokens(node['tokensBefore'])} → {short_tokens(node['tokensAfter'])}"
+        for node in compactions
+    }
+    assert f"{saved[compactions[1]['id']]} tokens" in note["msg"]  # the one made while followed
     lines = open_tree(editor)
+    assert lines[0].startswith("read-only mirror of a Claude Code session · f fork")
     for node in compactions:
-        before, after = short_tokens(node["tokensBefore"]), short_tokens(node["tokensAfter"])
-        assert any(f"compaction {before} → {after}: {node['shortSummary']}" in line for line in lines)
+        assert any(
+            f"compaction {saved[node['id']]}: {node['shortSummary']}" in line for line in lines
+        )
 
 
 # --- statusline, lualine, completion, local times ----------------------------------------
@@ -1347,7 +1369,9 @@ def test_lualine_renders_the_component_escaped_and_coloured_by_level(editor: Edi
     editor.wait("require('contextd').level() == 'critical'")
     text, colour, _ = rendered()
     assert text == "ctx 95k/200k 48% !!"
-    assert colour == editor.lua("return vim.api.nvim_get_hl_by_name('DiagnosticError', true).foreground")
+    assert colour == editor.lua(
+        "return vim.api.nvim_get_hl_by_name('DiagnosticError', true).foreground"
+    )
     assert colour != warn
     assert "E539" not in editor.lua("return vim.v.errmsg")
 

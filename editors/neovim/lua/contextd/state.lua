@@ -63,7 +63,13 @@ end
 function M.shown()
   local latest = config.options.statusline_session == "latest" and M.latest
   if latest and latest.sessionId ~= M.session_id then
-    return { session_id = latest.sessionId, name = latest.name, source = latest.source, usage = latest.usage, current = false }
+    return {
+      session_id = latest.sessionId,
+      name = latest.name,
+      source = latest.source,
+      usage = latest.usage,
+      current = false,
+    }
   end
   return { session_id = M.session_id, source = M.source, usage = M.usage, current = true }
 end

@@ -1,10 +1,13 @@
 -- The session tree in a floating window: one line per entry, the leaf under the cursor,
 -- and keys that act on the entry under it.
 local format = require("contextd.format")
+local state = require("contextd.state")
 
 local M = {}
 
 local HEADER = "<CR> go here  s go + summarize the branch left  f fork  l label  q close"
+-- Only the agent moves a mirror's leaf or labels it: forking is what a reader can do.
+local MIRROR_HEADER = "read-only mirror of a %s session · f fork a session of your own  q close"
 
 local function close(window)
   if vim.api.nvim_win_is_valid(window) then
@@ -43,7 +46,8 @@ function M.open(tree)
   if #items == 0 then
     return require("contextd.notify").info("the session has no entries yet")
   end
-  local lines = { HEADER }
+  local agent = format.agent_name(state.source)
+  local lines = { agent and MIRROR_HEADER:format(agent) or HEADER }
   local leaf_line = 2
   for i, item in ipairs(items) do
     lines[i + 1] = format.tree_item(item)
