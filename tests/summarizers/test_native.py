@@ -10,6 +10,7 @@ import logging
 import pytest
 from contextd.compaction.request import build_request
 from contextd.model import FileDetails, PreserveData
+from contextd.summarizers.anthropic_native import whole_prompt
 from contextd.summarizers.base import SummarizerError, SummaryRequest
 from contextd.summarizers.chain import build_summarizer
 from contextd.summarizers.offline import summarize_offline
@@ -121,7 +122,8 @@ async def test_anthropic_native_asks_for_server_side_compaction_and_reads_the_bl
     assert summary.preserve_data is None
     counted, sent = provider.requests
     assert counted.path == ANTHROPIC_COUNT_PATH, "counted first: the API compacts from 50,000 tokens"
-    assert counted.body == {"model": "anthropic-native-test-model", "messages": [{"role": "user", "content": request.prompt}]}
+    whole = {"role": "user", "content": whole_prompt(request)}
+    assert counted.body == {"model": "anthropic-native-test-model", "messages": [whole]}
     assert sent.path == ANTHROPIC_PATH
     assert any(value.endswith(SECRET) for value in sent.headers.values()), "the key from the env var"
     assert "compact-2026-01-12" in sent.headers["anthropic-beta"]
@@ -135,7 +137,12 @@ async def test_anthropic_native_asks_for_server_side_compaction_and_reads_the_bl
             }
         ]
     }
-    assert sent.body["messages"] == [{"role": "user", "content": request.prompt}]
+    assert sent.body["messages"] == [whole]
+    # The API reads all it compacts: tool outputs go whole, where other summarizers shorten them.
+    longest = max((m.content for m in request.messages if m.role == "toolResult"), key=len)
+    assert isinstance(longest, str) and len(longest) > 2_000
+    assert longest in whole["content"] and longest not in request.prompt
+    assert whole["content"].endswith(request.task) and "more characters truncated" not in whole["content"]
 
 
 NATIVE = ["openai-native", "anthropic-native"]

@@ -22,6 +22,11 @@ def max_summary_tokens(reserve_tokens: int, share: float = SUMMARY_SHARE_OF_RESE
     return max(1, int(reserve_tokens * share))
 
 
+def with_conversation(conversation: str, task: str) -> str:
+    """The prompt: the serialized conversation, then the task (previous summary, format, focus)."""
+    return f"<conversation>\n{conversation}\n</conversation>\n\n{task}"
+
+
 def build_request(
     kind: SummaryKind,
     messages: Sequence[Message],
@@ -36,7 +41,7 @@ def build_request(
 ) -> SummaryRequest:
     """A request whose prompt is the serialized conversation, the previous summary (if any),
     the task from `template`, then the focus asked for by `goal` and `instructions`."""
-    sections = [f"<conversation>\n{serialize_conversation(messages)}\n</conversation>"]
+    sections: list[str] = []
     if previous_summary:
         sections.append(f"<previous-summary>\n{previous_summary}\n</previous-summary>")
     sections.append(load_prompt(template))
@@ -44,11 +49,13 @@ def build_request(
         sections.append(f"Focus the document on this goal for the new session: {goal}")
     if instructions:
         sections.append(f"Additional instructions from the user: {instructions}")
+    task = "\n\n".join(sections)
     return SummaryRequest(
         kind=kind,
         messages=tuple(messages),
         system_prompt=load_prompt("system"),
-        prompt="\n\n".join(sections),
+        prompt=with_conversation(serialize_conversation(messages), task),
+        task=task,
         max_tokens=max_tokens,
         previous_summary=previous_summary,
         instructions=instructions,

@@ -1,13 +1,14 @@
 """Anthropic's server-side compaction as a summarizer: the Messages API (beta) with the
 `compact_20260112` context-management edit, through the official SDK.
 
-The conversation is sent as the existing anthropic summarizer sends it (one user turn: the
-transcript and the checkpoint task) with our system prompt as the compaction's
-instructions, and the API pauses right after compacting: its readable `compaction` block is
-the summary. The API compacts only from 50,000 input tokens, and below that it would answer
-the prompt in full instead: the conversation is counted first (the free token-counting
-endpoint) and a shorter one fails at once, for the chain to fall back. A reply without the
-block (a compaction that produced nothing) is a failure too.
+The conversation is sent as one user turn, the serialized transcript and the checkpoint
+task, as the anthropic summarizer sends it but with tool outputs whole: the API reads all
+of what it compacts, and compacts only from 50,000 input tokens. Our system prompt is the
+compaction's instructions, and the API pauses right after compacting: its readable
+`compaction` block is the summary. Below the trigger the API would answer the prompt in
+full instead, so the conversation is counted first (the free token-counting endpoint) and
+a shorter one fails at once, for the chain to fall back. A reply without the block (a
+compaction that produced nothing) is a failure too.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any
 import anthropic
 from anthropic.types.beta import BetaCompact20260112EditParam
 
+from contextd.compaction.request import with_conversation
+from contextd.compaction.serialize import serialize_conversation
 from contextd.model import SummarizerSettings
 from contextd.summarizers.anthropic import AnthropicSummarizer
 from contextd.summarizers.base import SummaryRequest
@@ -46,7 +49,7 @@ class AnthropicNativeSummarizer(AnthropicSummarizer):
             "instructions": request.system_prompt,  # replaces the API's own summary prompt
         }
         model = self.model or DEFAULT_MODEL
-        messages: list[Any] = [{"role": "user", "content": request.prompt}]
+        messages: list[Any] = [{"role": "user", "content": whole_prompt(request)}]
         with sdk_failures(anthropic, self.provider, key, self._timeout):
             async with self._client(key) as client:
                 counted = await client.beta.messages.count_tokens(model=model, messages=messages)
@@ -59,6 +62,11 @@ class AnthropicNativeSummarizer(AnthropicSummarizer):
                     context_management={"edits": [edit]},
                 )
         return _compaction_text(message)
+
+
+def whole_prompt(request: SummaryRequest) -> str:
+    """The request's prompt with the tool outputs it shortened given whole."""
+    return with_conversation(serialize_conversation(request.messages, tool_text_max_chars=None), request.task)
 
 
 def _require_trigger(input_tokens: object) -> None:

@@ -24,6 +24,9 @@ class SummaryRequest:
     system_prompt: str
     prompt: str
     max_tokens: int
+    task: str = ""
+    """The prompt without the conversation: the previous summary, the task, the focus (for
+    a summarizer that sends the conversation its own way)."""
     previous_summary: str | None = None
     instructions: str | None = None
     goal: str | None = None
