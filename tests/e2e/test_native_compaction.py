@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 from contextd.compaction.context import COMPACTION_PREAMBLE
 from contextd.importers import save
-from contextd_client import ContextdClient
+from contextd_client import ContextdClient, ContextdError
 
 from tests.factories import assistant, coding_turn, result, user
 from tests.importers.test_real_corpus import imported, records
@@ -261,6 +261,24 @@ async def test_a_compaction_of_the_turn_alone_keeps_the_previous_item(start, pro
     openai_view = (await run.client.context(session, "openai"))["messages"]
     assert openai_view[0] == item
     assert openai_view[1]["content"].startswith("## Turn context (split turn)")
+
+
+@pytest.mark.parametrize("name", ["openai-native", "anthropic-native"])
+async def test_a_failure_without_fallback_changes_nothing_and_shows_no_key(start, provider, name) -> None:
+    provider.default = Reply.error(401, f"invalid x-api-key {SECRET}")
+    run = await start(settings_for(name, provider))
+    session, path = await run.session_with_history()
+    before = path.read_bytes()
+
+    with pytest.raises(ContextdError) as failed:
+        await run.client.compact(session)
+
+    assert failed.value.code == -32006
+    assert f"{name}: HTTP 401" in str(failed.value)
+    assert path.read_bytes() == before, "nothing stored on failure"
+    finished = [n for n in run.notifications if n["method"] == "contextd/compactionFinished"]
+    assert finished[-1]["outcome"] == "failed"
+    assert SECRET not in run.everything_shown(str(failed.value)) + path.read_text()
 
 
 async def test_a_codex_rollouts_own_compaction_is_replayed_and_built_on(start, provider, tmp_path) -> None:
