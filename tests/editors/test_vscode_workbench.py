@@ -9,6 +9,7 @@ Screenshots and logs of the last run are copied to tests/editors/artifacts/vscod
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -38,10 +39,15 @@ CODE_SERVER = INSTALL_HOME / "code-server" / "bin" / "code-server"
 ARTIFACTS = REPO / "tests" / "editors" / "artifacts" / "vscode-workbench"
 SEED_MESSAGES = 60  # of the shipped demo session: enough entries to fill the tree view
 SESSION_NAME = "seeded demo"
+CLAUDE_TRANSCRIPT = "claude-code-atlas-short.jsonl.gz"  # of the corpus; its cwd becomes the workspace
 
 # User settings that keep VS Code's own first-run UI out of the way.
 USER_SETTINGS = {
     "contextd.compaction.keepRecentTokens": 3000,
+    # The shared daemon the window starts follows Claude Code (its folder is a Machine setting).
+    "contextd.follow.enabled": True,
+    "contextd.follow.agents": ["claude-code"],
+    "contextd.follow.intervalSeconds": 0.2,
     "workbench.startupEditor": "none",
     "workbench.tips.enabled": False,
     "telemetry.telemetryLevel": "off",
@@ -150,6 +156,7 @@ class Workbench:
         self.data = root / "contextd-data"
         self.shots = root / "shots"
         self.xdg = root / "xdg"
+        self.claude_projects = root / "claude-projects"
         for path in (
             self.user_data / "User",
             self.user_data / "Machine",
@@ -218,6 +225,7 @@ class Workbench:
         machine = {
             "contextd.pythonPath": str(self.interpreter_wrapper()),
             "contextd.storage.dataDir": str(self.data),
+            "contextd.follow.roots": {"claude-code": str(self.claude_projects)},
         }
         (self.user_data / "Machine" / "settings.json").write_text(
             json.dumps(machine, indent=2)
@@ -322,6 +330,12 @@ def test_the_extension_in_a_real_vscode(
         "treePreviews": [node["preview"] or node["type"] for node in tree["nodes"]],
     }
     (tmp_path / "expect.json").write_text(json.dumps(expect))
+    # A real Claude Code transcript, as if Claude Code ran in this workspace; the driver
+    # puts it where Claude Code keeps its sessions once the window is up.
+    transcript = gzip.decompress((REPO / "tests" / "fixtures" / "real" / CLAUDE_TRANSCRIPT).read_bytes())
+    (tmp_path / "claude-transcript.jsonl").write_bytes(
+        transcript.replace(b'"cwd":"/Users/Sam"', b'"cwd":' + json.dumps(str(bench.workspace)).encode())
+    )
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -365,6 +379,8 @@ def test_the_extension_in_a_real_vscode(
                 "CHROMIUM": shutil.which("chromium") or "chromium",
                 "PYTHON": sys.executable,
                 "DATA": str(bench.data),
+                "CLAUDE_TRANSCRIPT": str(tmp_path / "claude-transcript.jsonl"),
+                "CLAUDE_PROJECT": str(bench.claude_projects / "-workspace"),
             },
             capture_output=True,
             text=True,

@@ -8,10 +8,11 @@
 // extension's JSON lines), EXPECT (a JSON file: sessionName, usage, treePreviews), FORMAT
 // (the extension's format.ts bundled as an ES module), CHROMIUM, PYTHON and DATA (the
 // interpreter and data dir of the shared daemon the window attaches to; XDG_RUNTIME_DIR,
-// inherited, places its socket).
+// inherited, places its socket), CLAUDE_TRANSCRIPT and CLAUDE_PROJECT (a Claude Code
+// transcript of the workspace, and the folder of the followed root to write it to).
 // Prints one "ok"/"FAIL" line per check; exit code 0 when all passed.
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { chromium } from "playwright-core";
 
 const { formatTokens, formatPercent, truncate } = await import(process.env.FORMAT);
@@ -31,9 +32,9 @@ const helperEvents = () =>
 const latestUsage = (sessionId) =>
   helperEvents().filter((e) => e.usage?.sessionId === sessionId).map((e) => e.usage).pop();
 /** The shared daemon's pid, from `contextd status`: the window's own process only forwards to it. */
-/** A script agent (e2e/agent.py, the Python client) drives a new session of the workspace through the shared daemon. */
-const runScriptAgent = (name) =>
-  JSON.parse(execFileSync(process.env.PYTHON, ["e2e/agent.py", process.env.DATA, process.env.WS, name], { encoding: "utf8" }));
+/** The script agent (e2e/agent.py, the Python client on the shared daemon): `drive NAME` or `mirror AGENT`. */
+const scriptAgent = (mode, argument) =>
+  JSON.parse(execFileSync(process.env.PYTHON, ["e2e/agent.py", process.env.DATA, process.env.WS, mode, argument], { encoding: "utf8" }));
 const sharedDaemonPid = () =>
   JSON.parse(execFileSync(process.env.PYTHON, ["-m", "contextd", "--data-dir", process.env.DATA, "status", "--json"], { encoding: "utf8" })).pid;
 
@@ -166,7 +167,7 @@ try {
 
   // A script appends to another session of the workspace through the shared daemon: the
   // item shows that session, which nobody opened in this window, with its name.
-  const agent = runScriptAgent("nightly agent");
+  const agent = scriptAgent("drive", "nightly agent");
   console.log(`     the script agent appended to ${agent.sessionId} (${elapsed()})`);
   const agentItem = named("nightly agent", agent.usage);
   await until(async () => (await itemText()) === agentItem, "the script's session in the item", 15_000).catch(() => {});
@@ -271,6 +272,8 @@ try {
   await quickInput.locator("input.input[placeholder*='migration']").waitFor();
   await quickInput.locator("input.input").fill("finish the month-end fix");
   await quickInput.locator("input.input").press("Enter");
+  const submitted = await quickInput.waitFor({ state: "hidden", timeout: 10_000 }).then(() => true, () => false);
+  console.log(`     hand-off goal ${submitted ? "submitted" : "NOT submitted: the input box is still open"} (${elapsed()})`);
   const handedOff = page.locator(".notifications-toasts .notification-toast", { hasText: "contextd: handed off" }).first();
   await handedOff.waitFor({ timeout: 60_000 });
   const handOffText = (await handedOff.innerText()).replace(/\s+/g, " ");
@@ -308,6 +311,29 @@ try {
   await until(async () => (await itemText()) === handedOffItem, "the daemon after the setting was fixed", 30_000).catch(() => {});
   const fixed = await itemText();
   check(fixed === handedOffItem, `after the setting is fixed the item reads "${handedOffItem}" again (it reads "${fixed}")`);
+
+  // Claude Code works in this workspace: the daemon follows its transcript, and the item shows
+  // the mirror with the agent's name and the figure the daemon reports for it.
+  mkdirSync(process.env.CLAUDE_PROJECT, { recursive: true });
+  copyFileSync(process.env.CLAUDE_TRANSCRIPT, `${process.env.CLAUDE_PROJECT}/7d1c2f0e-8b1a-4c3d-9e5f-0a1b2c3d4e5f.jsonl`);
+  await until(async () => (await itemText()).startsWith("Claude Code · "), "the mirror in the item", 30_000).catch(() => {});
+  // What the daemon says of the mirror, asked by a script once the transcript is in.
+  const mirror = scriptAgent("mirror", "claude-code");
+  const mirrorItem = `Claude Code · …${mirror.sessionId.slice(-8)} ${figure(mirror.usage)}`;
+  await until(async () => (await itemText()) === mirrorItem, "the mirror's figure in the item", 15_000).catch(() => {});
+  const mirrorShown = await itemText();
+  await shot("15-mirror");
+  check(Boolean(mirrorItem) && mirrorShown === mirrorItem, `a Claude Code session of the workspace shows in the item with the agent's name "${mirrorItem}" (it reads "${mirrorShown}")`);
+  // Its actions leave out what would write to it.
+  await statusItem.click();
+  await quickRow("Compact Preview").waitFor({ timeout: 15_000 }).catch(() => {});
+  const actions = (await page.locator(".quick-input-widget .quick-input-list .monaco-list-row").allInnerTexts()).map((t) => t.trim());
+  await shot("16-mirror-actions");
+  check(
+    actions.some((a) => a.includes("Compact Preview")) && !actions.some((a) => /Compact Now|Go to Entry|Label Entry/.test(a)),
+    `the mirror's actions leave out what would write to it (${JSON.stringify(actions)})`,
+  );
+  await page.keyboard.press("Escape");
 } catch (error) {
   failures.push(`exception: ${error.message.split("\n")[0]}`);
   console.log(`FAIL exception: ${error.stack}`);
