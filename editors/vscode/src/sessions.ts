@@ -71,15 +71,12 @@ export class ContextdSessions implements Disposable {
   private readonly compactionFinished = new Emitter<CompactionFinished>();
   private readonly currentChanged = new Emitter<string | undefined>();
   private readonly editorText = new Emitter<EditorText>();
-  private readonly activity = new Emitter<WorkspaceActivity>();
   readonly onTokenUsage: Event<TokenUsage> = this.tokenUsage.event;
   readonly onSessionChanged: Event<SessionChanged> = this.sessionChanged.event;
   readonly onCompactionStarted: Event<CompactionStarted> = this.compactionStarted.event;
   readonly onCompactionFinished: Event<CompactionFinished> = this.compactionFinished.event;
   readonly onDidChangeCurrent: Event<string | undefined> = this.currentChanged.event;
   readonly onEditorText: Event<EditorText> = this.editorText.event;
-  /** Every change of a session of this window's workspace, whoever made it (after watchWorkspace). */
-  readonly onActivity: Event<WorkspaceActivity> = this.activity.event;
 
   constructor(
     private readonly rpc: RpcConnection,
@@ -146,12 +143,10 @@ export class ContextdSessions implements Disposable {
   private onWorkspaceActivity(activity: WorkspaceActivity): void {
     if (activity.cause === "deleted") {
       this.forget(activity.sessionId);
-      this.activity.fire(activity);
       return;
     }
     const known = this.status.has(activity.sessionId);
     this.status.applyActivity(activity);
-    this.activity.fire(activity);
     // A request on the session makes the daemon send us its compaction and idle events too.
     if (!known) this.state(activity.sessionId).catch(() => undefined);
   }
@@ -357,7 +352,6 @@ export class ContextdSessions implements Disposable {
     }
     this.currentChanged.dispose();
     this.editorText.dispose();
-    this.activity.dispose();
     this.status.dispose();
   }
 }

@@ -3,7 +3,6 @@ import * as vscode from "vscode";
 import type { ConnectionState } from "./daemonConnection";
 import { disconnectedTooltip, Level, statusAccessibilityLabel, statusLevel, statusText, statusTooltip } from "./format";
 import type { ContextdSessions } from "./sessions";
-import type { SessionStatus } from "./statusModel";
 
 const BACKGROUND: Record<Level, vscode.ThemeColor | undefined> = {
   normal: undefined,
@@ -47,14 +46,9 @@ export class SessionStatusBar implements vscode.Disposable {
     this.render();
   }
 
-  /** The session the item shows, if any. */
-  get shown(): SessionStatus | undefined {
-    return this.sessions.status.latest();
-  }
-
   private render(): void {
     const item = this.item;
-    const status = this.shown;
+    const status = this.sessions.status.latest();
     if (!status) {
       item.hide();
       return;
