@@ -49,7 +49,9 @@ def unpaired(items: list[dict]) -> int:
 def row(path: Path, scratch: Path) -> str:
     agent = next(prefix for prefix in AGENTS if path.name.startswith(prefix))
     with gzip.open(path, "rt", encoding="utf-8") as file:
-        session_id, _ = save(IMPORTERS[agent](file.read().splitlines()), scratch, workspace="/bench", name=None)
+        session_id, _ = save(
+            IMPORTERS[agent](file.read().splitlines()), scratch, workspace="/bench", name=None
+        )
     session = SessionManager(Store(scratch), Settings(), SilentEvents()).get(session_id)
     name = path.name.removesuffix(".jsonl.gz")
     prepared = prepare_compaction(session.path, session.model_tokens(), session.settings)

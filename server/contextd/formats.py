@@ -131,8 +131,10 @@ def _openai_user_content(
             parts.append({"type": "input_text" if responses else "text", "text": block.text})
         elif isinstance(block, ImageContent):
             url = f"data:{block.mimeType};base64,{block.data}"
-            image = {"type": "input_image", "image_url": url} if responses else {"type": "image_url", "image_url": {"url": url}}
-            parts.append(image)
+            if responses:
+                parts.append({"type": "input_image", "image_url": url})
+            else:
+                parts.append({"type": "image_url", "image_url": {"url": url}})
     return parts
 
 

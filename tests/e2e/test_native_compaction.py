@@ -60,7 +60,9 @@ class Run:
         self.client = client
         self.log = log
         self.notifications: list[dict[str, Any]] = []
-        client.on(None, lambda method, params: self.notifications.append({"method": method, **params}))
+        client.on(
+            None, lambda method, params: self.notifications.append({"method": method, **params})
+        )
 
     async def open(self, session: str) -> None:
         await self.client.session_open(session_id=session)
@@ -110,24 +112,39 @@ def long_turn_steps(steps: range) -> list[dict[str, Any]]:
     for step in steps:
         body = " ".join(f"step{step}_{n} = load({n})" for n in range(200))
         call = (f"s{step}", "read", {"path": f"lib/part_{step}.py"})
-        messages += [assistant(f"Reading part {step}.", calls=[call]), result(f"s{step}", "read", body)]
+        messages += [
+            assistant(f"Reading part {step}.", calls=[call]),
+            result(f"s{step}", "read", body),
+        ]
     return messages
 
 
 def compaction_lines(path: Path) -> list[dict[str, Any]]:
-    return [entry for entry in map(json.loads, path.read_text().splitlines()) if entry.get("type") == "compaction"]
+    return [
+        entry
+        for entry in map(json.loads, path.read_text().splitlines())
+        if entry.get("type") == "compaction"
+    ]
 
 
-async def test_openai_native_stores_its_item_and_replays_it_in_the_openai_format(start, provider) -> None:
+async def test_openai_native_stores_its_item_and_replays_it_in_the_openai_format(
+    start, provider
+) -> None:
     provider.default = Reply.with_summary("first")
     run = await start(settings_for("openai-native", provider))
     session, path = await run.session_with_history()
 
     compacted = await run.client.compact(session)
 
-    item = {"type": "compaction", "id": "cmp_fake_0001", "encrypted_content": fake_encrypted("first")}
+    item = {
+        "type": "compaction",
+        "id": "cmp_fake_0001",
+        "encrypted_content": fake_encrypted("first"),
+    }
     assert compacted["summarizer"] == {"provider": "openai-native", "model": "test-model"}
-    assert compacted["summary"].startswith("## Goal"), "a readable checkpoint for people and other formats"
+    assert compacted["summary"].startswith("## Goal"), (
+        "a readable checkpoint for people and other formats"
+    )
     [stored] = compaction_lines(path)
     assert stored["preserveData"] == {"openaiItem": item}
     assert provider.requests[0].path == OPENAI_COMPACT_PATH
@@ -140,14 +157,18 @@ async def test_openai_native_stores_its_item_and_replays_it_in_the_openai_format
     neutral_view = (await run.client.context(session, "neutral"))["messages"]
     assert neutral_view[0]["content"] == COMPACTION_PREAMBLE + compacted["summary"]
     kept = neutral_view[1:]
-    assert len(openai_view) - 1 >= len([m for m in kept if m["role"] != "assistant"]), "the kept turns follow"
+    assert len(openai_view) - 1 >= len([m for m in kept if m["role"] != "assistant"]), (
+        "the kept turns follow"
+    )
 
     # The next compaction hands OpenAI its own state first, and keeps the new item.
     await run.add_turns(session, range(8, 14))
     provider.default = Reply.with_summary("second")
     await run.client.compact(session)
     assert provider.requests[-1].body["input"][0] == item
-    assert (await run.client.context(session, "openai"))["messages"][0]["encrypted_content"] == fake_encrypted("second")
+    assert (await run.client.context(session, "openai"))["messages"][0][
+        "encrypted_content"
+    ] == fake_encrypted("second")
 
     shown = run.everything_shown(compacted)
     assert fake_encrypted("first") not in shown, "the encrypted state is never logged or sent"
@@ -178,12 +199,24 @@ async def test_anthropic_native_summary_is_the_compaction_block(start, provider)
 @pytest.mark.parametrize(
     ("name", "failure", "fallback", "author"),
     [
-        ("openai-native", Reply.error(500, f"upstream exploded for key {SECRET}"), ["offline"], "offline"),
-        ("anthropic-native", Reply.without_compaction("A plain answer."), ["anthropic"], "anthropic"),
+        (
+            "openai-native",
+            Reply.error(500, f"upstream exploded for key {SECRET}"),
+            ["offline"],
+            "offline",
+        ),
+        (
+            "anthropic-native",
+            Reply.without_compaction("A plain answer."),
+            ["anthropic"],
+            "anthropic",
+        ),
     ],
     ids=["openai-native-500-to-offline", "anthropic-native-no-block-to-anthropic"],
 )
-async def test_a_failed_native_compaction_falls_back(start, provider, name, failure, fallback, author) -> None:
+async def test_a_failed_native_compaction_falls_back(
+    start, provider, name, failure, fallback, author
+) -> None:
     # Each native attempt fails (openai-native: the history's, retried once; anthropic-native:
     # the history's and the split turn's); the fallback's own requests get the default.
     provider.script(failure, failure)
@@ -214,13 +247,19 @@ async def test_openai_native_replays_a_split_turn_after_its_item(start, provider
     provider.default = Reply.with_summary("history")
     run = await start(settings_for("openai-native", provider))
     session, _ = await run.session_with_history(range(4))
-    await run.client.append(session, [user("Refactor every part under lib/."), *long_turn_steps(range(8))])
+    await run.client.append(
+        session, [user("Refactor every part under lib/."), *long_turn_steps(range(8))]
+    )
 
     first = await run.client.compact(session)
 
     assert "## Turn context (split turn)" in first["summary"]
     openai_view = (await run.client.context(session, "openai"))["messages"]
-    assert openai_view[0] == {"type": "compaction", "id": "cmp_fake_0001", "encrypted_content": fake_encrypted("history")}
+    assert openai_view[0] == {
+        "type": "compaction",
+        "id": "cmp_fake_0001",
+        "encrypted_content": fake_encrypted("history"),
+    }
     assert openai_view[1]["role"] == "user"
     assert openai_view[1]["content"].startswith("## Turn context (split turn)")
     assert "Refactor every part under lib/." in openai_view[1]["content"]
@@ -247,7 +286,9 @@ async def test_a_compaction_of_the_turn_alone_keeps_the_previous_item(start, pro
         ],
     )
     first = await run.client.compact(session)
-    assert "## Turn context (split turn)" not in first["summary"], "kept from the turn's user message"
+    assert "## Turn context (split turn)" not in first["summary"], (
+        "kept from the turn's user message"
+    )
     await run.client.append(session, long_turn_steps(range(8)))
     calls = len(provider.requests)
 
@@ -256,15 +297,23 @@ async def test_a_compaction_of_the_turn_alone_keeps_the_previous_item(start, pro
     assert "## Turn context (split turn)" in second["summary"]
     assert len(provider.requests) == calls, "the turn's beginning is summarized offline"
     assert second["summarizer"]["provider"] == "openai-native"
-    item = {"type": "compaction", "id": "cmp_fake_0001", "encrypted_content": fake_encrypted("history")}
-    assert [line.get("preserveData") for line in compaction_lines(path)] == [{"openaiItem": item}] * 2
+    item = {
+        "type": "compaction",
+        "id": "cmp_fake_0001",
+        "encrypted_content": fake_encrypted("history"),
+    }
+    assert [line.get("preserveData") for line in compaction_lines(path)] == [
+        {"openaiItem": item}
+    ] * 2
     openai_view = (await run.client.context(session, "openai"))["messages"]
     assert openai_view[0] == item
     assert openai_view[1]["content"].startswith("## Turn context (split turn)")
 
 
 @pytest.mark.parametrize("name", ["openai-native", "anthropic-native"])
-async def test_a_failure_without_fallback_changes_nothing_and_shows_no_key(start, provider, name) -> None:
+async def test_a_failure_without_fallback_changes_nothing_and_shows_no_key(
+    start, provider, name
+) -> None:
     provider.default = Reply.error(401, f"invalid x-api-key {SECRET}")
     run = await start(settings_for(name, provider))
     session, path = await run.session_with_history()
@@ -281,7 +330,9 @@ async def test_a_failure_without_fallback_changes_nothing_and_shows_no_key(start
     assert SECRET not in run.everything_shown(str(failed.value)) + path.read_text()
 
 
-async def test_a_codex_rollouts_own_compaction_is_replayed_and_built_on(start, provider, tmp_path) -> None:
+async def test_a_codex_rollouts_own_compaction_is_replayed_and_built_on(
+    start, provider, tmp_path
+) -> None:
     """A real Codex rollout: its `compacted` record's encrypted item is kept on the imported
     compaction, replayed in the openai format, and leads the next openai-native compaction."""
     name = "codex-knearme-two-compactions.jsonl.gz"
@@ -305,4 +356,6 @@ async def test_a_codex_rollouts_own_compaction_is_replayed_and_built_on(start, p
 
     assert provider.requests[0].body["input"][0] == codex_item
     assert compacted["summarizer"]["provider"] == "openai-native"
-    assert compaction_lines(path)[-1]["preserveData"]["openaiItem"]["encrypted_content"] == fake_encrypted("after codex")
+    assert compaction_lines(path)[-1]["preserveData"]["openaiItem"][
+        "encrypted_content"
+    ] == fake_encrypted("after codex")

@@ -60,26 +60,43 @@ async def test_openai_native_keeps_the_compaction_item_and_a_readable_checkpoint
     summary = await chain("openai-native", provider).summarize_with_info(request)
 
     assert summary.preserve_data == PreserveData(
-        openaiItem={"type": "compaction", "id": "cmp_fake_0001", "encrypted_content": fake_encrypted("latent state")}
+        openaiItem={
+            "type": "compaction",
+            "id": "cmp_fake_0001",
+            "encrypted_content": fake_encrypted("latent state"),
+        }
     )
     assert summary.text == summarize_offline(request), "readers get the offline checkpoint"
-    assert (summary.summarizer.provider, summary.summarizer.model) == ("openai-native", "openai-native-test-model")
+    assert (summary.summarizer.provider, summary.summarizer.model) == (
+        "openai-native",
+        "openai-native-test-model",
+    )
     [sent] = provider.requests
     assert sent.path == OPENAI_COMPACT_PATH
-    assert any(value.endswith(SECRET) for value in sent.headers.values()), "the key from the env var"
+    assert any(value.endswith(SECRET) for value in sent.headers.values()), (
+        "the key from the env var"
+    )
     assert sent.body["model"] == "openai-native-test-model"
     items = sent.body["input"]
     assert items[0] == {"role": "user", "content": request.messages[0].content}
     calls = [item for item in items if item.get("type") == "function_call"]
     outputs = {item["call_id"] for item in items if item.get("type") == "function_call_output"}
-    assert calls and {call["call_id"] for call in calls} == outputs, "every call sent with its output"
+    assert calls and {call["call_id"] for call in calls} == outputs, (
+        "every call sent with its output"
+    )
     assert all(isinstance(call["arguments"], str) for call in calls)
 
 
-async def test_openai_native_builds_on_the_previous_item(provider: FakeProvider, api_key: str) -> None:
+async def test_openai_native_builds_on_the_previous_item(
+    provider: FakeProvider, api_key: str
+) -> None:
     provider.script(Reply.with_summary("second"))
-    previous = PreserveData(openaiItem={"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAAold"})
-    request = compaction_request(previous_summary="## Goal\n- earlier", previous_preserve_data=previous)
+    previous = PreserveData(
+        openaiItem={"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAAold"}
+    )
+    request = compaction_request(
+        previous_summary="## Goal\n- earlier", previous_preserve_data=previous
+    )
 
     await chain("openai-native", provider).summarize_with_info(request)
 
@@ -92,7 +109,9 @@ async def test_openai_native_without_a_previous_item_sends_the_previous_summary(
 ) -> None:
     provider.script(Reply.with_summary("second"))
 
-    await chain("openai-native", provider).summarize_with_info(compaction_request(previous_summary="## Goal\n- earlier"))
+    await chain("openai-native", provider).summarize_with_info(
+        compaction_request(previous_summary="## Goal\n- earlier")
+    )
 
     first = provider.requests[0].body["input"][0]
     assert first["role"] == "user" and first["content"].endswith("## Goal\n- earlier")
@@ -101,7 +120,9 @@ async def test_openai_native_without_a_previous_item_sends_the_previous_summary(
 async def test_openai_native_writes_other_documents_offline_without_a_call(
     provider: FakeProvider, api_key: str
 ) -> None:
-    request = build_request("handoff", ratelimit_session(), template="handoff", max_tokens=2048, files=FileDetails())
+    request = build_request(
+        "handoff", ratelimit_session(), template="handoff", max_tokens=2048, files=FileDetails()
+    )
 
     summary = await chain("openai-native", provider).summarize_with_info(request)
 
@@ -118,14 +139,20 @@ async def test_anthropic_native_asks_for_server_side_compaction_and_reads_the_bl
     summary = await chain("anthropic-native", provider).summarize_with_info(request)
 
     assert summary.text.startswith(BLOCK)
-    assert "## Commands (latest run)" in summary.text[len(BLOCK):], "the computed trail is appended"
+    assert "## Commands (latest run)" in summary.text[len(BLOCK) :], (
+        "the computed trail is appended"
+    )
     assert summary.preserve_data is None
     counted, sent = provider.requests
-    assert counted.path == ANTHROPIC_COUNT_PATH, "counted first: the API compacts from 50,000 tokens"
+    assert counted.path == ANTHROPIC_COUNT_PATH, (
+        "counted first: the API compacts from 50,000 tokens"
+    )
     whole = {"role": "user", "content": whole_prompt(request)}
     assert counted.body == {"model": "anthropic-native-test-model", "messages": [whole]}
     assert sent.path == ANTHROPIC_PATH
-    assert any(value.endswith(SECRET) for value in sent.headers.values()), "the key from the env var"
+    assert any(value.endswith(SECRET) for value in sent.headers.values()), (
+        "the key from the env var"
+    )
     assert "compact-2026-01-12" in sent.headers["anthropic-beta"]
     assert sent.body["context_management"] == {
         "edits": [
@@ -142,7 +169,10 @@ async def test_anthropic_native_asks_for_server_side_compaction_and_reads_the_bl
     longest = max((m.content for m in request.messages if m.role == "toolResult"), key=len)
     assert isinstance(longest, str) and len(longest) > 2_000
     assert longest in whole["content"] and longest not in request.prompt
-    assert whole["content"].endswith(request.task) and "more characters truncated" not in whole["content"]
+    assert (
+        whole["content"].endswith(request.task)
+        and "more characters truncated" not in whole["content"]
+    )
 
 
 NATIVE = ["openai-native", "anthropic-native"]
@@ -161,7 +191,9 @@ async def test_a_rate_limit_is_retried(name: str, provider: FakeProvider, api_ke
 NO_COMPACTION = {
     "openai-native": [
         Reply.without_compaction("x"),
-        Reply.raw('{"object": "response.compaction", "output": [{"type": "compaction", "id": "c"}]}'),
+        Reply.raw(
+            '{"object": "response.compaction", "output": [{"type": "compaction", "id": "c"}]}'
+        ),
         Reply.raw("{}"),
     ],
     "anthropic-native": [
@@ -173,7 +205,8 @@ NO_COMPACTION = {
 
 
 @pytest.mark.parametrize(
-    ("name", "reply"), [(name, reply) for name, replies in NO_COMPACTION.items() for reply in replies]
+    ("name", "reply"),
+    [(name, reply) for name, replies in NO_COMPACTION.items() for reply in replies],
 )
 async def test_a_reply_without_a_compaction_falls_back_at_once(
     name: str, reply: Reply, provider: FakeProvider, api_key: str
@@ -193,25 +226,34 @@ async def test_an_outage_falls_back_to_the_same_vendors_summarizer(
     name: str, provider: FakeProvider, api_key: str
 ) -> None:
     vendor = name.removesuffix("-native")
-    provider.script(*[Reply.error(500, "internal trouble")] * 2, Reply.with_summary("## Goal\n- from the fallback"))
+    provider.script(
+        *[Reply.error(500, "internal trouble")] * 2,
+        Reply.with_summary("## Goal\n- from the fallback"),
+    )
 
-    summary = await chain(name, provider, maxRetries=1, fallback=[vendor]).summarize_with_info(compaction_request())
+    summary = await chain(name, provider, maxRetries=1, fallback=[vendor]).summarize_with_info(
+        compaction_request()
+    )
 
     assert summary.summarizer.provider == vendor
     assert summary.text.startswith("## Goal\n- from the fallback")
     fallback_request = provider.requests[-1]
     assert fallback_request.path == {"anthropic": ANTHROPIC_PATH, "openai": OPENAI_PATH}[vendor]
     assert "context_management" not in fallback_request.body
-    assert SECRET in " ".join(fallback_request.headers.values()), "the same key variable serves the vendor"
+    assert SECRET in " ".join(fallback_request.headers.values()), (
+        "the same key variable serves the vendor"
+    )
 
 
 @pytest.mark.parametrize("name", NATIVE)
-async def test_a_timeout_is_retried_then_falls_back(name: str, provider: FakeProvider, api_key: str) -> None:
+async def test_a_timeout_is_retried_then_falls_back(
+    name: str, provider: FakeProvider, api_key: str
+) -> None:
     provider.script(Reply.hang(10), Reply.hang(10))
 
-    summary = await chain(name, provider, timeoutSeconds=0.3, maxRetries=1, fallback=["offline"]).summarize_with_info(
-        compaction_request()
-    )
+    summary = await chain(
+        name, provider, timeoutSeconds=0.3, maxRetries=1, fallback=["offline"]
+    ).summarize_with_info(compaction_request())
 
     assert summary.summarizer.provider == "offline"
     assert len(calls(provider)) == 2
@@ -223,10 +265,14 @@ async def test_anthropic_native_does_not_ask_under_the_trigger(
     provider.input_tokens = 1_234
     provider.script(Reply.with_summary("would have been a paid answer"))
 
-    summary = await chain("anthropic-native", provider, fallback=["offline"]).summarize_with_info(compaction_request())
+    summary = await chain("anthropic-native", provider, fallback=["offline"]).summarize_with_info(
+        compaction_request()
+    )
 
     assert summary.summarizer.provider == "offline"
-    assert [sent.path for sent in provider.requests] == [ANTHROPIC_COUNT_PATH], "counted once, never asked"
+    assert [sent.path for sent in provider.requests] == [ANTHROPIC_COUNT_PATH], (
+        "counted once, never asked"
+    )
     assert "1,234 input tokens, under the 50,000 from which the API compacts" in caplog.text
 
 

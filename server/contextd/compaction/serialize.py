@@ -60,7 +60,9 @@ def serialize_conversation(
 def _assistant_lines(message: AssistantMessage, tool_text_max_chars: int | None) -> list[str]:
     thinking = [block.thinking for block in message.content if isinstance(block, ThinkingContent)]
     text = [block.text for block in message.content if isinstance(block, TextContent)]
-    calls = [_call_text(block, tool_text_max_chars) for block in message.content if isinstance(block, ToolCall)]
+    calls = [
+        _call_text(block, tool_text_max_chars) for block in message.content if isinstance(block, ToolCall)
+    ]
     lines: list[str] = []
     if thinking:
         lines.append("[Assistant thinking]: " + "\n".join(thinking))

@@ -66,13 +66,17 @@ class AnthropicNativeSummarizer(AnthropicSummarizer):
 
 def whole_prompt(request: SummaryRequest) -> str:
     """The request's prompt with the tool outputs it shortened given whole."""
-    return with_conversation(serialize_conversation(request.messages, tool_text_max_chars=None), request.task)
+    return with_conversation(
+        serialize_conversation(request.messages, tool_text_max_chars=None), request.task
+    )
 
 
 def _require_trigger(input_tokens: object) -> None:
     """Fail at once, before paying for an answer, when the API would not compact."""
     if not isinstance(input_tokens, int):
-        raise malformed_reply(AnthropicNativeSummarizer.provider, "no input_tokens in the token count")
+        raise malformed_reply(
+            AnthropicNativeSummarizer.provider, "no input_tokens in the token count"
+        )
     if input_tokens < MIN_TRIGGER_TOKENS:
         raise ProviderError(
             AnthropicNativeSummarizer.provider,
@@ -90,5 +94,7 @@ def _compaction_text(message: Any) -> str:
         raise malformed_reply(AnthropicNativeSummarizer.provider, "no compaction block")
     text = getattr(compactions[-1], "content", None)
     if not isinstance(text, str) or not text.strip():
-        raise malformed_reply(AnthropicNativeSummarizer.provider, "the compaction block has no summary")
+        raise malformed_reply(
+            AnthropicNativeSummarizer.provider, "the compaction block has no summary"
+        )
     return text
