@@ -32,6 +32,7 @@ from contextd.rpc.framing import DEFAULT_MAX_FRAME_BYTES
 from contextd.rpc.messages import INVALID_PARAMS, RpcError
 from contextd.session import HookAnswer, LiveSession, SessionManager
 from contextd.store import Store, default_data_dir
+from contextd.tokens import get_encoding, resolve_model
 
 log = logging.getLogger(__name__)
 
@@ -234,6 +235,13 @@ class Daemon:
         if self._sessions is not None:
             self._sessions.apply_settings(settings)
         self.follower.apply(settings.follow)
+
+    def build_tokenizer(self) -> None:
+        """Build the encoding of the daemon's default model now. tiktoken holds the GIL for
+        the whole build (about 0.3 s for o200k_base), so built at the first count it would
+        stall every connection's requests once, even those a worker thread does not touch
+        (benchmarks/README.md, bench_listing)."""
+        get_encoding(resolve_model(self.settings.defaultModel, self.settings.models).encoding)
 
     # --- connections ------------------------------------------------------------------
 

@@ -98,6 +98,7 @@ async def serve_sockets(
         await daemon.attach(reader, writer).run()
 
     daemon.on_idle = arm_grace
+    daemon.build_tokenizer()  # before the first client can be kept waiting by it
     if unix_path is not None:
         server = await asyncio.start_unix_server(on_connect, path=str(unix_path), limit=STREAM_LIMIT)
         os.chmod(unix_path, 0o600)
