@@ -45,6 +45,13 @@ async def test_following_is_off_by_default_and_switched_at_run_time(tmp_path: Pa
             first = (await activity.get()).params
         assert first["source"] == {"agent": "codex", "path": str(rollout)} and first["workspace"] == workspace
         assert first["cause"] == "open" and first["usage"]["source"] == "usage"
+        first_request = next(
+            record["payload"]["content"][0]["text"] for line in lines for record in [json.loads(line)]
+            if record["type"] == "response_item" and record["payload"].get("role") == "user"
+            and not record["payload"]["content"][0]["text"].lstrip().startswith(("<", "# AGENTS.md"))
+        )
+        assert first["name"] and first["name"].rstrip("…") in first_request
+        assert not first["name"].startswith("#")  # named by its first request, not its heading  # named by its first request
         recorded = next(
             info["model_context_window"] for info in (json.loads(line)["payload"].get("info") for line in lines[:200])
             if isinstance(info, dict) and info.get("model_context_window")

@@ -36,7 +36,9 @@ from contextd.model import (
     SessionInfoEntry,
     Settings,
     ToolResultMessage,
+    UserMessage,
     is_node,
+    message_text,
 )
 from contextd.session.errors import InvalidAppend, ReadOnlyMirror
 from contextd.session.events import SessionEvents
@@ -141,7 +143,20 @@ class LiveState(ABC):
                 break
             if isinstance(entry, SessionInfoEntry):
                 return entry.name
+        if self.header.name is None and self.read_only:
+            return self._first_request()
         return self.header.name
+
+    def _first_request(self) -> str | None:
+        """A mirror the agent gave no name is known by its first request, as agents list
+        their sessions (first line, at most 80 characters)."""
+        for entry in self._path:
+            if isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
+                lines = [line.strip() for line in message_text(entry.message.content).splitlines() if line.strip()]
+                if lines:  # a heading or tag opening the request says less than its first line of text
+                    line = next((line for line in lines if not line.startswith(("#", "<"))), lines[0])
+                    return line if len(line) <= 80 else line[:79] + "…"
+        return None
 
     @property
     def path(self) -> list[Entry]:
