@@ -3,6 +3,7 @@ agent session of the workspace, until Ctrl-C (exit 130)."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import os
@@ -11,7 +12,10 @@ import subprocess
 import threading
 from pathlib import Path
 
+from contextd_client import ContextdClient
+
 from tests.cli.commands import CONTEXTD
+from tests.shared_daemon import shared_command, stop_daemon
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real"
 
@@ -54,3 +58,41 @@ def test_follow_refuses_a_workspace_and_all_at_once(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60, check=False,
     )
     assert done.returncode == 2 and "either --workspace or --all" in done.stderr
+
+
+async def test_follow_turns_following_on_in_the_shared_daemon_for_every_client(
+    tmp_path: Path, shared_env: dict[str, str]
+) -> None:
+    lines = gzip.decompress((REAL / "pi-coffee-single-task.jsonl.gz").read_bytes()).splitlines(keepends=True)
+    workspace = tmp_path / "app"
+    workspace.mkdir()
+    home = tmp_path / "home"
+    transcript = home / ".pi/agent/sessions/--app--/2025-10-05_abc.jsonl"
+    transcript.parent.mkdir(parents=True)
+    header = {**json.loads(lines[0]), "cwd": str(workspace)}
+    transcript.write_bytes(json.dumps(header).encode() + b"\n" + b"".join(lines[1:]))
+    env = {**shared_env, "HOME": str(home)}
+    data_dir = tmp_path / "data"
+    follower = await asyncio.create_subprocess_exec(
+        *CONTEXTD, "--data-dir", str(data_dir), "follow", "--json",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env, cwd=workspace,
+    )
+    assert follower.stdout is not None
+    pid: int | None = None
+    try:
+        async with asyncio.timeout(90):
+            line = json.loads(await follower.stdout.readline())
+            async with await ContextdClient.spawn(
+                data_dir=data_dir, workspace=workspace, env=env, command=shared_command(data_dir)
+            ) as editor:  # an editor on the same shared daemon sees the mirror too
+                pid = (await editor.daemon_status())["pid"]
+                assert (await editor.follow())["enabled"] is True
+                rows = (await editor.session_list(workspace=workspace))["sessions"]
+                assert [row["source"] for row in rows] == [{"agent": "pi", "path": str(transcript)}]
+                assert rows[0]["sessionId"] == line["sessionId"]
+    finally:
+        follower.send_signal(signal.SIGINT)
+        code = await asyncio.wait_for(follower.wait(), 20)
+        if pid is not None:
+            stop_daemon(pid)
+    assert code == 130
