@@ -131,7 +131,10 @@ try {
   await shot("01-workbench");
   await palette("contextd e2e: Record Environment");
   console.log(`     environment: ${JSON.stringify(await until(() => helperEvents().find((e) => e.event === "environment"), "the environment"))}`);
-  check((await statusItem.count()) === 0, "no contextd status item before a session is open");
+  // At start the item shows the workspace's session that changed last: the seeded one.
+  await until(async () => (await itemText()) !== "", "the item at start", 15_000).catch(() => {});
+  const atStart = await itemText();
+  check(atStart === figure(EXPECT.usage), `at start the item shows the workspace's latest session "${figure(EXPECT.usage)}" (it reads "${atStart}")`);
 
   // The seeded session, opened from Switch Session: the item shows its figure.
   await palette("contextd: Switch Session");

@@ -75,7 +75,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contex
         applyFollowSettings(daemon, output);
       }
       // Every connection watches anew: the status bar follows whoever drives this workspace's sessions.
-      sessions.watchWorkspace().catch((error) => output.error(`watching the workspace's sessions: ${errorText(error)}`));
+      sessions
+        .watchWorkspace()
+        .then((watched) => (watched && isShared() ? sessions.showNewest(watched.sessions) : undefined))
+        .catch((error) => output.error(`watching the workspace's sessions: ${errorText(error)}`));
     }),
     { dispose: () => void daemon.dispose() },
   );

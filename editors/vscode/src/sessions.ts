@@ -26,6 +26,7 @@ import {
   OpenParams,
   OpenResult,
   SessionChanged,
+  SessionSummary,
   StateResult,
   TokenUsage,
   TreeResult,
@@ -138,6 +139,18 @@ export class ContextdSessions implements Disposable {
       if (isMethodNotFound(error)) return undefined;
       throw error;
     }
+  }
+
+  /**
+   * With nothing shown yet, shows the workspace's session that changed last among `rows`
+   * (a watch's result), read with session/state. On a shared daemon only: a daemon of the
+   * window's own would take the session's lock from the agent that writes it.
+   */
+  async showNewest(rows: SessionSummary[]): Promise<void> {
+    const newest = [...rows].sort((a, b) => Date.parse(b.updatedAt) - Date.parse(a.updatedAt))[0];
+    if (!newest || this.status.latest()) return;
+    await this.state(newest.sessionId);
+    if (!this.status.latest()) this.status.touch(newest.sessionId);
   }
 
   private onWorkspaceActivity(activity: WorkspaceActivity): void {

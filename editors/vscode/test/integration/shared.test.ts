@@ -90,6 +90,19 @@ describe("on the shared daemon", () => {
     expect(last.shortSummary).toMatch(/\S/);
   });
 
+  it("shows a window that opens later the workspace's session that changed last", async () => {
+    const newest = window.sessions.status.latest()!;
+    const later = await TestDaemon.start({ dataDir, workspace: window.workspace, sharedRuntimeDir: runtimeDir });
+    try {
+      expect(later.sessions.status.latest()).toBeUndefined();
+      await later.sessions.showNewest((await later.sessions.watchWorkspace())!.sessions);
+      expect(later.sessions.status.latest()).toMatchObject({ sessionId: newest.sessionId, usage: newest.usage });
+      expect(later.sessions.current).toBeUndefined();
+    } finally {
+      await later.stop();
+    }
+  });
+
   it("takes the window's follow settings at run time, for every client", async () => {
     const roots = { "claude-code": join(dataDir, "claude-projects") };
     const asked = await window.connection.sendRequest<FollowResult>(
