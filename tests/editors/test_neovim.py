@@ -1021,15 +1021,21 @@ def script(editor: Editor) -> Iterator[Callable[[], Script]]:
         each.close()
 
 
+def drive_a_session(script: Callable[[], Script]) -> tuple[Script, str]:
+    """A script opens a session of the workspace and appends a turn at 120k tokens."""
+    driver = script()
+    driven = driver.open("driven by a script")
+    driver.append(driven, [user("Refactor the parser"), assistant("Parser refactored.", 120000)])
+    return driver, driven
+
+
 def test_the_statusline_shows_the_session_a_script_drives_without_opening_it(
     editor: Editor, script: Callable[[], Script]
 ) -> None:
     own = editor.setup(shared=True)
     editor.append(CONVERSATION)
     editor.wait("require('contextd').statusline() == 'ctx 84k/200k 42%'")
-    driver = script()
-    driven = driver.open("driven by a script")
-    driver.append(driven, [user("Refactor the parser"), assistant("Parser refactored.", 120000)])
+    driver, driven = drive_a_session(script)
     editor.wait("require('contextd').statusline() == 'ctx 120k/200k 60%'")
     state = editor.state()
     assert state["session_id"] == own  # commands and the API stay on this editor's session
@@ -1051,9 +1057,7 @@ def test_a_deleted_session_leaves_the_statusline_and_the_editor_continues_in_a_n
 ) -> None:
     own = editor.setup(shared=True)
     editor.append(CONVERSATION)
-    driver = script()
-    driven = driver.open("driven by a script")
-    driver.append(driven, [user("Refactor the parser"), assistant("Parser refactored.", 120000)])
+    driver, driven = drive_a_session(script)
     editor.wait("require('contextd').statusline() == 'ctx 120k/200k 60%'")
     # The shown session is deleted: the statusline goes back to this editor's.
     driver.run(driver.client.delete_session(driven))
@@ -1076,9 +1080,7 @@ def test_statusline_session_current_keeps_to_this_editors_session(
 ) -> None:
     own = editor.setup(shared=True, statusline_session="current")
     editor.append(CONVERSATION)
-    driver = script()
-    driven = driver.open("driven by a script")
-    driver.append(driven, [user("Refactor the parser"), assistant("Parser refactored.", 120000)])
+    _, driven = drive_a_session(script)
     # The activity arrived (and is kept), yet the statusline stays on this editor's session.
     editor.lua("_G.driven = ...", driven)
     editor.wait("(require('contextd.state').latest or {}).sessionId == _G.driven")
@@ -1091,9 +1093,7 @@ def test_the_session_picker_lists_other_clients_sessions_and_opens_the_chosen(
 ) -> None:
     own = editor.setup(shared=True, session_name="the editor's session")
     editor.append(CONVERSATION)
-    driver = script()
-    driven = driver.open("driven by a script")
-    driver.append(driven, [user("Refactor the parser"), assistant("Parser refactored.", 120000)])
+    driver, driven = drive_a_session(script)
     editor.answer_selects("driven by a script")
     editor.command("Contextd sessions")
     editor.wait_note("switched to session")
