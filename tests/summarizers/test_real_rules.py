@@ -501,3 +501,36 @@ def test_a_wait_before_a_command_is_not_what_it_runs() -> None:
     ])
 
     assert sections(summary)["### Blocked"] == "(none)"
+
+
+def test_an_edit_is_done_with_what_the_assistant_said_it_was_for() -> None:
+    # claude-code-atlas-short: the change that matters is named only in the sentence before
+    # the edit; "Let me fix it:" and "commit and push" name no change.
+    narrated = (
+        "Perfect! Now let me modify the `executeConversationMessage` method to:\n"
+        "1. Detect if the user is a gym owner/staff\n2. Inject appropriate context into the system prompt dynamically"
+    )
+    edit = {"file_path": "/Users/Sam/lib/ai-agents/orchestrator.ts", "old_string": "a", "new_string": "b"}
+    summary = summary_of([
+        user("the ai agent is talking to me like im a client. It should recognise when its talking to the gym owner"),
+        said(narrated, {"id": "e1", "name": "Edit", "arguments": edit}),
+        result("e1", "The file /Users/Sam/lib/ai-agents/orchestrator.ts has been updated.", name="Edit"),
+        said("Let me fix it:", {"id": "e2", "name": "Edit", "arguments": edit}),
+        result("e2", "The file /Users/Sam/lib/ai-agents/orchestrator.ts has been updated.", name="Edit"),
+        said("Now let me commit and push these fixes:", {"id": "e3", "name": "Edit", "arguments": edit}),
+        result("e3", "<tool_use_error>File has not been read yet.</tool_use_error>", error=True, name="Edit"),
+        said("Perfect! The orchestrator now detects owners."),
+    ])
+    body = sections(summary)
+
+    assert body["### Done"].splitlines()[0] == (
+        "- [x] Changed `/Users/Sam/lib/ai-agents/orchestrator.ts`: modify the `executeConversationMessage` method to: "
+        "Detect if the user is a gym owner/staff; Inject appropriate context into the system prompt dynamically"
+    )
+    assert "fix it" not in body["### Done"] and "commit and push" not in body["### Done"]
+    # An exclamation is not the state the work is in (the turn's last text, mid-turn).
+    mid_turn = sections(summary_of([
+        user("Fix the AI agent's gym owner context detection."),
+        said("Perfect!", {"id": "c", "name": "Bash", "arguments": {"command": "cp lib/a.ts apps/gym-dashboard/lib/a.ts"}}),
+    ]))
+    assert "Perfect!" not in mid_turn["### In Progress"]

@@ -231,6 +231,8 @@ class Facts:
     decisions: list[str] = field(default_factory=list)
     done: list[str] = field(default_factory=list)
     """What the assistant said it finished, latest MAX_DONE_CLAIMS."""
+    edits: list[str] = field(default_factory=list)
+    """Changes that went through, each with what the assistant said it was for, oldest first."""
     shipped: list[str] = field(default_factory=list)
     """Commits, pushes, pull requests and tags that went through, oldest first."""
     checks_passed: list[str] = field(default_factory=list)
@@ -306,6 +308,8 @@ class _Walk:
     turn_ended: bool = False
     """The last message is an assistant answer with no tool call pending: the turn is over."""
     turn_ended_once: bool = False
+    purposes: dict[str, str] = field(default_factory=dict)
+    """Edit calls and what the text before them said they change, by call id."""
 
 
 def extract_facts(messages: Sequence[Message]) -> Facts:
@@ -388,9 +392,12 @@ def _read_assistant(message: AssistantMessage, index: int, facts: Facts, walk: _
         walk.turn_text = text
         facts.question = ""
         _read_assistant_text(text, facts, walk)
+    purpose = _edit_purpose(text)
     for call in message.tool_calls:
         walk.calls[call.id] = call
         _read_call(call, facts)
+        if purpose and _modifies(call):
+            walk.purposes[call.id] = purpose
 
 
 def _end_turn(walk: _Walk, facts: Facts) -> None:
@@ -462,9 +469,37 @@ def _narrates(sentence: str) -> bool:
                 or sentence.rstrip().endswith(":"))
 
 
+def _modifies(call: ToolCall) -> bool:
+    return call.name in DEFAULT_MODIFY_TOOLS or bool(PATCH_FILE.search(_patch_text(call.arguments)))
+
+
+def _edit_purpose(text: str) -> str:
+    """What the assistant says its next edit is for ("Now let me modify the `run` method
+    to: 1. … 2. …"), without the narration; empty when it names nothing ("Let me fix it:")."""
+    narrated = [match for s in sentences(text) if (match := STEP_NARRATION.match(s))]
+    if not narrated:
+        return ""
+    purpose = narrated[-1].string[narrated[-1].end():].strip(" ,")
+    if purpose.endswith(":"):
+        purpose = f"{purpose} " + "; ".join(_list_items(text)[:MAX_PURPOSE_ITEMS])
+    purpose = purpose.rstrip(": ")
+    if not (SPECIFIC.search(purpose) or len(purpose.split()) >= MIN_PURPOSE_WORDS) or NOT_AN_EDIT.match(purpose):
+        return ""
+    return _clip(purpose, MAX_SENTENCE_CHARS)
+
+
+MAX_PURPOSE_ITEMS = 3
+NOT_AN_EDIT = re.compile(
+    r"(?:commit|push|run|test|check|verify|deploy|build|wait|monitor|search|see|read|look|find)\b",
+    re.IGNORECASE,
+)
+"""Narration of a step after the edit ("commit and push these fixes"), not what it changes."""
+MIN_PURPOSE_WORDS = 5
+
+
 def _read_call(call: ToolCall, facts: Facts) -> None:
     paths = _call_paths(call.arguments)
-    if call.name in DEFAULT_MODIFY_TOOLS or PATCH_FILE.search(_patch_text(call.arguments)):
+    if _modifies(call):
         facts.modified_files += paths
     elif call.name in DEFAULT_READ_TOOLS:
         facts.read_files += paths
@@ -526,6 +561,9 @@ def _read_result(
         walk.checks.pop(command, None)  # the latest run of a check is the one that counts
         if outcome == "ok":
             walk.checks[command] = _last_line(_without_noise(text))
+    if outcome == "ok" and call is not None and (purpose := walk.purposes.pop(call.id, "")):
+        paths = _call_paths(call.arguments)
+        facts.edits.append(f"Changed `{paths[0]}`: {purpose}" if paths else purpose)
     if outcome == "ok":
         walk.successes.append((index, subject))
         walk.successes += [(index, f"file:{path}") for path in FILE_PATH.findall(command)]
@@ -664,7 +702,7 @@ def _read_open_work(last_text: str, pending: list[ToolCall], facts: Facts, turn_
     reports_problem = bool(PROBLEM_WORDS.search(_first_sentences(last_text, 2)))
     if last_text and (not turn_ended or reports_problem) and not claims_done and not facts.unanswered and not facts.question:
         # What the work is in the middle of, without the narration of the next tool call.
-        state = [s for s in list(sentences(last_text))[:2] if not STEP_NARRATION.match(s)]
+        state = [s for s in list(sentences(last_text))[:2] if not STEP_NARRATION.match(s) and _is_prose(s)]
         if state:
             facts.in_progress.append(" ".join(state))
     listed = _list_items_by_heading(last_text)

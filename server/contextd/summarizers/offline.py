@@ -53,6 +53,7 @@ USER_MESSAGES_SHARE = 0.3
 RECENT_USER_MESSAGES = 5
 MAX_ROOT_CAUSES = 6
 MAX_FINDINGS = 40
+MAX_EDITS = 8
 RECENT_FINDINGS = 15
 MENTIONED = "Files mentioned: "
 FIXED_LATER = "Fixed later: "
@@ -67,6 +68,8 @@ ESSENTIAL = 5
 IMPORTANT = 4
 USEFUL = 3
 BACKGROUND = 2
+DETAIL = 1
+"""The assistant's own account of each edit: the first to go, before the user's older words."""
 
 _PROGRESS = (
     Part("## Progress"),
@@ -261,6 +264,7 @@ def _add_progress(checkpoint: Checkpoint, facts: Facts, earlier: dict[str, list[
     checkpoint.add_all(DONE, checks, USEFUL)
     checkpoint.add_all(DONE, facts.shipped, USEFUL)
     checkpoint.add_all(DONE, [text for status, text in facts.todos if status == "completed"], USEFUL)
+    checkpoint.add_all(DONE, facts.edits[-MAX_EDITS:], DETAIL)
     checkpoint.add_all(DONE, claims, BACKGROUND)
     checkpoint.add_all(IN_PROGRESS, still_open, BACKGROUND)
     checkpoint.add_all(IN_PROGRESS, facts.in_progress, USEFUL)
