@@ -4,6 +4,7 @@ row; a session another daemon holds is refused and kept."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from contextd_client.rpc import ContextdError
 from tests.factories import coding_turn, user
 from tests.shared_daemon import contextd
 
-SESSION_NOT_FOUND, SESSION_LOCKED, INVALID_PARAMS = -32001, -32003, -32602
+SESSION_NOT_FOUND, SESSION_LOCKED, INVALID_PARAMS, REQUEST_CANCELLED = -32001, -32003, -32602, -32800
 WAIT_SECONDS = 60
 
 
@@ -123,3 +124,32 @@ async def test_a_session_another_daemon_holds_is_refused_and_kept(shared_clients
         assert (error["kind"], error["sessionId"], error["pid"]) == ("locked", session, own.daemon.pid)
         assert Path(opened["path"]).is_file()
         assert (await own.append(session, [user("still mine")]))["entryIds"]
+
+
+async def test_deleting_a_session_mid_compaction_aborts_it_and_nothing_comes_back(tmp_path):
+    from tests.summarizers.fake_provider import FakeProvider, Reply
+
+    provider = FakeProvider(default=Reply.hang(30)).start()
+    settings = {
+        "summarizer": {"provider": "remote", "remoteEndpoint": provider.remote_url, "maxRetries": 0},
+        "compaction": {"reserveTokens": 2_000, "keepRecentTokens": 3_000},
+    }
+    try:
+        async with await ContextdClient.spawn(data_dir=tmp_path / "data", settings=settings, shared=False) as client:
+            opened = await client.session_open(name="compacting")
+            session = opened["sessionId"]
+            await client.append(session, [message for index in range(6) for message in coding_turn(index)])
+            finished = client.notifications("contextd/compactionFinished")
+            compacting = asyncio.ensure_future(client.compact(session))
+            await provider.wait_for_requests(1)
+
+            await client.delete_session(session)
+            with pytest.raises(ContextdError) as stopped:
+                await compacting
+            assert stopped.value.code == REQUEST_CANCELLED
+            outcome = (await finished.get(WAIT_SECONDS)).params
+            assert (outcome["sessionId"], outcome["outcome"]) == (session, "aborted")
+            assert not Path(opened["path"]).exists()  # the job ended without writing it again
+            assert (await client.session_list())["sessions"] == []
+    finally:
+        provider.stop()
