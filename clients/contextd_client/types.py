@@ -11,7 +11,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 Message = dict[str, Any]
 """A neutral message (`role` user | assistant | toolResult), see protocol.md."""
 
-ContextFormat = Literal["neutral", "anthropic", "openai"]
+ContextFormat = Literal["neutral", "anthropic", "openai", "openai-responses"]
 CompactionReason = Literal["manual", "threshold", "overflow", "incomplete", "idle", "handoff"]
 
 

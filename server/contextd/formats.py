@@ -1,5 +1,5 @@
-"""The context in the shapes provider APIs take: neutral, Anthropic Messages, OpenAI Chat;
-and the OpenAI Responses input items a provider-native compaction reads."""
+"""The context in the shapes provider APIs take: neutral, Anthropic Messages, OpenAI Chat
+Completions and OpenAI Responses input items (what OpenAI's own compaction reads and writes)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from contextd.model import (
     message_text,
 )
 
-Format = Literal["neutral", "anthropic", "openai"]
+Format = Literal["neutral", "anthropic", "openai", "openai-responses"]
 
 
 def render_context(
@@ -35,10 +35,11 @@ def render_context(
     shape also puts it first among the messages.
 
     `opening_compaction` is the compaction whose summary is `messages[0]`. When OpenAI's own
-    compaction wrote it, the `openai` shape replays the provider's compaction item in the
-    summary's place: the model reads its own encrypted state better than our text."""
-    if fmt == "openai" and opening_compaction is not None and opening_compaction.preserveData:
-        rendered = [*_openai_replay(opening_compaction), *to_openai(messages[1:])]
+    compaction wrote it, the `openai-responses` shape replays the provider's compaction item
+    in the summary's place: the model reads its own encrypted state better than our text.
+    Chat Completions (`openai`) cannot take such an item, so it keeps the readable summary."""
+    if fmt == "openai-responses" and opening_compaction is not None and opening_compaction.preserveData:
+        rendered = [*_openai_replay(opening_compaction), *to_openai_responses(messages[1:])]
     else:
         rendered = to_format(messages, fmt)
     if system is None:
@@ -53,6 +54,8 @@ def to_format(messages: Sequence[Message], fmt: Format) -> list[dict[str, Any]]:
         return to_anthropic(messages)
     if fmt == "openai":
         return to_openai(messages)
+    if fmt == "openai-responses":
+        return to_openai_responses(messages)
     return [message.model_dump(exclude_none=True) for message in messages]
 
 
@@ -156,16 +159,6 @@ def _openai_assistant(message: AssistantMessage) -> dict[str, Any] | None:
     return turn
 
 
-def _openai_replay(compaction: CompactionEntry) -> list[dict[str, Any]]:
-    """The preserved compaction item, then the summary of a split turn's beginning: the item
-    covers the history before the turn, which was summarized on its own."""
-    assert compaction.preserveData is not None
-    replay: list[dict[str, Any]] = [dict(compaction.preserveData.openaiItem)]
-    if (turn := split_turn_context(compaction.summary)) is not None:
-        replay.append({"role": "user", "content": turn})
-    return replay
-
-
 def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     turns: list[dict[str, Any]] = []
     for message in messages:
@@ -185,7 +178,7 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return turns
 
 
-# --- OpenAI Responses API input ---------------------------------------------------------------
+# --- OpenAI Responses API input items ---------------------------------------------------------
 
 
 def to_openai_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -217,3 +210,13 @@ def to_openai_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 }
             )
     return items
+
+
+def _openai_replay(compaction: CompactionEntry) -> list[dict[str, Any]]:
+    """The preserved compaction item, then the summary of a split turn's beginning: the item
+    covers the history before the turn, which was summarized on its own."""
+    assert compaction.preserveData is not None
+    replay: list[dict[str, Any]] = [dict(compaction.preserveData.openaiItem)]
+    if (turn := split_turn_context(compaction.summary)) is not None:
+        replay.append({"role": "user", "content": turn})
+    return replay

@@ -205,7 +205,8 @@ OPENAI_ITEM_INPUT_KEYS = ("type", "id", "encrypted_content")
 
 class PreserveData(Strict):
     """What a provider's own compaction returned that only that provider can read, kept with
-    the compaction entry and replayed verbatim in that provider's context format.
+    the compaction entry and replayed verbatim in that provider's context format
+    (`openai-responses`).
 
     It is conversation content (encrypted by the provider), so it is never logged, never put
     in a result or a notification, and never sent to another provider."""

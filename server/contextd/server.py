@@ -12,7 +12,7 @@ import inspect
 import json
 import logging
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 from pydantic import (
@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from contextd import __version__
-from contextd.formats import render_context
+from contextd.formats import Format, render_context
 from contextd.model import (
     MAX_TEXT_CHARS,
     FollowedAgent,
@@ -155,7 +155,7 @@ def nesting_depth(value: Any) -> int:
 
 
 class ContextParams(SessionParams):
-    format: Literal["neutral", "anthropic", "openai"] = "neutral"
+    format: Format = "neutral"
 
 
 class SetInstructionsParams(SessionParams):

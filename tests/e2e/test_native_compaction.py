@@ -1,7 +1,7 @@
 """Provider-native compaction end to end: the daemon (its own, over stdio, through the
 Python client) compacts with `openai-native` or `anthropic-native` through the official
 SDKs against the local server, stores what the provider returned, replays it in the right
-context format, and falls back to the configured summarizer when the provider fails."""
+context format (`openai-responses`), and falls back to the configured summarizer when the provider fails."""
 
 from __future__ import annotations
 
@@ -149,9 +149,16 @@ async def test_openai_native_stores_its_item_and_replays_it_in_the_openai_format
     assert stored["preserveData"] == {"openaiItem": item}
     assert provider.requests[0].path == OPENAI_COMPACT_PATH
 
-    openai_view = (await run.client.context(session, "openai"))["messages"]
+    openai_view = (await run.client.context(session, "openai-responses"))["messages"]
     assert openai_view[0] == item
     assert all(COMPACTION_PREAMBLE not in json.dumps(message) for message in openai_view)
+    calls = {m["call_id"] for m in openai_view if m.get("type") == "function_call"}
+    outputs = {m["call_id"] for m in openai_view if m.get("type") == "function_call_output"}
+    assert calls == outputs and all(
+        "role" not in m or m["role"] in ("user", "assistant") for m in openai_view
+    )
+    chat_view = (await run.client.context(session, "openai"))["messages"]
+    assert chat_view[0] == {"role": "user", "content": COMPACTION_PREAMBLE + compacted["summary"]}
     anthropic_view = (await run.client.context(session, "anthropic"))["messages"]
     assert anthropic_view[0]["content"][0]["text"] == COMPACTION_PREAMBLE + compacted["summary"]
     neutral_view = (await run.client.context(session, "neutral"))["messages"]
@@ -166,7 +173,7 @@ async def test_openai_native_stores_its_item_and_replays_it_in_the_openai_format
     provider.default = Reply.with_summary("second")
     await run.client.compact(session)
     assert provider.requests[-1].body["input"][0] == item
-    assert (await run.client.context(session, "openai"))["messages"][0][
+    assert (await run.client.context(session, "openai-responses"))["messages"][0][
         "encrypted_content"
     ] == fake_encrypted("second")
 
@@ -254,7 +261,7 @@ async def test_openai_native_replays_a_split_turn_after_its_item(start, provider
     first = await run.client.compact(session)
 
     assert "## Turn context (split turn)" in first["summary"]
-    openai_view = (await run.client.context(session, "openai"))["messages"]
+    openai_view = (await run.client.context(session, "openai-responses"))["messages"]
     assert openai_view[0] == {
         "type": "compaction",
         "id": "cmp_fake_0001",
@@ -305,7 +312,7 @@ async def test_a_compaction_of_the_turn_alone_keeps_the_previous_item(start, pro
     assert [line.get("preserveData") for line in compaction_lines(path)] == [
         {"openaiItem": item}
     ] * 2
-    openai_view = (await run.client.context(session, "openai"))["messages"]
+    openai_view = (await run.client.context(session, "openai-responses"))["messages"]
     assert openai_view[0] == item
     assert openai_view[1]["content"].startswith("## Turn context (split turn)")
 
@@ -348,7 +355,7 @@ async def test_a_codex_rollouts_own_compaction_is_replayed_and_built_on(
     run = await start(settings_for("openai-native", provider))
     await run.open(session)
 
-    openai_view = (await run.client.context(session, "openai"))["messages"]
+    openai_view = (await run.client.context(session, "openai-responses"))["messages"]
     assert openai_view[0] == codex_item
 
     await run.add_turns(session, range(8))

@@ -1,6 +1,7 @@
-"""How a provider-native compaction is replayed: OpenAI's item in the `openai` format in
-place of the summary (with a split turn's beginning after it), the readable summary
-everywhere else, and the opaque state kept out of reprs."""
+"""How a provider-native compaction is replayed: OpenAI's item in the `openai-responses`
+format in place of the summary (with a split turn's beginning after it), the readable
+summary everywhere else (Chat Completions cannot take the item), and the opaque state kept
+out of reprs."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from contextd.model import (
     PreserveData,
     SummarizerInfo,
     TextContent,
+    ToolCall,
+    ToolResultMessage,
     UserMessage,
 )
 
@@ -43,19 +46,32 @@ def context_of(entry: CompactionEntry):
     return [
         summary_message,
         UserMessage(content="Now make the totals round half-even."),
-        AssistantMessage(content=[TextContent(text="Switching cart.py to Decimal.")]),
+        AssistantMessage(
+            content=[
+                TextContent(text="Switching cart.py to Decimal."),
+                ToolCall(id="c1", name="edit", arguments={"path": "cart.py"}),
+            ]
+        ),
+        ToolResultMessage(toolCallId="c1", toolName="edit", content="ok"),
     ]
 
 
-def test_the_openai_format_replays_the_item_in_place_of_the_summary() -> None:
+def test_the_responses_format_replays_the_item_in_place_of_the_summary() -> None:
     entry = compaction("## Goal\n- Round totals" + FILES)
 
-    messages = render_context(context_of(entry), None, "openai", entry)["messages"]
+    messages = render_context(context_of(entry), None, "openai-responses", entry)["messages"]
 
     assert messages == [
         ITEM,
         {"role": "user", "content": "Now make the totals round half-even."},
         {"role": "assistant", "content": "Switching cart.py to Decimal."},
+        {
+            "type": "function_call",
+            "call_id": "c1",
+            "name": "edit",
+            "arguments": '{"path": "cart.py"}',
+        },
+        {"type": "function_call_output", "call_id": "c1", "output": "ok"},
     ]
 
 
@@ -63,7 +79,7 @@ def test_a_split_turn_beginning_follows_the_item() -> None:
     turn = "- The user asked for half-even rounding\n- cart.py read"
     entry = compaction(f"## Goal\n- Round totals\n\n{TURN_CONTEXT_HEADING}\n\n{turn}{FILES}")
 
-    messages = render_context(context_of(entry), None, "openai", entry)["messages"]
+    messages = render_context(context_of(entry), None, "openai-responses", entry)["messages"]
 
     assert messages[0] == ITEM
     assert messages[1] == {"role": "user", "content": f"{TURN_CONTEXT_HEADING}\n\n{turn}"}
@@ -77,12 +93,14 @@ def test_other_formats_and_other_summarizers_use_the_readable_summary() -> None:
 
     anthropic = render_context(context_of(native), None, "anthropic", native)["messages"]
     neutral = render_context(context_of(native), None, "neutral", native)["messages"]
-    openai_plain = render_context(context_of(plain), None, "openai", plain)["messages"]
+    chat = render_context(context_of(native), None, "openai", native)["messages"]
+    responses_plain = render_context(context_of(plain), None, "openai-responses", plain)["messages"]
 
     readable = COMPACTION_PREAMBLE + "## Goal\n- Round totals"
     assert anthropic[0]["content"][0]["text"].startswith(readable)
     assert neutral[0]["content"] == readable
-    assert openai_plain[0] == {"role": "user", "content": readable}
+    assert chat[0] == {"role": "user", "content": readable}, "Chat Completions takes no item"
+    assert responses_plain[0] == {"role": "user", "content": readable}
 
 
 def test_the_opaque_state_stays_out_of_reprs() -> None:

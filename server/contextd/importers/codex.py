@@ -371,7 +371,7 @@ class _Converter:
         compaction_items = [item for item in history if item.get("type") == "compaction"]
         encrypted = bool(compaction_items)
         summary = str(payload.get("message") or "") or (ENCRYPTED_SUMMARY if encrypted else "")
-        # OpenAI's own state of the compacted conversation: replayed in the openai format.
+        # OpenAI's own state of the compacted conversation: replayed in the openai-responses format.
         native = compaction_items[-1] if encrypted and compaction_items[-1].get("encrypted_content") else None
         entry = CompactionEntry(
             id=PLACEHOLDER_ID,
@@ -388,7 +388,7 @@ class _Converter:
         self.builder.add_node(line, f"L{line}", self.builder.leaf_id, entry, enters_context=True)
         if encrypted:
             self.problems.append(
-                Problem(line, "repaired", "Codex's own summary is encrypted; a note stands in for it (the item is kept for the openai format)")
+                Problem(line, "repaired", "Codex's own summary is encrypted; a note stands in for it (the item is kept for the openai-responses format)")
             )
         left_out = Counter(str(item.get("type")) for item in history if item.get("type") not in ("message", "compaction"))
         for kind, count in sorted(left_out.items()):

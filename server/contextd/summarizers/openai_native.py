@@ -3,9 +3,10 @@ official SDK.
 
 The API reads the conversation as Responses input items (after the previous compaction's
 item, when OpenAI wrote that one too) and answers the user messages and one `compaction`
-item whose `encrypted_content` only OpenAI can read. That item is the summary the `openai`
-context format replays; every reader of text (the other formats, the tree, a person) gets
-the offline summarizer's checkpoint of the same messages, written locally.
+item whose `encrypted_content` only OpenAI can read. That item is the summary the
+`openai-responses` context format replays; every reader of text (the other formats, Chat
+Completions included, the tree, a person) gets the offline summarizer's checkpoint of the
+same messages, written locally.
 
 Requests of other kinds (a split turn's beginning, a branch summary, a handoff document) are
 for reading, so they get that checkpoint alone and call no API.
