@@ -226,8 +226,9 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
     watch = add_command(
         "watch", "print the daemon's notifications as they come",
         description=(
-            "Print every notification of a daemon as it arrives. A daemon only notifies its own "
-            "clients, so watch drives the activity itself: with SESSION it opens that session; "
+            "Print every notification of a daemon as it arrives. A daemon notifies a client of "
+            "the sessions it has open, so watch opens one: with SESSION it opens that session "
+            "(and prints what any client of the shared daemon does to it); "
             "with --replay FILE it replays FILE into SESSION (or a new session) and exits when "
             "done unless --follow; with --idle SECONDS it arms idle compaction on the session. "
             "Without --replay it runs until interrupted (Ctrl-C: exit 0)."
