@@ -67,6 +67,10 @@ async def test_following_is_off_by_default_and_switched_at_run_time(tmp_path: Pa
         async with asyncio.timeout(60):
             grown = (await activity.get()).params
         assert grown["cause"] == "append" and grown["usage"]["tokens"] > first["usage"]["tokens"]
+        assert (await client.follow(agents=["pi"]))["mirrors"] == 0  # Codex is no longer followed
+        append(rollout, b"".join(lines[400:500]))
+        await asyncio.sleep(1.0)
+        assert activity.drain() == []
 
 
 def pi_transcript(home: Path, name: str, cwd: str) -> Path:

@@ -166,6 +166,8 @@ class Follower:
 
     async def _write(self, change: Change) -> None:
         mirror = change.mirror
+        if self.mirrors.get(mirror.path) is not mirror:
+            return  # no longer followed (the settings changed while the files were read)
         sessions = self.daemon.sessions
         if change.reset:
             log.info("following %s: the file was rewritten; importing it again", mirror.path)
