@@ -208,9 +208,11 @@ class EntryBuilder:
         return candidate
 
     def skip(self, source_id: str | None, parent: str | None) -> None:
-        """`source_id` is not imported; whatever hangs off it hangs off `parent`."""
-        if source_id is not None:
-            self._alias[source_id] = self.resolve(parent)
+        """`source_id` is not imported; whatever hangs off it hangs off `parent` (a source id
+        that was imported under its own id stays itself)."""
+        target = self.resolve(parent)
+        if source_id is not None and source_id != target:
+            self._alias[source_id] = target
 
     # --- adding -----------------------------------------------------------------------
 
