@@ -437,6 +437,7 @@ def session_open(connection: ClientConnection, params: OpenParams) -> dict[str, 
         "contextWindow": session.model_info.context_window,
         "usage": session.usage_body(),
         "path": str(session.file.path),
+        **({"source": session.source} if session.source is not None else {}),
     }
 
 

@@ -98,7 +98,8 @@ async def test_a_transcript_written_line_by_line_is_mirrored_with_its_usage_and_
         session_id = await mirror_id(client, path)
         listed = {row["sessionId"]: row for row in (await client.session_list())["sessions"]}
         assert listed[session_id]["source"] == {"agent": agent, "path": str(path)}
-        await client.session_open(session_id=session_id)  # from now on its notifications come here
+        opened = await client.session_open(session_id=session_id)  # from now on its notifications come here
+        assert opened["source"] == (await client.state(session_id))["source"] == {"agent": agent, "path": str(path)}
         written = 20
         checkpoints = 0
         while written < half:

@@ -459,6 +459,7 @@ class LiveState(ABC):
             "usage": self.usage_body(),
             "compacting": self.compacting,
             "path": str(self.file.path),
+            **({"source": self.source} if self.source is not None else {}),
         }
 
     def stats(self) -> dict[str, Any]:
