@@ -5,7 +5,8 @@
 For each real transcript of tests/fixtures/real (imported as `contextd import` does), a
 manual compaction at its end with default settings (keepRecentTokens 20000):
 
-- the span to summarize: its messages and their tokens as the context counts them;
+- the history to summarize (a split turn's beginning is summarized apart): its messages and
+  their tokens as the context counts them;
 - anthropic-native: the o200k tokens of the one user turn it sends (the serialized
   transcript with tool outputs whole; `short` is the prompt other summarizers get, tool
   outputs cut to 2,000 characters), and whether that clears
@@ -55,11 +56,18 @@ def row(path: Path, scratch: Path) -> str:
     session = SessionManager(Store(scratch), Settings(), SilentEvents()).get(session_id)
     name = path.name.removesuffix(".jsonl.gz")
     prepared = prepare_compaction(session.path, session.model_tokens(), session.settings)
-    if isinstance(prepared, NothingToCompact) or prepared.history_request is None:
+    if isinstance(prepared, NothingToCompact):
         return f"{name:<36} {session.tokens:>9,}  nothing to compact"
+    if prepared.history_request is None:
+        # One long turn: only its beginning is summarized, which openai-native writes offline.
+        assert prepared.turn_prefix_request is not None
+        prompt_tokens = count_text(whole_prompt(prepared.turn_prefix_request), "o200k_base")
+        clears = "yes" if prompt_tokens >= MIN_TRIGGER_TOKENS else "no"
+        return f"{name:<36} {session.tokens:>9,}  one turn: its beginning, {prompt_tokens:,} tokens whole ({clears})"
     request = prepared.history_request
     tokens = session.model_tokens()
-    span = sum(tokens.get(entry_id, 0) for entry_id in prepared.summarize_entry_ids)
+    history_ids = prepared.summarize_entry_ids[: len(request.messages)]  # then the turn's beginning
+    span = sum(tokens.get(entry_id, 0) for entry_id in history_ids)
     short_tokens = count_text(request.prompt, "o200k_base")
     prompt_tokens = count_text(whole_prompt(request), "o200k_base")
     items = compact_input(request)
