@@ -7,7 +7,7 @@ terminal attaches.
   agent.py DATA_DIR WORKSPACE mirror AGENT prints the id and figure of the workspace's
                                            mirror of AGENT's session (e.g. claude-code)
 
-Each prints one JSON object: {"sessionId", "usage"}.
+Each prints one JSON object: {"sessionId", "usage"}, a mirror also its "name" and "source".
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ def drive(client: SyncContextdClient, workspace: str, name: str) -> dict:
 
 def mirror(client: SyncContextdClient, workspace: str, agent: str) -> dict:
     rows = client.session_list(workspace=workspace)["sessions"]
-    session_id = next(row["sessionId"] for row in rows if (row.get("source") or {}).get("agent") == agent)
-    return {"sessionId": session_id, "usage": client.state(session_id)["usage"]}
+    row = next(row for row in rows if (row.get("source") or {}).get("agent") == agent)
+    usage = client.state(row["sessionId"])["usage"]
+    return {"sessionId": row["sessionId"], "name": row.get("name"), "source": row["source"], "usage": usage}
 
 
 def main(data_dir: str, workspace: str, mode: str, argument: str) -> None:

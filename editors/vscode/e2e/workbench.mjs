@@ -15,7 +15,7 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { chromium } from "playwright-core";
 
-const { formatTokens, formatPercent, truncate } = await import(process.env.FORMAT);
+const { formatTokens, formatPercent, statusText, truncate } = await import(process.env.FORMAT);
 const RUN = process.env.RUN;
 const SHOTS = process.env.SHOTS;
 const EXPECT = JSON.parse(readFileSync(process.env.EXPECT, "utf8"));
@@ -241,6 +241,18 @@ try {
   await collectToasts();
   check(errorToasts().length === 0, `no error or warning notification in the healthy run (${JSON.stringify(errorToasts())})`);
 
+  // The shared daemon dies: the item says so, and the window starts a new one by itself.
+  const crashedPid = sharedDaemonPid();
+  process.kill(crashedPid, "SIGKILL");
+  console.log(`     killed the shared daemon (pid ${crashedPid}) (${elapsed()})`);
+  const sawDisconnected = await until(async () => (await itemText()).endsWith("disconnected"), "the disconnected state", 10_000).then(() => true, () => false);
+  await until(async () => (await itemText()) === afterMove, "the window's own recovery", 30_000).catch(() => {});
+  const selfRecovered = await itemText();
+  check(
+    sawDisconnected && selfRecovered === afterMove && sharedDaemonPid() !== crashedPid,
+    `a killed shared daemon shows as disconnected, then the window starts a new one and reads "${afterMove}" again (it reads "${selfRecovered}")`,
+  );
+
   // The shared daemon dies, and the interpreter no longer starts: disconnected, one message with the fix.
   writeFileSync(FAIL_FLAG, "");
   const pid = sharedDaemonPid();
@@ -322,11 +334,12 @@ try {
   await until(async () => (await itemText()).startsWith("Claude Code · "), "the mirror in the item", 30_000).catch(() => {});
   // What the daemon says of the mirror, asked by a script once the transcript is in.
   const mirror = scriptAgent("mirror", "claude-code");
-  const mirrorItem = `Claude Code · …${mirror.sessionId.slice(-8)} ${figure(mirror.usage)}`;
+  // As format.ts writes a named item, without its icon.
+  const mirrorItem = statusText(mirror, { withName: true }).replace(/^\$\([^)]*\) /, "");
   await until(async () => (await itemText()) === mirrorItem, "the mirror's figure in the item", 15_000).catch(() => {});
   const mirrorShown = await itemText();
   await shot("15-mirror");
-  check(Boolean(mirrorItem) && mirrorShown === mirrorItem, `a Claude Code session of the workspace shows in the item with the agent's name "${mirrorItem}" (it reads "${mirrorShown}")`);
+  check(mirrorItem.startsWith("Claude Code · ") && mirrorShown === mirrorItem, `a Claude Code session of the workspace shows in the item with the agent's name "${mirrorItem}" (it reads "${mirrorShown}")`);
   // Its actions leave out what would write to it.
   await statusItem.click();
   await quickRow("Compact Preview").waitFor({ timeout: 15_000 }).catch(() => {});
