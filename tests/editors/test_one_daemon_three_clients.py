@@ -1,7 +1,8 @@
 """Issue 14's end-to-end check, as one test: a Python script, the VS Code extension's client
 stack (vscode-jsonrpc with the extension's session code and status bar text) and a real
 Neovim with the plugin attach to ONE shared daemon. The script appends to a session both
-editors have open and both status figures follow from the daemon's notifications; VS Code
+editors have open and both status figures follow from the daemon's notifications, then
+drives a session neither opened, which both show from its workspace activity; VS Code
 quits and Neovim and the script keep working; `contextd sessions` runs three times in a
 row against the running daemon."""
 
@@ -121,7 +122,8 @@ def test_a_script_vscode_and_neovim_share_one_daemon(
     assert neovim.setup(shared=True, session_id=session) == session
     neovim.wait("require('contextd').statusline() == 'ctx 84k/200k 42%'")
     vscode = start_vscode(session)
-    assert vscode.next("opened", sessionId=session)["text"] == "$(database) 84k/200k 42%"
+    opened = vscode.next("opened", sessionId=session)
+    assert opened["watched"] and opened["text"] == "$(database) 84k/200k 42%"
 
     status = script.run(script.client.daemon_status())
     assert status["pid"] == daemon_pid and shared_daemons(data_dir) == [daemon_pid]
@@ -132,15 +134,22 @@ def test_a_script_vscode_and_neovim_share_one_daemon(
     # The script appends; both editors' figures follow the daemon's notifications.
     script.append(session, [user("Refactor the parser"), assistant("Parser refactored.", 120000)])
     neovim.wait("require('contextd').statusline() == 'ctx 120k/200k 60%'")
-    assert vscode.next("status", text="$(database) 120k/200k 60%")["tokens"] == 120000
+    vscode.next("status", sessionId=session, text="$(database) 120k/200k 60%")
+
+    # The script starts on a session neither editor opened: both show it, from its activity.
+    second = script.open("second task")
+    script.append(second, [user("Write the migration"), assistant("Migration written.", 110000)])
+    neovim.wait("require('contextd').statusline() == 'ctx 110k/200k 55%'")
+    vscode.next("status", sessionId=second, text="$(database) second task 110k/200k 55%")
+    assert neovim.state()["session_id"] == session  # each editor's own session stays its own
 
     # VS Code quits: its connection alone ends; the CLI comes and goes three times.
     assert vscode.quit() == 0
     for _ in range(3):
         listed = contextd(shared_env, data_dir, "sessions", "--json")
         assert listed.returncode == 0, listed.stderr
-        [row] = json.loads(listed.stdout)["sessions"]
-        assert (row["sessionId"], row["tokens"]) == (session, 120000)
+        rows = {row["sessionId"]: row["tokens"] for row in json.loads(listed.stdout)["sessions"]}
+        assert rows == {session: 120000, second: 110000}
     status = script.run(script.client.daemon_status())
     assert status["pid"] == daemon_pid
     assert sorted(connection["client"] for connection in status["connections"]) == ["Neovim", "contextd-client"]

@@ -4,9 +4,10 @@
  * extension's own session code (ContextdSessions) and status bar text (statusText).
  *
  * Run with the extension's vite-node: `vite-node vscode_status_client.ts -- PYTHON DATA_DIR
- * WORKSPACE SESSION_ID`. It opens SESSION_ID and prints JSON lines: `opened`, then `status`
- * with the status bar text each time the daemon's notifications change it; on the line
- * `quit` it shuts down as the extension does and prints `quit` with the forwarder's exit code.
+ * WORKSPACE SESSION_ID`. It opens SESSION_ID and watches the workspace as the extension does,
+ * and prints JSON lines: `opened`, then `status` with the status bar's session and text each
+ * time the daemon's notifications change them; on the line `quit` it shuts down as the
+ * extension does and prints `quit` with the forwarder's exit code.
  */
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
@@ -30,9 +31,13 @@ const connection = rpc.createMessageConnection(
   new rpc.StreamMessageWriter(forwarder.stdin!),
 );
 const sessions = new ContextdSessions(connection, workspace);
-sessions.status.onDidChange((status) => {
-  if (status.sessionId === sessionId) say("status", { sessionId, text: statusText(status), tokens: status.usage?.tokens });
-});
+// What the extension's status bar item shows (statusBar.ts): the session that changed last,
+// named once the window knows several.
+const statusBar = () => {
+  const shown = sessions.status.latest();
+  return shown && { sessionId: shown.sessionId, text: statusText(shown, { withName: sessions.status.all().length > 1 }) };
+};
+sessions.status.onDidChange(() => say("status", statusBar()));
 connection.onRequest("workspace/configuration", () => [{}]);
 connection.listen();
 
@@ -48,7 +53,10 @@ async function main(): Promise<void> {
   });
   await connection.sendNotification("initialized", {});
   const opened = await sessions.open({ sessionId });
-  say("opened", { sessionId: opened.sessionId, text: statusText(sessions.status.get(sessionId)!) });
+  // As the extension does on every connection to a shared daemon (extension.ts).
+  const watched = await sessions.watchWorkspace();
+  if (watched) await sessions.showNewest(watched.sessions);
+  say("opened", { sessionId: opened.sessionId, watched: Boolean(watched), ...statusBar() });
   createInterface({ input: process.stdin }).on("line", async (line) => {
     if (line.trim() !== "quit") return;
     await connection.sendRequest("shutdown");
