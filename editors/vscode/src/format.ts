@@ -134,7 +134,7 @@ export function statusTooltip(status: SessionStatus, now: number): string[] {
     lines.push(`Read-only mirror of ${agentName(status.source)}'s transcript \`${status.source.path}\``);
   }
   if (status.compacting) lines.push(compactingLine(status));
-  lines.push(`Last compaction: ${status.lastCompaction ? describeCompaction(status.lastCompaction, now) : "none yet"}`);
+  lines.push(`Last compaction: ${status.lastCompaction ? describeCompaction(status.lastCompaction, now) : "none seen by this window yet"}`);
   if (status.lastCompaction?.shortSummary) lines.push(`Summary: ${escapeMarkdown(status.lastCompaction.shortSummary)}`);
   if (status.idleTimer?.state === "armed" && status.idleTimer.dueAt) {
     lines.push(`Idle compaction due at ${new Date(status.idleTimer.dueAt).toLocaleTimeString()}`);

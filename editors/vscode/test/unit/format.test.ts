@@ -107,7 +107,7 @@ describe("tooltip", () => {
     expect(text).toContain("Window: 200,000 tokens");
     expect(text).toContain("Compaction threshold: 170,000 tokens (85%)");
     expect(text).toContain("Figure: the provider's reported usage");
-    expect(text).toContain("Last compaction: none yet");
+    expect(text).toContain("Last compaction: none seen by this window yet");
   });
 
   it("says when the figure was counted", () => {
