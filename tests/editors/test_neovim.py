@@ -1162,11 +1162,14 @@ def follow_claude_code(
             "contextd/follow", {"enabled": True, "agents": ["claude-code"], "roots": roots}
         )
     )
-    mirror = None
-    while mirror is None:  # bounded by the daemon's answers: each listing is a round trip
+    for _ in range(300):
         rows = driver.run(driver.client.session_list(workspace=editor.workspace))["sessions"]
         mirror = next((row for row in rows if row.get("source")), None)
+        if mirror:
+            break
         editor.lua("vim.wait(100)")
+    else:
+        pytest.fail("the daemon made no mirror of the transcript")
     assert mirror["source"] == {"agent": "claude-code", "path": str(transcript.path)}
     transcript.write(len(transcript.lines))
     return mirror["sessionId"], transcript
@@ -1214,7 +1217,13 @@ def test_a_mirror_is_picked_by_its_agents_name_and_refuses_writes_clearly(
     editor.wait_note("switched to session")
     listed = editor.lua("return _G.selects")[0]["items"]
     [item] = [item for item in listed if mirror in item]
-    assert item.startswith(f"  Claude Code · {transcript.path.name} (read-only mirror) · ")
+    [row] = [
+        row
+        for row in driver.run(driver.client.session_list())["sessions"]
+        if row["sessionId"] == mirror
+    ]
+    name = row["name"] or transcript.path.name  # an unnamed mirror by its file's name
+    assert item.startswith(f"  Claude Code · {name} (read-only mirror) · ")
     assert editor.state()["session_id"] == mirror
     editor.wait("(require('contextd').state().source or {}).agent == 'claude-code'")
 
@@ -1239,6 +1248,21 @@ def test_a_mirror_is_picked_by_its_agents_name_and_refuses_writes_clearly(
     assert editor.setup(shared=True, session_name="the editor's session") == own
     wait_for_mirror_figure(editor, driver, mirror)
     assert not editor.notes()
+
+
+def test_an_unnamed_mirror_is_listed_by_its_transcripts_file_name(editor: Editor) -> None:
+    row = {
+        "sessionId": "codex-rollout-1-0a1b2c3d",
+        "name": None,
+        "entries": 3,
+        "tokens": 1200,
+        "updatedAt": "2026-11-23T10:00:00.000Z",
+        "source": {"agent": "codex", "path": "/home/me/.codex/sessions/2026/11/23/rollout-1.jsonl"},
+    }
+    item = editor.lua("return require('contextd.format').session_item(..., nil)", row)
+    assert item.startswith(
+        "  Codex · rollout-1.jsonl (read-only mirror) · 3 entries · 1k tokens · "
+    )
 
 
 def test_follow_settings_of_setup_reach_the_shared_daemon(editor: Editor, tmp_path: Path) -> None:
