@@ -534,3 +534,31 @@ def test_an_edit_is_done_with_what_the_assistant_said_it_was_for() -> None:
         said("Perfect!", {"id": "c", "name": "Bash", "arguments": {"command": "cp lib/a.ts apps/gym-dashboard/lib/a.ts"}}),
     ]))
     assert "Perfect!" not in mid_turn["### In Progress"]
+
+
+def test_a_missing_program_between_echoed_separators_is_still_a_fact_about_the_machine() -> None:
+    # pi-coffee-model-switches L80-L81: `which ssh ngrok; echo "---"; ssh -V` prints the
+    # separator and "ssh: command not found"; the agent goes on with another tunnel.
+    summary = summary_of([
+        user("هات رابط للموقع"),
+        said("", call("s", 'which ssh ngrok 2>/dev/null\necho "---"\n# نتحقق لو ssh متاح\nssh -V 2>&1 | head -1')),
+        result("s", "---\n/data/data/com.termux/files/usr/bin/bash: line 4: ssh: command not found\n"),
+    ])
+    body = sections(summary)
+
+    assert body["### Blocked"] == "(none)"
+    assert "`ssh` is not installed here (command not found)" in body["## Critical Context"]
+
+
+def test_a_second_thought_is_narration_not_a_next_step() -> None:
+    # pi-coffee-model-switches: "Actually, let me think about this differently." was the
+    # only Next Step; the turn's real open point is the tunnel's 502.
+    summary = summary_of([
+        user("مش شغالة"),
+        said("", call("c", "curl -s -o /dev/null -w '%{http_code}' http://localhost:8080")),
+        result("c", "200"),
+        said("Actually, let me think about this differently. The serveo tunnel uses SSH websockets.",
+             call("t", "ps aux | grep serveo")),
+    ])
+
+    assert "think about this differently" not in sections(summary)["## Next Steps"]

@@ -76,7 +76,8 @@ NARRATION = re.compile(
 )
 """The assistant saying which tool it runs next: not a decision about the work."""
 STEP_NARRATION = re.compile(
-    r"^(?:now,?\s+|ok(?:ay)?,?\s+)?(?:let me|let's|i'll|i will|i'm going to|checking|looking|reading)\b",
+    r"^(?:(?:now|ok(?:ay)?|actually|alright|so|hmm|wait|first)[,.!]?\s+)?"
+    r"(?:let me|let's|i'll|i will|i'm going to|checking|looking|reading)\b",
     re.IGNORECASE,
 )
 """A sentence about the assistant's very next step: what it is doing, not the work's state."""
@@ -576,10 +577,12 @@ _NOT_FOUND = re.compile(r"^(?:(?:\S+: )*(?:line \d+: )?)([\w.+-]+): (?:command )
 
 
 def _missing_program(texts: list[str]) -> str:
-    """The program a failure says is not installed, when that is all it says."""
-    lines = [line.strip() for text in texts for line in text.splitlines() if line.strip()]
-    found = [m.group(1) for line in lines if (m := _NOT_FOUND.match(line))]
-    return found[0] if found and len(found) == len(lines) else ""
+    """The program a failure says is not installed, when that is all it says (a separator
+    line like `---`, echoed between probes, says nothing)."""
+    lines = [line.strip() for text in texts for line in text.splitlines()]
+    worded = [line for line in lines if re.search(r"[^\W\d_]", line)]
+    found = [m.group(1) for line in worded if (m := _NOT_FOUND.match(line))]
+    return found[0] if found and len(found) == len(worded) else ""
 
 
 def _record_run(facts: Facts, command: str, outcome: Verdict, detail: str) -> None:
