@@ -269,7 +269,10 @@ def daemon_status(status: dict[str, Any]) -> str:
     ]
     for connection in status["connections"]:
         sessions = ", ".join(connection["sessions"]) or "no session"
-        lines.append(f"  #{connection['id']} {connection['client'] or 'unnamed'}: {sessions}")
+        watched = ["every workspace"] if connection.get("allWorkspaces") else []
+        watched += connection.get("workspaces", [])
+        watching = f"; watching {', '.join(watched)}" if watched else ""
+        lines.append(f"  #{connection['id']} {connection['client'] or 'unnamed'}: {sessions}{watching}")
     lines.append(f"sessions: {len(status['sessions'])}")
     for session in status["sessions"]:
         clients = " ".join(f"#{number}" for number in session["connections"]) or "no client"

@@ -11,6 +11,7 @@ from contextd_client import NotificationStream
 from contextd_client.rpc import ContextdError
 
 from tests.factories import coding_turn, user
+from tests.shared_daemon import contextd
 
 INVALID_PARAMS = -32602
 WAIT_SECONDS = 60
@@ -20,7 +21,7 @@ async def next_activity(stream: NotificationStream) -> dict[str, Any]:
     return (await stream.get(WAIT_SECONDS)).params
 
 
-async def test_a_watcher_hears_what_another_client_does_with_its_figures(shared_clients, tmp_path):
+async def test_a_watcher_hears_what_another_client_does_with_its_figures(shared_clients, tmp_path, shared_env):
     project = tmp_path / "project"
     watcher = await shared_clients(project)
     agent = await shared_clients(project)
@@ -58,6 +59,8 @@ async def test_a_watcher_hears_what_another_client_does_with_its_figures(shared_
     assert seen["usage"] == (await agent.state(forked["sessionId"]))["usage"]
 
     assert activity.drain() == []  # one notification per change, however it was routed
+    shown = contextd(shared_env, tmp_path / "data", "status")
+    assert shown.returncode == 0 and f"no session; watching {project}" in shown.stdout
 
 
 async def test_only_the_watched_workspace_and_unwatch_stops_it(shared_clients, tmp_path):
