@@ -46,3 +46,23 @@ def test_mirror_ids_are_stable_valid_and_distinct_per_path(tmp_path: Path) -> No
     assert SESSION_ID_PATTERN.fullmatch(first) and first.startswith("pi-")
     assert first != mirror_session_id("pi", "/home/b/.pi/agent/sessions/--w--/2025-10-05T10:00:00.000Z_0a1b.jsonl")
     assert os.sep not in first
+
+
+def test_old_transcripts_are_looked_at_every_tenth_scan_and_recent_ones_every_scan(tmp_path: Path) -> None:
+    folder = tmp_path / "--w--"
+    folder.mkdir()
+    old, recent = folder / "old.jsonl", folder / "recent.jsonl"
+    for path in (old, recent):
+        path.write_text("{}\n")
+    two_hours_ago = old.stat().st_mtime - 7200
+    os.utime(old, (two_hours_ago, two_hours_ago))
+    scan = TranscriptScan("pi", tmp_path)
+    scan.scan()
+    for path in (old, recent):
+        with open(path, "a") as handle:  # both grow; only the recent one is stat'ed at once
+            handle.write("{}\n")
+    os.utime(old, (two_hours_ago, two_hours_ago))  # a resumed session, as seen within one scan
+    found = scan.scan()
+    assert found[str(recent)][0] == 6 and found[str(old)][0] == 3
+    sizes = [scan.scan()[str(old)][0] for _ in range(9)]
+    assert 6 in sizes  # noticed within ten scans

@@ -1,12 +1,15 @@
 """Where each agent keeps its transcripts, and a scan of them that only stats files.
 
 A directory is listed again only when its own mtime changed (a file or folder was added or
-removed); the files found are stat'ed on every scan. Nothing is read here.
+removed). A file written in the last hour is stat'ed on every scan; an older one (a
+finished session, which an agent may still resume) on every tenth, so years of old
+transcripts cost little. Nothing is read here.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +33,11 @@ def root_of(agent: FollowedAgent, overrides: dict[FollowedAgent, str]) -> Path:
 FileStamp = tuple[int, int]
 """(size, mtime in ns): what tells that a file changed."""
 
+RECENT_NS = 3600 * 10**9
+"""A transcript written within this long is looked at on every scan."""
+OLD_EVERY = 10
+"""An older one on every OLD_EVERY-th scan."""
+
 
 @dataclass
 class _Listing:
@@ -45,14 +53,22 @@ class TranscriptScan:
     agent: FollowedAgent
     root: Path
     _listings: dict[str, _Listing] = field(default_factory=dict)
+    _stamps: dict[str, FileStamp] = field(default_factory=dict)
+    _count: int = 0
 
     def scan(self) -> dict[str, FileStamp]:
         """Every transcript file with its stamp."""
         found: dict[str, FileStamp] = {}
-        self._walk(str(self.root), DEPTH[self.agent], found)
+        self._count += 1
+        recent_since = time.time_ns() - RECENT_NS
+        look_at_old = self._count % OLD_EVERY == 1
+        self._walk(str(self.root), DEPTH[self.agent], found, recent_since, look_at_old)
+        self._stamps = found
         return found
 
-    def _walk(self, folder: str, depth: int, found: dict[str, FileStamp]) -> None:
+    def _walk(
+        self, folder: str, depth: int, found: dict[str, FileStamp], recent_since: int, look_at_old: bool
+    ) -> None:
         try:
             mtime_ns = os.stat(folder).st_mtime_ns
         except OSError:
@@ -63,6 +79,10 @@ class TranscriptScan:
             listing = self._list(folder, mtime_ns)
             self._listings[folder] = listing
         for path in listing.transcripts:
+            known = self._stamps.get(path)
+            if known is not None and known[1] < recent_since and not look_at_old:
+                found[path] = known
+                continue
             try:
                 stat = os.stat(path)
             except OSError:
@@ -70,7 +90,7 @@ class TranscriptScan:
             found[path] = (stat.st_size, stat.st_mtime_ns)
         if depth > 0:
             for child in listing.folders:
-                self._walk(child, depth - 1, found)
+                self._walk(child, depth - 1, found, recent_since, look_at_old)
 
     @staticmethod
     def _list(folder: str, mtime_ns: int) -> _Listing:
