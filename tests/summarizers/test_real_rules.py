@@ -562,3 +562,28 @@ def test_a_second_thought_is_narration_not_a_next_step() -> None:
     ])
 
     assert "think about this differently" not in sections(summary)["## Next Steps"]
+
+
+def test_a_reports_lines_about_a_file_are_done() -> None:
+    # codex-knearme-compacted: the turn's report says what it changed, per file, with verbs
+    # ("Marked", "clarified") and leads ("`COMPARISON.md`: added …") the claims missed.
+    report = (
+        "Marked `COMPARISON.md` as a historical reference with explicit removal notes, and expanded the shared "
+        "DB contract with a table-by-table write ownership matrix.\n\n"
+        "- `COMPARISON.md`: added historical status and removal notice; clarified file locations as removed.\n"
+        "- `.agent/System/shared_db_contract.md`: updated sources/ownership map.\n\n"
+        "Tests: Not run (docs only)."
+    )
+    body = sections(summary_of([
+        user("these folders we can get rid of /Users/aaronbaker/knearme-workspace/directory-platforms"),
+        said(report),
+    ]))
+
+    assert body["### Done"].splitlines() == [
+        (
+            "- [x] Marked `COMPARISON.md` as a historical reference with explicit removal notes, and expanded the "
+            "shared DB contract with a table-by-table write ownership matrix."
+        ),
+        "- [x] `COMPARISON.md`: added historical status and removal notice; clarified file locations as removed.",
+        "- [x] `.agent/System/shared_db_contract.md`: updated sources/ownership map.",
+    ]

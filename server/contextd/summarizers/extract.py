@@ -89,9 +89,13 @@ DECISION = re.compile(
     re.IGNORECASE,
 )
 DONE_CLAIM = re.compile(
-    r"^(?:(?:i|we)(?:'ve| have)?\s+|now\s+)?(?:fixed|added|implemented|created|updated|"
-    r"refactored|removed|renamed|wrote|moved|replaced|changed|completed|finished|resolved|"
-    r"confirmed|verified|committed|pushed|deployed|merged|documented|installed|configured)\b"
+    # A report's line may lead with what it is about: "`COMPARISON.md`: added a notice".
+    r"^(?:(?:`[^`]+`|\*\*[^*]+\*\*)\s*[:\u2014-]\s*)?"
+    r"(?:(?:i|we)(?:'ve| have)?\s+|now\s+)?(?:fixed|added|implemented|created|updated|"
+    r"refactored|removed|renamed|wrote|rewrote|moved|replaced|changed|completed|finished|resolved|"
+    r"confirmed|verified|committed|pushed|deployed|merged|documented|installed|configured|"
+    r"marked|expanded|extended|clarified|drafted|deleted|introduced|enabled|disabled|migrated|"
+    r"upgraded|restructured|rebuilt|simplified)\b"
     r"|\b(?:now pass(?:es)?|all tests pass|tests? (?:now )?pass(?:es|ed)?|is (?:now )?done|"
     r"is (?:now )?complete|works now|now works|successfully)\b",
     re.IGNORECASE,
