@@ -45,21 +45,20 @@ def mirror_session_id(agent: FollowedAgent, path: str) -> str:
 
 
 def peek_workspace(agent: FollowedAgent, path: str) -> str | None:
-    """The working directory a transcript names near its start, if it names one yet."""
-    feed = LineFeed(STREAMING_IMPORTERS[agent]())
-    size = PEEK_CHUNK
+    """The working directory a transcript names near its start, if it names one yet: its
+    whole lines are fed to the importer one by one until one names it."""
+    importer = STREAMING_IMPORTERS[agent]()
+    pending, read, number = b"", 0, 0
     try:
         with open(path, "rb") as handle:
-            while feed.offset < PEEK_BYTES and size <= PEEK_BYTES:
-                handle.seek(feed.offset)
-                chunk = handle.read(size)
-                consumed = feed.feed(chunk)
-                if feed.importer.workspace:
-                    return feed.importer.workspace
-                if len(chunk) < size:
-                    return None  # the end of what is written so far
-                if consumed == 0:
-                    size *= 2  # a line longer than the chunk: read more of it at once
+            while read < PEEK_BYTES and (chunk := handle.read(PEEK_CHUNK)):
+                read += len(chunk)
+                *lines, pending = (pending + chunk).split(b"\n")
+                for line in lines:
+                    number += 1
+                    importer.feed(number, line.decode("utf-8", errors="replace"))
+                    if importer.workspace:
+                        return importer.workspace
     except OSError:
         return None
     return None
