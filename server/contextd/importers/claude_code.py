@@ -230,11 +230,16 @@ class _Converter:
             self.boundary = (line, raw, self.importer.attach_point(line, raw))
         elif kind == "system" and isinstance(uuid, str):
             self.problems.append(Problem(line, "skipped", f"system record ({raw.get('subtype')}), not sent to the model"))
-            self.builder.skip(uuid, self.builder.leaf_id)
+            self.builder.skip(uuid, self.stand_in(raw))
         else:
             self.problems.append(_why_not_imported(line, raw))
             if isinstance(uuid, str):
-                self.builder.skip(uuid, self.builder.leaf_id)
+                self.builder.skip(uuid, self.stand_in(raw))
+
+    def stand_in(self, raw: dict[str, Any]) -> str | None:
+        """What a record that is not imported stands for: its parent, where that is known."""
+        parent = raw.get("parentUuid")
+        return self.builder.resolve(parent) if parent is not None and self.builder.known(parent) else self.builder.leaf_id
 
     # --- assistant ----------------------------------------------------------------------
 
