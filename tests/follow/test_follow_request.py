@@ -105,3 +105,8 @@ async def test_only_the_workspaces_clients_have_open_or_watch_are_followed(tmp_p
         async with asyncio.timeout(60):
             while str(other) not in await followed():
                 await asyncio.sleep(0.05)
+        inside.unlink()  # the agent's file is gone: no longer followed, its mirror stays
+        async with asyncio.timeout(60):
+            while (await client.follow())["mirrors"] != 2:
+                await asyncio.sleep(0.05)
+        assert str(inside) in await followed()

@@ -130,7 +130,10 @@ class Follower:
         for agent in settings.agents:
             root = root_of(agent, settings.roots)
             scan = self._scans.setdefault(agent, TranscriptScan(agent, root))
-            for path, stamp in scan.scan().items():
+            found = scan.scan()
+            for path in [path for path, mirror in self.mirrors.items() if mirror.agent == agent and path not in found]:
+                del self.mirrors[path]  # the transcript is gone; its mirror stays as it was
+            for path, stamp in found.items():
                 mirror = self.mirrors.get(path) or self._start(agent, path, stamp, workspaces, store)
                 if mirror is None:
                     continue
