@@ -638,8 +638,8 @@ async def run_follow(args: argparse.Namespace) -> int:
         else:
             listed = await client.watch_workspace(workspace)
         for row in listed["sessions"]:
-            if row.get("source"):
-                await show_mirror(client, args, (await client.state(row["sessionId"])) | {"source": row["source"]})
+            if "source" in row:  # the mirrors as they are now (state carries the source too)
+                await show_mirror(client, args, dict(await client.state(row["sessionId"])))
         async for notification in changes:
             if notification.params.get("source"):
                 await show_mirror(client, args, notification.params)

@@ -32,12 +32,20 @@ class ParentSession(TypedDict):
     entryId: NotRequired[str | None]
 
 
+class MirrorSource(TypedDict):
+    """The transcript a mirrored session follows (see contextd/follow in protocol.md)."""
+
+    agent: str
+    path: str
+
+
 class OpenResult(TypedDict):
     sessionId: str
     leafId: str | None
     model: str
     contextWindow: int
     usage: TokenUsage
+    source: NotRequired[MirrorSource]
 
 
 class SessionSummary(TypedDict):
@@ -48,6 +56,7 @@ class SessionSummary(TypedDict):
     tokens: int
     updatedAt: str
     parentSession: NotRequired[ParentSession | None]
+    source: NotRequired[MirrorSource]
 
 
 class ListResult(TypedDict):
@@ -76,6 +85,7 @@ class StateResult(TypedDict):
     entries: int
     usage: TokenUsage
     compacting: bool
+    source: NotRequired[MirrorSource]
 
 
 class EntriesAndTokens(TypedDict):

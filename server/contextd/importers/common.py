@@ -346,8 +346,9 @@ class EntryBuilder:
         model_change entries), dated like the transcript's start."""
         if not model:
             return None
-        dated = {"timestamp": timestamp} if isinstance(timestamp, str) else {}
-        entry = ModelChangeEntry(id=PLACEHOLDER_ID, parentId=None, model=model, **dated)
+        entry = ModelChangeEntry(
+            id=PLACEHOLDER_ID, parentId=None, model=model, timestamp=timestamp if isinstance(timestamp, str) else utc_now()
+        )
         return self.add_node(line, "model", None, entry, enters_context=False).id
 
 
