@@ -34,9 +34,35 @@ def corpus_lines(name: str) -> list[bytes]:
 
 def expected_after(agent: str, lines: list[bytes]) -> tuple[list[Any], str | None]:
     """What a mirror of these lines holds: the importer's settled entries, and its leaf."""
+    importer = fed(agent, lines)
+    return importer.settled_entries(), importer.leaf_id
+
+
+def fed(agent: str, lines: list[bytes]) -> Any:
     importer = STREAMING_IMPORTERS[agent]()
     LineFeed(importer).feed(b"".join(lines))
-    return importer.settled_entries(), importer.leaf_id
+    return importer
+
+
+def reported_figure(agent: str, lines: list[bytes]) -> int | None:
+    """The context size the transcript reports after these lines, where its last word is an
+    answer's usage: the answer still being written, else a settled answer at the leaf."""
+    importer = fed(agent, lines)
+    pending = importer.pending_usage()
+    if pending is not None:
+        return int(pending.context_tokens)
+    settled = importer.settled_entries()
+    last = settled[-1] if settled else None
+    if (
+        importer.leaf_id == getattr(last, "id", None)
+        and isinstance(last, MessageEntry)
+        and isinstance(last.message, AssistantMessage)
+        and last.message.usage is not None
+        and not last.message.failed
+        and last.message.usage.context_tokens > 0
+    ):
+        return int(last.message.usage.context_tokens)
+    return None
 
 
 def daemon_settings(**follow: Any) -> dict[str, Any]:
@@ -108,21 +134,17 @@ async def test_a_transcript_written_line_by_line_is_mirrored_with_its_usage_and_
             written += len(step)
             settled, leaf = expected_after(agent, lines[:written])
             tree = await wait_for_mirror(client, session_id, settled)
-            last = settled[-1] if settled else None
-            if (
-                tree["leafId"] == leaf == getattr(last, "id", None)
-                and isinstance(last, MessageEntry)
-                and isinstance(last.message, AssistantMessage)
-                and last.message.usage is not None
-                and not last.message.failed
-                and last.message.usage.context_tokens > 0
-            ):
-                state = await client.state(session_id)
-                # An answer at the leaf: the figure is what the agent reported for it.
-                assert state["usage"]["tokens"] == last.message.usage.context_tokens
+            if leaf in {entry.id for entry in settled}:  # else the mirror waits at what is written
+                assert tree["leafId"] == leaf
+            reported = reported_figure(agent, lines[:written])
+            if reported is not None:
+                # The agent's last word is an answer: the figure is what it reported for it.
+                async with asyncio.timeout(WAIT):
+                    while (state := await client.state(session_id))["usage"]["tokens"] != reported:
+                        await asyncio.sleep(0.05)
                 assert state["usage"]["source"] == "usage"
                 checkpoints += 1
-        assert checkpoints >= 3
+        assert checkpoints >= 5
 
         with pytest.raises(ContextdError) as refused:
             await client.append(session_id, [{"role": "user", "content": "hello"}])

@@ -188,14 +188,14 @@ class Follower:
             session = sessions.create_mirror(mirror.session_id, mirror.workspace, source)
             created = True
         fresh = [entry for entry in change.entries if entry.id not in session.tree.entries]
-        leaf_before = session.leaf_id
-        compactions = session.mirror(fresh, change.leaf_id)
+        leaf_before, tokens_before = session.leaf_id, session.tokens
+        compactions = session.mirror(fresh, change.leaf_id, change.pending_usage)
         mirror.written()
         for compaction in compactions:
             announce_compaction(session, compaction)
         if created:
             session.announce("open")
-        elif fresh or session.leaf_id != leaf_before:
+        elif fresh or session.leaf_id != leaf_before or session.tokens != tokens_before:
             session.announce("compaction" if compactions else "append")
 
 

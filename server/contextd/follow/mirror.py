@@ -24,7 +24,7 @@ from pathlib import Path
 from contextd.follow.transcripts import FileStamp
 from contextd.importers import STREAMING_IMPORTERS
 from contextd.importers.feed import LineFeed
-from contextd.model import Entry, FollowedAgent
+from contextd.model import Entry, FollowedAgent, Usage
 
 HEAD_BYTES = 4096
 """How much of a file's start is hashed to notice that it was rewritten."""
@@ -75,6 +75,8 @@ class Change:
     """The file was rewritten: the mirror starts over."""
     from_start: bool
     """The entries run from the transcript's first: a mirror missing can be made from them."""
+    pending_usage: Usage | None
+    """The usage the agent reported for an answer not settled yet (see LiveState.mirror)."""
 
 
 @dataclass
@@ -141,7 +143,9 @@ class Mirror:
         settled = importer.settled_entries()
         from_start = self._handed == 0
         entries, self._handed = settled[self._handed :], len(settled)
-        return Change(self, entries, importer.leaf_id, reset=rewritten, from_start=from_start)
+        return Change(
+            self, entries, importer.leaf_id, reset=rewritten, from_start=from_start, pending_usage=importer.pending_usage()
+        )
 
     @staticmethod
     def _same_head(head: bytes, known: ReadState) -> bool:

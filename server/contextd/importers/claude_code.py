@@ -37,6 +37,7 @@ from contextd.model import (
     MessageEntry,
     SummarizerInfo,
     ToolResultMessage,
+    Usage,
 )
 
 SOURCE = "claude-code"
@@ -159,6 +160,13 @@ class ClaudeCodeImporter(StreamingImporter):
             leaf_id=leaf_id,
             problems=self.problems,
         )
+
+    def pending_usage(self) -> Usage | None:
+        answer = self._converter.answer
+        if answer is None or answer.error or not isinstance(answer.last.get("usage"), dict):
+            return None
+        usage = Usage(**_usage(answer.last["usage"]))
+        return usage if usage.context_tokens > 0 else None
 
     def attach_point(self, line: int, raw: dict[str, Any]) -> str | None:
         """Where a record goes: after the conversation's last entry, or at a branch."""

@@ -100,6 +100,10 @@ class CodexImporter(StreamingImporter):
         cwd = self._converter.meta.get("cwd")
         return cwd if isinstance(cwd, str) else None
 
+    def pending_usage(self) -> Usage | None:
+        # A count written before its response's items (older rollouts) waits for them.
+        return self._converter.next_usage
+
     def record(self, number: int, raw: dict[str, Any]) -> None:
         kind, payload = _envelope(raw)
         self._converter.line(number, kind, payload, raw.get("timestamp"))

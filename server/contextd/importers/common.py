@@ -28,6 +28,7 @@ from contextd.model import (
     MessageEntry,
     ModelChangeEntry,
     ToolResultMessage,
+    Usage,
     utc_now,
 )
 
@@ -400,6 +401,11 @@ class StreamingImporter(ABC):
     def leaf_id(self) -> str | None:
         """Where the transcript's conversation stands now."""
         return self.builder.leaf_id
+
+    def pending_usage(self) -> Usage | None:
+        """The context size the agent reported for an answer not settled yet (the rest of it
+        may still come), when it reported one."""
+        return None
 
     def settled_entries(self) -> list[Entry]:
         """The entries no later line can change, in order (a mirror writes these)."""

@@ -36,6 +36,7 @@ from contextd.model import (
     SessionInfoEntry,
     Settings,
     ToolResultMessage,
+    Usage,
     UserMessage,
     is_node,
     message_text,
@@ -112,6 +113,8 @@ class LiveState(ABC):
         """Set by the manager: starts a handoff of this session (strategy `handoff`)."""
         source = file.header.source
         self.source: dict[str, str] | None = source.model_dump() if source is not None else None
+        self.pending_usage: Usage | None = None
+        """A mirror's answer the agent is still writing: its usage stands as the figure."""
         """`{"agent", "path"}` of the transcript a mirrored session follows (its header's);
         None for sessions clients write. Listings and workspace activity carry it."""
         self._refresh_model_from(tree.nodes())
@@ -242,6 +245,10 @@ class LiveState(ABC):
         self._path = self.tree.path_to(self.tree.leaf_id)
         self._pending_calls = open_tool_calls(self.context_items())
         self._figure = self.figure_of(self._path)
+        if self.pending_usage is not None:
+            self._figure = TokenFigure(
+                self.pending_usage.context_tokens, 0, self.calibration, anchored=True, exact=self.model_info.exact
+            )
 
     def context_items(self) -> list[ContextItem]:
         return build_context(self._path, self.entry_tokens)
@@ -334,9 +341,13 @@ class LiveState(ABC):
         if self.read_only:
             raise ReadOnlyMirror(self.session_id)
 
-    def mirror(self, entries: Sequence[Entry], leaf_id: str | None) -> list[CompactionEntry]:
+    def mirror(self, entries: Sequence[Entry], leaf_id: str | None, pending: Usage | None) -> list[CompactionEntry]:
         """Write entries imported from the followed transcript as they are (ids, parents),
-        then put the leaf where the transcript stands; returns the compactions written."""
+        then put the leaf where the transcript stands; returns the compactions written.
+
+        `pending` is the usage the agent reported for an answer not written yet (the rest
+        of it may still come): until it is, that is the figure, as the agent itself shows."""
+        self.pending_usage = pending
         encoding = self.model_info.encoding
         for entry in entries:
             self.file.append(entry)
