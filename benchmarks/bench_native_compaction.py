@@ -59,7 +59,7 @@ def row(path: Path, scratch: Path) -> str:
     if isinstance(prepared, NothingToCompact):
         return f"{name:<36} {session.tokens:>9,}  nothing to compact"
     if prepared.history_request is None:
-        # One long turn: only its beginning is summarized, which openai-native writes offline.
+        # One long turn: only its beginning is summarized (both native summarizers send it).
         assert prepared.turn_prefix_request is not None
         prompt_tokens = count_text(whole_prompt(prepared.turn_prefix_request), "o200k_base")
         clears = "yes" if prompt_tokens >= MIN_TRIGGER_TOKENS else "no"

@@ -213,10 +213,11 @@ def to_openai_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 
 def _openai_replay(compaction: CompactionEntry) -> list[dict[str, Any]]:
-    """The preserved compaction item, then the summary of a split turn's beginning: the item
-    covers the history before the turn, which was summarized on its own."""
+    """The preserved compaction item, then the summary of a split turn's beginning when the
+    item covers only the history before that turn (summarized on its own)."""
     assert compaction.preserveData is not None
     replay: list[dict[str, Any]] = [dict(compaction.preserveData.openaiItem)]
-    if (turn := split_turn_context(compaction.summary)) is not None:
+    turn = None if compaction.preserveData.coversSplitTurn else split_turn_context(compaction.summary)
+    if turn is not None:
         replay.append({"role": "user", "content": turn})
     return replay

@@ -213,6 +213,9 @@ class PreserveData(Strict):
 
     openaiItem: dict[str, Any]
     """The Responses API compaction item: `{"type": "compaction", "id", "encrypted_content"}`."""
+    coversSplitTurn: bool | None = None
+    """The item also holds the beginning of the turn the compaction split (it compacted one
+    long turn), so the summary's split-turn part is not replayed after it."""
 
     @classmethod
     def of_openai_item(cls, item: dict[str, Any]) -> PreserveData:

@@ -274,12 +274,17 @@ async def test_openai_native_replays_a_split_turn_after_its_item(start, provider
     assert openai_view[2]["role"] == "assistant", "then the kept part of the turn"
 
 
-async def test_a_compaction_of_the_turn_alone_keeps_the_previous_item(start, provider) -> None:
-    """The first compaction keeps a whole turn; the turn then grows, and the next compaction
-    has only that turn's beginning to summarize (offline, no API call): the history's item
-    still stands for what came before it."""
-    provider.default = Reply.with_summary("history")
-    run = await start(settings_for("openai-native", provider))
+def compaction_item(summary: str) -> dict[str, Any]:
+    return {
+        "type": "compaction",
+        "id": "cmp_fake_0001",
+        "encrypted_content": fake_encrypted(summary),
+    }
+
+
+async def history_then_one_growing_turn(run: Run) -> tuple[str, Path]:
+    """A session whose first compaction keeps a whole turn (from its user message), which
+    then grows: the next compaction has only that turn's beginning to summarize."""
     session, path = await run.session_with_history(range(3))
     huge = " ".join(f"value_{n}" for n in range(1500))  # alone more than keepRecentTokens
     await run.client.append(
@@ -293,28 +298,92 @@ async def test_a_compaction_of_the_turn_alone_keeps_the_previous_item(start, pro
         ],
     )
     first = await run.client.compact(session)
-    assert "## Turn context (split turn)" not in first["summary"], (
-        "kept from the turn's user message"
-    )
+    assert "## Turn context (split turn)" not in first["summary"], "kept from the user message"
     await run.client.append(session, long_turn_steps(range(8)))
-    calls = len(provider.requests)
+    return session, path
+
+
+async def test_the_beginning_of_one_long_turn_is_compacted_after_the_previous_item(
+    start, provider
+) -> None:
+    provider.default = Reply.with_summary("history")
+    run = await start(settings_for("openai-native", provider))
+    session, path = await history_then_one_growing_turn(run)
+    provider.default = Reply.with_summary("the turn")
 
     second = await run.client.compact(session)
 
-    assert "## Turn context (split turn)" in second["summary"]
-    assert len(provider.requests) == calls, "the turn's beginning is summarized offline"
-    assert second["summarizer"]["provider"] == "openai-native"
-    item = {
-        "type": "compaction",
-        "id": "cmp_fake_0001",
-        "encrypted_content": fake_encrypted("history"),
+    assert "## Turn context (split turn)" in second["summary"], "the readable summary has it"
+    sent = provider.requests[-1].body["input"]
+    assert sent[0] == compaction_item("history"), "OpenAI's own state leads"
+    assert sent[1] == {"role": "user", "content": "Refactor every part under lib/."}
+    assert compaction_lines(path)[-1]["preserveData"] == {
+        "openaiItem": compaction_item("the turn"),
+        "coversSplitTurn": True,
     }
-    assert [line.get("preserveData") for line in compaction_lines(path)] == [
-        {"openaiItem": item}
-    ] * 2
-    openai_view = (await run.client.context(session, "openai-responses"))["messages"]
-    assert openai_view[0] == item
-    assert openai_view[1]["content"].startswith("## Turn context (split turn)")
+    view = (await run.client.context(session, "openai-responses"))["messages"]
+    assert view[0] == compaction_item("the turn")
+    assert "## Turn context" not in json.dumps(view), "the item holds the turn's beginning"
+
+
+async def test_when_the_turns_compaction_fails_the_previous_item_stands(start, provider) -> None:
+    provider.default = Reply.with_summary("history")
+    run = await start(settings_for("openai-native", provider, fallback=["offline"]))
+    session, path = await history_then_one_growing_turn(run)
+    provider.script(Reply.error(500, "down"), Reply.error(500, "down"))
+
+    second = await run.client.compact(session)
+
+    assert second["summarizer"]["provider"] == "offline"
+    assert provider.pending == 0, "the native attempt was made, and retried"
+    assert compaction_lines(path)[-1]["preserveData"] == {"openaiItem": compaction_item("history")}
+    view = (await run.client.context(session, "openai-responses"))["messages"]
+    assert view[0] == compaction_item("history")
+    assert view[1]["content"].startswith("## Turn context (split turn)"), (
+        "then our text of the turn"
+    )
+
+
+async def test_the_turns_beginning_after_our_own_summary_stays_offline(start, provider) -> None:
+    """OpenAI cannot build on a summary it did not write without losing it from the replay:
+    after an offline compaction, the beginning of the turn is summarized offline, no call."""
+    offline = settings_for("openai-native", provider)
+    offline["summarizer"]["provider"] = "offline"
+    run = await start(offline)
+    session, path = await history_then_one_growing_turn(run)
+    await run.client.change_settings(settings_for("openai-native", provider))
+
+    second = await run.client.compact(session)
+
+    assert second["summarizer"]["provider"] == "openai-native", "the new setting applies"
+    assert "## Turn context (split turn)" in second["summary"]
+    assert provider.requests == []
+    assert all("preserveData" not in line for line in compaction_lines(path))
+
+
+async def test_a_session_of_one_long_turn_is_compacted_natively(start, provider) -> None:
+    provider.default = Reply.with_summary("one turn")
+    run = await start(settings_for("openai-native", provider))
+    opened = await run.client.session_open()
+    session, path = opened["sessionId"], Path(opened["path"])
+    await run.client.append(
+        session, [user("Refactor every part under lib/."), *long_turn_steps(range(12))]
+    )
+
+    compacted = await run.client.compact(session)
+
+    assert "## Turn context (split turn)" in compacted["summary"]
+    assert provider.requests[0].body["input"][0] == {
+        "role": "user",
+        "content": "Refactor every part under lib/.",
+    }
+    [stored] = compaction_lines(path)
+    assert stored["preserveData"] == {
+        "openaiItem": compaction_item("one turn"),
+        "coversSplitTurn": True,
+    }
+    view = (await run.client.context(session, "openai-responses"))["messages"]
+    assert view[0] == compaction_item("one turn") and view[1]["role"] == "assistant"
 
 
 @pytest.mark.parametrize("name", ["openai-native", "anthropic-native"])

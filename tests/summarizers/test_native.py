@@ -130,6 +130,27 @@ async def test_openai_native_writes_other_documents_offline_without_a_call(
     assert provider.requests == []
 
 
+@pytest.mark.parametrize("whole_history", [True, False])
+async def test_openai_native_compacts_a_turns_beginning_only_when_it_is_the_whole_history(
+    provider: FakeProvider, api_key: str, whole_history: bool
+) -> None:
+    provider.script(Reply.with_summary("the turn"))
+    request = build_request(
+        "turn_prefix",
+        ratelimit_session(),
+        template="turn_prefix",
+        max_tokens=2048,
+        files=FileDetails(),
+        whole_history=whole_history,
+    )
+
+    summary = await chain("openai-native", provider).summarize_with_info(request)
+
+    assert summary.text == summarize_offline(request)
+    assert (summary.preserve_data is not None) is whole_history
+    assert len(provider.requests) == (1 if whole_history else 0)
+
+
 async def test_anthropic_native_asks_for_server_side_compaction_and_reads_the_block(
     provider: FakeProvider, api_key: str
 ) -> None:

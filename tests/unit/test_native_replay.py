@@ -87,6 +87,19 @@ def test_a_split_turn_beginning_follows_the_item() -> None:
     assert split_turn_context("## Goal\n- no split" + FILES) is None
 
 
+def test_an_item_that_holds_the_turns_beginning_is_replayed_alone() -> None:
+    turn = "- The user asked for half-even rounding"
+    entry = compaction(
+        f"## Goal\n- Round totals\n\n{TURN_CONTEXT_HEADING}\n\n{turn}{FILES}",
+        preserve=PreserveData(openaiItem=ITEM, coversSplitTurn=True),
+    )
+
+    messages = render_context(context_of(entry), None, "openai-responses", entry)["messages"]
+
+    assert messages[0] == ITEM
+    assert messages[1] == {"role": "user", "content": "Now make the totals round half-even."}
+
+
 def test_other_formats_and_other_summarizers_use_the_readable_summary() -> None:
     native = compaction("## Goal\n- Round totals")
     plain = compaction("## Goal\n- Round totals", preserve=None)
@@ -107,4 +120,6 @@ def test_the_opaque_state_stays_out_of_reprs() -> None:
     entry = compaction("## Goal\n- Round totals")
 
     assert "secret-state" not in repr(entry) and "secret-state" not in str(entry)
-    assert entry.model_dump()["preserveData"] == {"openaiItem": ITEM}, "but it is stored"
+    assert entry.model_dump(exclude_none=True)["preserveData"] == {"openaiItem": ITEM}, (
+        "but it is stored"
+    )

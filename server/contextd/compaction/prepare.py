@@ -252,6 +252,9 @@ def _summary_requests(
         )
     turn_prefix_request = None
     if prefix:
+        # Without history, the turn's beginning is all there is to summarize after the
+        # previous summary; a provider can compact it whole only when it wrote that one too.
+        whole = not history and (previous_summary is None or previous_preserve_data is not None)
         turn_prefix_request = build_request(
             "turn_prefix",
             prefix,
@@ -259,6 +262,8 @@ def _summary_requests(
             max_tokens=max_summary_tokens(reserve_tokens, TURN_PREFIX_SHARE_OF_RESERVE),
             files=files,
             instructions=instructions,
+            previous_preserve_data=previous_preserve_data if whole else None,
+            whole_history=whole,
         )
     return history_request, turn_prefix_request
 

@@ -38,6 +38,7 @@ def build_request(
     instructions: str | None = None,
     goal: str | None = None,
     previous_preserve_data: PreserveData | None = None,
+    whole_history: bool = False,
 ) -> SummaryRequest:
     """A request whose prompt is the serialized conversation, the previous summary (if any),
     the task from `template`, then the focus asked for by `goal` and `instructions`."""
@@ -62,4 +63,5 @@ def build_request(
         goal=goal,
         files=files,
         previous_preserve_data=previous_preserve_data,
+        whole_history=whole_history,
     )

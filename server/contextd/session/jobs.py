@@ -279,12 +279,19 @@ class CompactionJobs(LiveState):
     def _preserve_data(
         self, prepared: CompactionPreparation, summaries: dict[str, Summary]
     ) -> PreserveData | None:
-        """The provider state of the history's summary: the new one's, or, when only a split
-        turn was summarized (the history summary is reused), the previous compaction's."""
+        """The provider state standing for what was summarized: the history summary's; when
+        only a split turn's beginning was summarized, the state a provider made of it (it
+        holds the previous one), else the previous compaction's, which still holds the
+        history before that turn."""
         if (history := summaries.get("history")) is not None:
             return history.preserve_data
+        turn = summaries.get("turn_prefix")
+        if turn is not None and turn.preserve_data is not None:
+            return turn.preserve_data.model_copy(update={"coversSplitTurn": True})
         previous = self.tree.entries.get(prepared.previous_entry_id or "")
-        return previous.preserveData if isinstance(previous, CompactionEntry) else None
+        if isinstance(previous, CompactionEntry) and previous.preserveData is not None:
+            return previous.preserveData.model_copy(update={"coversSplitTurn": None})
+        return None
 
     def _compaction_draft(
         self,

@@ -33,6 +33,10 @@ class SummaryRequest:
     files: FileDetails = field(default_factory=FileDetails)
     previous_preserve_data: PreserveData | None = field(default=None, repr=False)
     """The previous compaction's provider state, for a native compaction to build on."""
+    whole_history: bool = False
+    """A split turn's beginning with no history before it: these messages, after
+    `previous_preserve_data` if any, are all the context holds before the kept part, so a
+    provider's compaction of them stands for everything summarized."""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ item whose `encrypted_content` only OpenAI can read. That item is the summary th
 Completions included, the tree, a person) gets the offline summarizer's checkpoint of the
 same messages, written locally.
 
-Requests of other kinds (a split turn's beginning, a branch summary, a handoff document) are
+A split turn's beginning is compacted too when it is the whole history (one long turn, after
+nothing or after OpenAI's own item); otherwise it, branch summaries and handoff documents are
 for reading, so they get that checkpoint alone and call no API.
 """
 
@@ -38,7 +39,7 @@ class OpenAINativeSummarizer(OpenAIConnection):
         self._readable = OfflineSummarizer(settings)
 
     async def summarize(self, request: SummaryRequest) -> str | PreservedSummary:
-        if request.kind != "compaction":
+        if request.kind != "compaction" and not request.whole_history:
             return await self._readable.summarize(request)
         key = self._key()
         with sdk_failures(openai, self.provider, key, self._timeout):
