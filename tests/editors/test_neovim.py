@@ -1225,7 +1225,7 @@ def test_a_mirror_is_picked_by_its_agents_name_and_refuses_writes_clearly(
     name = row["name"] or transcript.path.name  # an unnamed mirror by its file's name
     assert item.startswith(f"  Claude Code · {name} (read-only mirror) · ")
     assert editor.state()["session_id"] == mirror
-    editor.wait("(require('contextd').state().source or {}).agent == 'claude-code'")
+    assert editor.state()["source"] == {"agent": "claude-code", "path": str(transcript.path)}
 
     for command in ("Contextd compact", "Contextd label checkpoint", "Contextd idle 60"):
         editor.lua("_G.notes = {}")
@@ -1300,7 +1300,6 @@ def test_a_mirrors_own_compactions_are_announced_and_shown_in_its_tree(
     editor.answer_selects("Claude Code")
     editor.command("Contextd sessions")
     editor.wait_note("switched to session")
-    editor.wait("require('contextd').state().source ~= nil")
 
     transcript.write(len(transcript.lines))  # the agent compacts again, and goes on
     note = editor.wait_note("Claude Code compacted its context")

@@ -57,7 +57,6 @@ function M.status()
     state.leaf_id = result.leafId
     state.usage = result.usage or state.usage
     state.changed()
-    result.source = result.source or state.source -- session/state does not say it is a mirror
     local lines = format.status_lines(result, state.server_version)
     if state.idle and state.idle.state == "armed" then
       table.insert(lines, "idle compaction at " .. format.local_time(state.idle.dueAt, "%H:%M:%S"))

@@ -109,22 +109,6 @@ local function adopt(result)
   watch_workspace()
 end
 
--- Whether an existing session just adopted is a mirror: its session/list row says so
--- (session/state and, from some daemons, session/open results do not).
-local function learn_source(result)
-  if result.source ~= nil then
-    return
-  end
-  client.request("contextd/session/list", { workspace = config.workspace() }, function(err, listing)
-    for _, row in ipairs(not err and listing and listing.sessions or {}) do
-      if row.sessionId == result.sessionId and row.sessionId == state.session_id and format.present(row.source) then
-        state.source = row.source
-        state.changed()
-      end
-    end
-  end)
-end
-
 local function create()
   local options = config.options
   local params = { workspace = config.workspace(), name = options.session_name, model = options.model }
@@ -150,7 +134,6 @@ local function resume(session_id)
       return
     end
     adopt(result)
-    learn_source(result)
   end)
 end
 
@@ -307,7 +290,6 @@ function M.switch_to(session_id, callback)
   local previous = state.session_id
   local function finish(result)
     state.adopt_session(result)
-    learn_source(result)
     if previous and previous ~= session_id then
       client.request("contextd/session/close", { sessionId = previous }, function() end)
     end
