@@ -35,7 +35,7 @@ def corpus_lines(name: str) -> list[bytes]:
 def expected_after(agent: str, lines: list[bytes]) -> tuple[list[Any], str | None]:
     """What a mirror of these lines holds: the importer's settled entries, and its leaf."""
     importer = fed(agent, lines)
-    return importer.settled_entries(), importer.leaf_id
+    return importer.take_settled(), importer.leaf_id
 
 
 def fed(agent: str, lines: list[bytes]) -> Any:
@@ -51,7 +51,7 @@ def reported_figure(agent: str, lines: list[bytes]) -> int | None:
     pending = importer.pending_usage()
     if pending is not None:
         return int(pending.context_tokens)
-    settled = importer.settled_entries()
+    settled = importer.take_settled()
     last = settled[-1] if settled else None
     if (
         importer.leaf_id == getattr(last, "id", None)

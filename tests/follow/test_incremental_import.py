@@ -8,9 +8,11 @@ import json
 from functools import cache
 from pathlib import Path
 
+import pytest
 from contextd.importers import IMPORTERS, STREAMING_IMPORTERS
-from contextd.importers.common import ImportedSession
+from contextd.importers.common import ImportedSession, restore_importer
 from contextd.importers.feed import LineFeed
+from contextd.model import Entry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,15 +31,8 @@ def whole(name: str) -> ImportedSession:
     return IMPORTERS[MANIFEST[name]](source(name).decode("utf-8").splitlines())
 
 
-def dumped(session: ImportedSession) -> tuple[object, ...]:
-    return (
-        [entry.model_dump(mode="json") for entry in session.entries],
-        session.leaf_id,
-        sorted((problem.line, problem.kind, problem.message) for problem in session.problems),
-        session.source_id,
-        session.workspace,
-        session.name,
-    )
+def dumped_entries(entries: list[Entry]) -> list[object]:
+    return [entry.model_dump(mode="json") for entry in entries]
 
 
 @settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -47,32 +42,81 @@ def test_random_chunks_import_as_the_whole_file_and_settled_entries_never_change
     positions = sorted({int(cut * len(data)) for cut in cuts} | {len(data)})
     importer = STREAMING_IMPORTERS[MANIFEST[name]]()
     feed = LineFeed(importer)
-    settled_along_the_way = []
+    taken: list[Entry] = []
     start = 0
     for position in positions:
         consumed = feed.feed(data[feed.offset : position])
         assert feed.offset == start + consumed and data[feed.offset - 1 : feed.offset] in (b"\n", b"")
         start = feed.offset
-        settled_along_the_way.append([entry.model_dump(mode="json") for entry in importer.settled_entries()])
+        taken += importer.take_settled()
+        assert importer.builder.taken == len(taken)
     rest = data[feed.offset :]
     if rest:  # a last line without its newline is only read by a whole-file import
         feed.lines += 1
         importer.feed(feed.lines, rest.decode("utf-8"))
     result = importer.finish()
-    assert dumped(result) == dumped(whole(name))
-    final = [entry.model_dump(mode="json") for entry in result.entries]
-    for settled in settled_along_the_way:
-        assert settled == final[: len(settled)]
+    expected = whole(name)
+    assert dumped_entries(taken + result.entries) == dumped_entries(expected.entries)
+    assert (result.leaf_id, result.source_id, result.workspace, result.name) == (
+        expected.leaf_id, expected.source_id, expected.workspace, expected.name
+    )
+
+
+@settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(CORPUS),
+    cuts=st.lists(st.tuples(st.floats(min_value=0, max_value=1), st.booleans()), min_size=1, max_size=20),
+)
+def test_a_snapshot_at_any_handed_over_point_continues_as_the_whole_file(name: str, cuts: list[tuple[float, bool]]) -> None:
+    """What a restart does: the importer's state saved after a batch was handed over, read
+    back, and fed only the bytes after it, hands over what the whole file holds."""
+    data = source(name)
+    importer_class = STREAMING_IMPORTERS[MANIFEST[name]]
+    feed = LineFeed(importer_class())
+    taken: list[Entry] = []
+    for position, restart in sorted(cuts):
+        feed.feed(data[feed.offset : int(position * len(data))])
+        taken += feed.importer.take_settled()
+        if restart:
+            saved = json.loads(json.dumps(feed.importer.snapshot()))
+            restored = restore_importer(importer_class, saved)
+            feed = LineFeed(restored, offset=feed.offset, lines=restored.last_line)
+    feed.feed(data[feed.offset :])
+    taken += feed.importer.take_settled()
+    rest = data[feed.offset :]
+    if rest:
+        feed.importer.feed(feed.lines + 1, rest.decode("utf-8"))
+    result = feed.importer.finish()
+    expected = whole(name)
+    assert dumped_entries(taken + result.entries) == dumped_entries(expected.entries)
+    assert (result.leaf_id, result.source_id, result.workspace, result.name) == (
+        expected.leaf_id, expected.source_id, expected.workspace, expected.name
+    )
+
+
+def test_a_snapshot_of_another_version_or_agent_is_not_restored() -> None:
+    name = next(name for name in CORPUS if MANIFEST[name] == "codex")
+    importer = STREAMING_IMPORTERS["codex"]()
+    LineFeed(importer).feed(source(name)[: len(source(name)) // 2])
+    importer.take_settled()
+    saved = importer.snapshot()
+    for bad in ({**saved, "version": saved["version"] + 1}, {**saved, "builder": {}}, [], {**saved, "state": None}):
+        with pytest.raises(ValueError):
+            restore_importer(STREAMING_IMPORTERS["codex"], bad)
+    with pytest.raises(ValueError):
+        restore_importer(STREAMING_IMPORTERS["pi"], saved)
 
 
 def test_most_of_a_growing_transcript_is_settled_at_once() -> None:
-    """Only a few trailing entries wait for a later line: a mirror is never far behind."""
+    """Only a few trailing entries wait for a later line (a mirror is never far behind), and
+    the importer keeps only those: what it handed over is let go."""
     for name in CORPUS:
         data = source(name)
         importer = STREAMING_IMPORTERS[MANIFEST[name]]()
         LineFeed(importer).feed(data)
-        entries = importer.builder.entries
-        assert len(entries) - len(importer.settled_entries()) <= 3, name
+        taken = importer.take_settled()
+        assert len(importer.builder.entries) <= 3, name
+        assert len(taken) > 10 and not set(map(id, taken)) & set(map(id, importer.builder.entries)), name
 
 
 def test_a_partial_last_line_waits_for_its_newline() -> None:

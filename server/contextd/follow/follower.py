@@ -17,7 +17,13 @@ import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextd.follow.mirror import Change, Mirror, peek_workspace
+from contextd.follow.mirror import (
+    Change,
+    Mirror,
+    forget_state,
+    forget_vanished,
+    peek_workspace,
+)
 from contextd.follow.transcripts import FileStamp, TranscriptScan, root_of
 from contextd.model import CompactionEntry, FollowSettings, MirrorSource
 from contextd.session.live import LiveSession
@@ -44,6 +50,8 @@ class Follower:
         """Transcripts whose mirror could not be written (said once in the log)."""
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._swept = False
+        """Whether the saved states of vanished transcripts were removed (once per daemon)."""
 
     @property
     def state_dir(self) -> Path:
@@ -126,13 +134,16 @@ class Follower:
     # --- in the worker thread ---------------------------------------------------------
 
     def _look(self, settings: FollowSettings, workspaces: set[str] | None, store: Store) -> list[Change]:
+        if not self._swept:
+            forget_vanished(self.state_dir)
+            self._swept = True
         changes = []
         for agent in settings.agents:
             root = root_of(agent, settings.roots)
             scan = self._scans.setdefault(agent, TranscriptScan(agent, root))
             found = scan.scan()
             for path in [path for path, mirror in self.mirrors.items() if mirror.agent == agent and path not in found]:
-                del self.mirrors[path]  # the transcript is gone; its mirror stays as it was
+                self.mirrors.pop(path).forget()  # the transcript is gone; its mirror stays as it was
             for path, stamp in found.items():
                 mirror = self.mirrors.get(path) or self._start(agent, path, stamp, workspaces, store)
                 if mirror is None:
@@ -175,7 +186,7 @@ class Follower:
         if change.reset:
             log.info("following %s: the file was rewritten; importing it again", mirror.path)
             with contextlib.suppress(SessionNotFound):
-                await self.daemon.delete_session(mirror.session_id)
+                await self.daemon.delete_session(mirror.session_id)  # its saved state is written anew below
         created = False
         try:
             await sessions.load(mirror.session_id)
@@ -197,6 +208,12 @@ class Follower:
             session.announce("open")
         elif fresh or session.leaf_id != leaf_before or session.tokens != tokens_before:
             session.announce("compaction" if compactions else "append")
+
+
+    def session_deleted(self, session_id: str) -> None:
+        """A session was deleted: if it was a mirror, what was saved of its transcript goes
+        too (the mirror is made again, whole, when the transcript next grows)."""
+        forget_state(self.state_dir, session_id)
 
 
 def _exists(store: Store, session_id: str) -> bool:

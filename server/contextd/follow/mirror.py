@@ -1,14 +1,17 @@
 """One followed transcript: its importer, fed as the file grows, and how far it was read.
 
 Everything here runs in a worker thread (it reads files); the follower writes what it
-returns into the mirror session on the event loop. What was read is kept beside the data
-(`<data dir>/follow/<session id>.json`: the offset after the last complete line, the file's
-stamp, a hash of its first bytes), written only once the entries are in the mirror. After a
+returns into the mirror session on the event loop. What was read is kept beside the data,
+written only once the entries are in the mirror: `<data dir>/follow/<session id>.json` (the
+offset after the last complete line, the file's stamp, a hash of its first bytes, and a hash
+of the importer's state) and `<session id>.importer.json` (that state: what the importer
+needs to go on from that offset; it keeps none of the entries it handed over). After a
 restart, or once the file has been quiet for a while (its importer is then let go, to keep
-memory small), the importer is rebuilt by reading the file again from the start; entries
-the mirror already holds are recognised by their ids and not written twice. A file that
-shrank, or whose first bytes changed, was rewritten: it is imported again, once, from the
-start, into a fresh mirror.
+memory small), the importer is restored from it and reads on from the offset. Where the
+state is missing, unreadable or of another version, the file is read again from the start
+instead; entries the mirror already holds are recognised by their ids and not written
+twice. A file that shrank, or whose first bytes changed, was rewritten: it is imported
+again, once, from the start, into a fresh mirror.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 
 from contextd.follow.transcripts import FileStamp
 from contextd.importers import STREAMING_IMPORTERS
+from contextd.importers.common import restore_importer
 from contextd.importers.feed import LineFeed
 from contextd.model import Entry, FollowedAgent, Usage
 
@@ -84,21 +88,88 @@ class ReadState:
     offset: int
     stamp: FileStamp
     head: str
+    importer: str | None = None
+    """A hash of the importer's state at `offset` (None: none was saved)."""
+    importer_text: str | None = None
+    """That state, until it is saved."""
 
     @classmethod
     def load(cls, path: Path) -> ReadState | None:
         try:
             raw = json.loads(path.read_text())
-            return cls(int(raw["offset"]), (int(raw["size"]), int(raw["mtimeNs"])), str(raw["head"]))
-        except (OSError, ValueError, KeyError, TypeError):
+            importer = raw.get("importer")
+            return cls(
+                int(raw["offset"]),
+                (int(raw["size"]), int(raw["mtimeNs"])),
+                str(raw["head"]),
+                importer if isinstance(importer, str) else None,
+            )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
-    def save(self, path: Path) -> None:
+    def save(self, path: Path, importer_path: Path, transcript: str) -> None:
+        """The importer's state first, then the offset naming it: a crash between the two
+        leaves an offset whose state does not match, and the file is read from the start."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".tmp")
-        body = {"offset": self.offset, "size": self.stamp[0], "mtimeNs": self.stamp[1], "head": self.head}
-        temporary.write_text(json.dumps(body))
-        os.replace(temporary, path)
+        if self.importer_text is not None:
+            _write_atomically(importer_path, self.importer_text)
+            self.importer_text = None  # saved: not kept in memory
+        body = {
+            "path": transcript,
+            "offset": self.offset,
+            "size": self.stamp[0],
+            "mtimeNs": self.stamp[1],
+            "head": self.head,
+            "importer": self.importer,
+        }
+        _write_atomically(path, json.dumps(body))
+
+    def restored_feed(self, agent: FollowedAgent, importer_path: Path) -> LineFeed | None:
+        """The importer saved at `offset`, going on from there; None when there is no state
+        that matches (missing, damaged, of another version or agent)."""
+        if self.importer is None:
+            return None
+        try:
+            text = importer_path.read_text()
+        except (OSError, UnicodeDecodeError):
+            return None
+        if _text_hash(text) != self.importer:
+            return None
+        try:
+            importer = restore_importer(STREAMING_IMPORTERS[agent], json.loads(text))
+        except ValueError:  # json's errors are ValueErrors too
+            return None
+        return LineFeed(importer, offset=self.offset, lines=importer.last_line)
+
+
+def forget_state(state_dir: Path, session_id: str) -> None:
+    """Remove what was saved of the transcript mirrored as `session_id`."""
+    for path in (state_dir / f"{session_id}.json", state_dir / f"{session_id}.importer.json"):
+        path.unlink(missing_ok=True)
+
+
+def forget_vanished(state_dir: Path) -> None:
+    """Remove what was saved of transcripts that no longer exist (deleted while no daemon
+    followed them)."""
+    for state in state_dir.glob("*.json"):
+        if state.name.endswith(".importer.json"):
+            continue
+        try:
+            transcript = json.loads(state.read_text()).get("path")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(transcript, str) and not os.path.exists(transcript):
+            forget_state(state_dir, state.stem)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+
+
+def _text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class Mirror:
@@ -108,10 +179,10 @@ class Mirror:
         self.workspace = workspace
         self.session_id = mirror_session_id(agent, path)
         self.state_path = state_dir / f"{self.session_id}.json"
+        self.importer_path = state_dir / f"{self.session_id}.importer.json"
         self.stored = ReadState.load(self.state_path)
         """What the mirror holds for certain: saved once entries are written."""
         self._feed: LineFeed | None = None
-        self._handed = 0
         self._read: ReadState | None = None
         self._changed_at = time.monotonic()
 
@@ -132,17 +203,18 @@ class Mirror:
         with open(self.path, "rb") as handle:
             head = handle.read(HEAD_BYTES)
             rewritten = known is not None and (size < known.offset or not self._same_head(head, known))
+            if self._feed is None and known is not None and not rewritten:
+                self._feed = known.restored_feed(self.agent, self.importer_path)
             if rewritten or self._feed is None:
                 self._feed = LineFeed(STREAMING_IMPORTERS[self.agent]())
-                self._handed = 0
             handle.seek(self._feed.offset)
             data = handle.read(max(size - self._feed.offset, 0))
         self._feed.feed(data)
-        self._read = ReadState(self._feed.offset, stamp, _head_hash(head, self._feed.offset))
         importer = self._feed.importer
-        settled = importer.settled_entries()
-        from_start = self._handed == 0
-        entries, self._handed = settled[self._handed :], len(settled)
+        from_start = importer.builder.taken == 0
+        entries = importer.take_settled()
+        state = json.dumps(importer.snapshot())
+        self._read = ReadState(self._feed.offset, stamp, _head_hash(head, self._feed.offset), _text_hash(state), state)
         return Change(
             self, entries, importer.leaf_id, reset=rewritten, from_start=from_start, pending_usage=importer.pending_usage()
         )
@@ -154,7 +226,7 @@ class Mirror:
     def written(self) -> None:
         """The entries of the last change are in the mirror: remember how far it is read."""
         if self._read is not None:
-            self._read.save(self.state_path)
+            self._read.save(self.state_path, self.importer_path, self.path)
             self.stored = self._read
 
     def start_over(self) -> None:
@@ -163,7 +235,11 @@ class Mirror:
         self._feed = None
         self._read = None
         self.stored = None
-        self.state_path.unlink(missing_ok=True)
+        self.forget()
+
+    def forget(self) -> None:
+        """Remove what was saved of this file (it, or its mirror, is gone)."""
+        forget_state(self.state_path.parent, self.session_id)
 
 
 def _head_hash(head: bytes, offset: int) -> str:

@@ -17,7 +17,7 @@ previous conversation…"); it is imported whole as the compaction's summary.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from contextd.importers.common import (
@@ -32,11 +32,7 @@ from contextd.importers.common import (
 from contextd.model import (
     CompactionEntry,
     CompactionReason,
-    Entry,
-    InstructionsEntry,
-    MessageEntry,
     SummarizerInfo,
-    ToolResultMessage,
     Usage,
 )
 
@@ -97,10 +93,10 @@ def _real_model(raw: dict[str, Any]) -> str | None:
     return model if isinstance(model, str) and model != SYNTHETIC_MODEL else None
 
 
-def _only_tool_results(entry: Entry) -> bool:
-    return isinstance(entry, InstructionsEntry) or (
-        isinstance(entry, MessageEntry) and isinstance(entry.message, ToolResultMessage)
-    )
+RESULT_KINDS = ("message:toolResult", "instructions")
+"""Entries an answer's parallel tool results come as (`kind_of`)."""
+FIRST_KEYS = ("cwd", "sessionId", "timestamp")
+"""What the session takes from its first conversation record."""
 
 
 class ClaudeCodeImporter(StreamingImporter):
@@ -128,7 +124,7 @@ class ClaudeCodeImporter(StreamingImporter):
 
     def record(self, number: int, raw: dict[str, Any]) -> None:
         if self._first is None and _is_conversation(raw):
-            self._first = raw
+            self._first = {key: raw[key] for key in FIRST_KEYS if key in raw}
         if self._waiting is None:
             self._converter.record(number, raw)
             return
@@ -191,11 +187,36 @@ class ClaudeCodeImporter(StreamingImporter):
     def _results_since(self, ancestor: str | None) -> bool:
         """Only tool results (and instructions) were added since `ancestor`: the parallel
         results of one answer, each hung off its own call's record."""
-        entry = self.builder.entry
-        current = entry(self.builder.leaf_id)
-        while current is not None and current.id != ancestor and _only_tool_results(current):
-            current = entry(current.parentId)
-        return current is not None and current.id == ancestor and current.id != self.builder.leaf_id
+        shape = self.builder.shape
+        current, found = self.builder.leaf_id, shape(self.builder.leaf_id)
+        while found is not None and current != ancestor and found[1] in RESULT_KINDS:
+            current = found[0]
+            found = shape(current)
+        return found is not None and current == ancestor and current != self.builder.leaf_id
+
+    # --- saved state --------------------------------------------------------------------
+
+    def own_state(self) -> dict[str, Any]:
+        converter = self._converter
+        return {
+            "waiting": self._waiting,
+            "root": self._root_id,
+            "first": self._first,
+            "answer": asdict(converter.answer) if converter.answer is not None else None,
+            "toolNames": converter.tool_names,
+            "boundary": converter.boundary,
+            "lastContextTokens": converter.last_context_tokens,
+        }
+
+    def restore_own_state(self, state: dict[str, Any]) -> None:
+        waiting, boundary, converter = state["waiting"], state["boundary"], self._converter
+        self._waiting = None if waiting is None else [(int(number), dict(raw)) for number, raw in waiting]
+        self._root_id = state["root"]
+        self._first = None if state["first"] is None else dict(state["first"])
+        converter.answer = None if state["answer"] is None else _Answer(**state["answer"])
+        converter.tool_names = {str(call): str(name) for call, name in state["toolNames"].items()}
+        converter.boundary = None if boundary is None else (int(boundary[0]), dict(boundary[1]), boundary[2])
+        converter.last_context_tokens = int(state["lastContextTokens"])
 
 
 def _why_not_imported(line: int, raw: dict[str, Any]) -> Problem:

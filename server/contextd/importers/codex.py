@@ -58,6 +58,8 @@ OPENING_TAG = re.compile(r"<([a-z_][a-z_ ]*)>")
 EXIT_CODE = re.compile(r"\s*Exit code: (-?\d+)")
 FAILED_PATCH = "apply_patch verification failed"
 TURN_ENDS = ("task_complete", "turn_aborted")
+META_KEYS = ("id", "cwd", "timestamp")
+"""What the session takes from the rollout's meta line (its instructions apart)."""
 ENCRYPTED_SUMMARY = (
     "Codex compacted the conversation here. Its summary was written by the provider and is "
     "stored encrypted, so it cannot be shown; the requests Codex kept follow."
@@ -104,6 +106,41 @@ class CodexImporter(StreamingImporter):
         # A count written before its response's items (older rollouts) waits for them.
         return self._converter.next_usage
 
+    def own_state(self) -> dict[str, Any]:
+        converter = self._converter
+        return {
+            "meta": converter.meta,
+            "model": converter.model,
+            "modelEntry": converter.model_entry.id if converter.model_entry is not None else None,
+            "answer": converter.answer,
+            "answerStart": converter.answer_start,
+            "answered": converter.answered,
+            "lastUsage": _dumped(converter.last_usage),
+            "nextUsage": _dumped(converter.next_usage),
+            "toolNames": converter.tool_names,
+            "lastContextTokens": converter.last_context_tokens,
+            "instructionsInForce": converter.instructions_in_force,
+            "metaInstructions": converter.meta_instructions,
+        }
+
+    def restore_own_state(self, state: dict[str, Any]) -> None:
+        converter, meta_instructions = self._converter, state["metaInstructions"]
+        converter.meta = dict(state["meta"])
+        converter.model = state["model"]
+        model_entry = self.builder.entry(state["modelEntry"])
+        converter.model_entry = model_entry if isinstance(model_entry, ModelChangeEntry) else None
+        converter.answer = [dict(block) for block in state["answer"]]
+        converter.answer_start = (int(state["answerStart"][0]), state["answerStart"][1])
+        converter.answered = bool(state["answered"])
+        converter.last_usage = _loaded(state["lastUsage"])
+        converter.next_usage = _loaded(state["nextUsage"])
+        converter.tool_names = {str(call): str(name) for call, name in state["toolNames"].items()}
+        converter.last_context_tokens = int(state["lastContextTokens"])
+        converter.instructions_in_force = {str(source): str(text) for source, text in state["instructionsInForce"].items()}
+        converter.meta_instructions = None if meta_instructions is None else (
+            int(meta_instructions[0]), str(meta_instructions[1]), meta_instructions[2]
+        )
+
     def record(self, number: int, raw: dict[str, Any]) -> None:
         kind, payload = _envelope(raw)
         self._converter.line(number, kind, payload, raw.get("timestamp"))
@@ -122,6 +159,14 @@ class CodexImporter(StreamingImporter):
             leaf_id=leaf_id,
             problems=self.problems,
         )
+
+
+def _dumped(usage: Usage | None) -> dict[str, Any] | None:
+    return usage.model_dump(mode="json") if usage is not None else None
+
+
+def _loaded(usage: dict[str, Any] | None) -> Usage | None:
+    return Usage.model_validate(usage) if usage is not None else None
 
 
 def _envelope(raw: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -157,9 +202,10 @@ class _Converter:
     def line(self, line: int, kind: str, payload: dict[str, Any], timestamp: Any) -> None:
         timestamp = timestamp if isinstance(timestamp, str) else None
         if kind == "session_meta":
-            self.meta = payload.get("meta", payload) if isinstance(payload.get("meta"), dict) else payload
-            if isinstance(self.meta.get("instructions"), str) and self.meta["instructions"].strip():
-                self.meta_instructions = (line, self.meta["instructions"], timestamp)
+            meta = payload.get("meta", payload) if isinstance(payload.get("meta"), dict) else payload
+            self.meta = {key: meta[key] for key in META_KEYS if key in meta}
+            if isinstance(meta.get("instructions"), str) and meta["instructions"].strip():
+                self.meta_instructions = (line, meta["instructions"], timestamp)
         elif kind == "turn_context":
             self.turn_context(line, payload, timestamp)
         elif kind == "response_item":

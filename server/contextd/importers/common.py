@@ -3,9 +3,12 @@ tool calls and results paired on every path of the imported tree, and the line f
 
 Every importer reads a transcript one line at a time (`StreamingImporter.feed`): a whole
 file is the same feed run to the end and `finish`ed, and a followed file is fed as it
-grows. An entry the importer has settled (`settled_entries`) never changes afterwards, so
-a mirror can write it at once; what a later line may still change (an answer waiting for
-its usage, a compaction waiting for the size of the context after it) is held back.
+grows. An entry the importer has settled never changes afterwards, so a mirror takes it
+at once (`take_settled`) and the importer lets it go; what a later line may still change (an
+answer waiting for its usage, a compaction waiting for the size of the context after it) is
+held back. A following importer's state is small (no entry it handed over, only ids), so it
+is saved beside the mirror (`snapshot`) and a restart continues from the byte it reached
+(`restore_importer`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,11 @@ from contextd.model import (
 )
 
 MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+ENTRY_ADAPTER: TypeAdapter[Entry] = TypeAdapter(Entry)
+
+SNAPSHOT_VERSION = 1
+"""Of an importer's saved state: a snapshot of another version is not restored (the file is
+read again from the start instead)."""
 
 ProblemKind = Literal["corrupt", "unknown", "skipped", "repaired", "dropped"]
 
@@ -129,6 +137,11 @@ def text_of(value: Any) -> str:
     return ""
 
 
+def kind_of(entry: Entry) -> str:
+    """An entry's type, with a message's role (`message:toolResult`)."""
+    return f"message:{entry.message.role}" if isinstance(entry, MessageEntry) else entry.type
+
+
 class EntryBuilder:
     """Builds the entry tree of an import, in source order.
 
@@ -153,6 +166,13 @@ class EntryBuilder:
         self._awaiting_size: dict[str, set[str]] = {}
         """Compactions waiting for the size of the context after them: each with the ids
         written below it since (the conversation's path from it)."""
+        self._taken = 0
+        """Entries handed over (`take_settled`) and let go: `entries` holds those after them."""
+        self._shapes: dict[str, tuple[str | None, str]] = {}
+        """Of each entry let go, what later records still ask: its parent and its kind."""
+        self._open_ends: dict[str, str] = {}
+        """Entries let go with tool calls open and no child yet: their timestamps (`finish`
+        gives those calls their placeholder results)."""
 
     # --- settled entries --------------------------------------------------------------
 
@@ -167,7 +187,27 @@ class EntryBuilder:
     def settled_count(self) -> int:
         """How many entries, from the first, no later line can change."""
         held = [self._position[entry_id] for entry_id in (*self._held.values(), *self._awaiting_size)]
-        return min(held, default=len(self.entries))
+        return min(held, default=self._taken + len(self.entries))
+
+    @property
+    def taken(self) -> int:
+        """How many entries, from the first, were handed over and let go."""
+        return self._taken
+
+    def take_settled(self) -> list[Entry]:
+        """The settled entries not handed over yet; the builder lets them go, keeping only
+        what later records may ask of them (`shape`)."""
+        count = self.settled_count() - self._taken
+        taken, self.entries = self.entries[:count], self.entries[count:]
+        self._taken += count
+        for entry in taken:
+            self._position.pop(entry.id, None)
+            self._shapes[entry.id] = (entry.parentId, kind_of(entry))
+            if entry.id not in self._has_children and self._open_calls.get(entry.id):
+                self._open_ends[entry.id] = entry.timestamp
+        if self._last_assistant is not None and self._last_assistant.id not in self._position:
+            self._last_assistant = None  # settled, so its usage is known: nothing waits for it
+        return taken
 
     def note_usage(self, entry: MessageEntry) -> None:
         """An answer's usage is known: it is the size of the context after the compactions
@@ -180,7 +220,7 @@ class EntryBuilder:
             return
         for compaction_id, below in list(self._awaiting_size.items()):
             if entry.id in below:
-                index = self._position[compaction_id]
+                index = self._position[compaction_id] - self._taken
                 self.entries[index] = self.entries[index].model_copy(update={"tokensAfter": prompt})
                 del self._awaiting_size[compaction_id]
 
@@ -195,8 +235,16 @@ class EntryBuilder:
         return source_id
 
     def entry(self, entry_id: str | None) -> Entry | None:
+        """The entry of that id, unless it was let go (`take_settled`)."""
         position = self._position.get(entry_id) if entry_id is not None else None
-        return self.entries[position] if position is not None else None
+        return self.entries[position - self._taken] if position is not None else None
+
+    def shape(self, entry_id: str | None) -> tuple[str | None, str] | None:
+        """An entry's parent and kind (`kind_of`), whether it was let go or not."""
+        entry = self.entry(entry_id)
+        if entry is not None:
+            return entry.parentId, kind_of(entry)
+        return self._shapes.get(entry_id) if entry_id is not None else None
 
     def known(self, source_id: str | None) -> bool:
         return source_id is None or self.resolve(source_id) in self._ids
@@ -287,10 +335,13 @@ class EntryBuilder:
                 open_calls.update({call.id: call.name for call in entry.message.tool_calls})
             elif isinstance(entry.message, ToolResultMessage):
                 open_calls.pop(entry.message.toolCallId, None)
-        self._open_calls[entry.id] = open_calls
+        if open_calls:  # most entries have none: `_open_calls.get` stands for them
+            self._open_calls[entry.id] = open_calls
         self._has_children.add(entry.parentId)
+        if entry.parentId is not None:
+            self._open_ends.pop(entry.parentId, None)
         self._ids.add(entry.id)
-        self._position[entry.id] = len(self.entries)
+        self._position[entry.id] = self._taken + len(self.entries)
         self.entries.append(entry)
         self.leaf_id = entry.id
         for compaction_id, below in list(self._awaiting_size.items()):
@@ -335,12 +386,62 @@ class EntryBuilder:
         self._held.clear()
         self._awaiting_size.clear()
         leaf_id = self.resolve(leaf) if leaf is not None else self.leaf_id
-        for entry in list(self.entries):
-            if entry.id not in self._has_children and self._open_calls.get(entry.id):
-                end = self.close_open_calls(entry.id, line, entry.timestamp)
-                if entry.id == leaf_id:
+        ends = [*self._open_ends.items(), *((entry.id, entry.timestamp) for entry in self.entries)]
+        for entry_id, timestamp in ends:
+            if entry_id not in self._has_children and self._open_calls.get(entry_id):
+                end = self.close_open_calls(entry_id, line, timestamp)
+                if entry_id == leaf_id:
                     leaf_id = end
         return self.entries, leaf_id
+
+    # --- saved state ------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything a builder needs to go on, as JSON data (`restore` reads it)."""
+        return {
+            "taken": self._taken,
+            "entries": [ENTRY_ADAPTER.dump_python(entry, mode="json") for entry in self.entries],
+            "leaf": self.leaf_id,
+            "ids": list(self._ids),
+            "alias": self._alias,
+            "openCalls": [[entry_id, calls] for entry_id, calls in self._open_calls.items() if calls],
+            "hasChildren": list(self._has_children),
+            "lastAssistant": self._last_assistant.id if self._last_assistant is not None else None,
+            "callLines": self._call_lines,
+            "held": self._held,
+            "awaitingSize": {entry_id: list(below) for entry_id, below in self._awaiting_size.items()},
+            "shapes": self._shapes,
+            "openEnds": self._open_ends,
+        }
+
+    def restore(self, data: dict[str, Any]) -> None:
+        """Go on as the builder that saved `data` (a fresh builder, which the importer's
+        parts already hold); raises KeyError, TypeError, ValueError or ValidationError on
+        data `snapshot` did not write."""
+        builder = self
+        builder._taken = int(data["taken"])
+        builder.entries = [ENTRY_ADAPTER.validate_python(entry) for entry in data["entries"]]
+        builder._position = {
+            entry.id: builder._taken + index
+            for index, entry in enumerate(builder.entries)
+            if not isinstance(entry, LabelEntry)
+        }
+        builder.leaf_id = data["leaf"]
+        builder._ids = set(data["ids"])
+        builder._alias = dict(data["alias"])
+        builder._open_calls = {None: {}, **{entry_id: dict(calls) for entry_id, calls in data["openCalls"]}}
+        builder._has_children = set(data["hasChildren"])
+        builder._last_assistant = next(
+            (entry for entry in builder.entries if entry.id == data["lastAssistant"] and isinstance(entry, MessageEntry)),
+            None,
+        )
+        builder._call_lines = {str(call): int(line) for call, line in data["callLines"].items()}
+        builder._held = dict(data["held"])
+        builder._awaiting_size = {entry_id: set(below) for entry_id, below in data["awaitingSize"].items()}
+        builder._shapes = {entry_id: (parent, str(kind)) for entry_id, (parent, kind) in data["shapes"].items()}
+        builder._open_ends = dict(data["openEnds"])
+        if any(entry_id not in builder._position for entry_id in (*builder._held.values(), *builder._awaiting_size)):
+            raise ValueError("a held entry is not among the entries")
 
     def add_model_root(self, line: int, model: str | None, timestamp: Any) -> str | None:
         """The session's first model as its root entry (contextd learns a model from
@@ -407,9 +508,48 @@ class StreamingImporter(ABC):
         may still come), when it reported one."""
         return None
 
-    def settled_entries(self) -> list[Entry]:
-        """The entries no later line can change, in order (a mirror writes these)."""
-        return self.builder.entries[: self.builder.settled_count()]
+    def take_settled(self) -> list[Entry]:
+        """The entries no later line can change that were not taken yet, in order (a mirror
+        writes these); the importer lets them go, and so the report of lines not imported,
+        which a mirror has no use for."""
+        self.problems.clear()
+        return self.builder.take_settled()
+
+    # --- saved state ------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The importer's state as JSON data, to go on from after a restart (the report of
+        lines not imported is not in it)."""
+        return {
+            "version": SNAPSHOT_VERSION,
+            "source": self.source,
+            "lastLine": self.last_line,
+            "builder": self.builder.snapshot(),
+            "state": self.own_state(),
+        }
+
+    @abstractmethod
+    def own_state(self) -> dict[str, Any]:
+        """What this importer keeps beside its builder, as JSON data."""
+
+    @abstractmethod
+    def restore_own_state(self, state: dict[str, Any]) -> None:
+        """Take back what `own_state` gave (its builder is already restored)."""
+
+
+def restore_importer(importer_class: type[StreamingImporter], data: Any) -> StreamingImporter:
+    """An importer as its `snapshot` left it; ValueError when `data` is not a snapshot this
+    version of `importer_class` wrote."""
+    try:
+        if data.get("version") != SNAPSHOT_VERSION or data.get("source") != importer_class.source:
+            raise ValueError("a snapshot of another version or importer")
+        importer = importer_class()
+        importer.builder.restore(data["builder"])
+        importer.last_line = int(data["lastLine"])
+        importer.restore_own_state(data["state"])
+    except (AttributeError, KeyError, TypeError, ValidationError) as error:
+        raise ValueError(f"not an importer snapshot ({error})") from error
+    return importer
 
 
 def import_lines(importer: StreamingImporter, lines: Iterable[str]) -> ImportedSession:

@@ -119,6 +119,29 @@ class PiImporter(StreamingImporter):
         # pi resumes at the last line of the file, whatever its type.
         return self.builder.resolve(self._previous)
 
+    def own_state(self) -> dict[str, Any]:
+        return {
+            "header": self.header,
+            "headerLine": self.header_line,
+            "name": self.name,
+            "waiting": self._waiting,
+            "root": self._root_id,
+            "previous": self._previous,
+            "v1Ids": self._v1_ids,
+            "refused": self._refused,
+        }
+
+    def restore_own_state(self, state: dict[str, Any]) -> None:
+        waiting = state["waiting"]
+        self.header = None if state["header"] is None else dict(state["header"])
+        self.header_line = int(state["headerLine"])
+        self.name = state["name"]
+        self._waiting = None if waiting is None else [(int(number), dict(raw)) for number, raw in waiting]
+        self._root_id = state["root"]
+        self._previous = state["previous"]
+        self._v1_ids = [str(entry_id) for entry_id in state["v1Ids"]]
+        self._refused = bool(state["refused"])
+
     def record(self, number: int, raw: dict[str, Any]) -> None:
         if self._refused:
             return

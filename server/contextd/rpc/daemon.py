@@ -188,6 +188,7 @@ class Daemon:
         """Delete a session for every connection: each that had it open is told (sessionChanged
         `deleted`) and detached from it."""
         deleted = await self.sessions.delete(session_id)
+        self.follower.session_deleted(session_id)
         for connection in self.connections:
             connection.open_sessions.pop(session_id, None)
         return deleted
