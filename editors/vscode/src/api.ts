@@ -26,7 +26,7 @@ export interface ContextdApi {
   /** Creates a session (or resumes one with `sessionId`); it becomes the current one. */
   openSession(params?: OpenParams): Promise<OpenResult>;
   appendMessages(sessionId: string, messages: Message[]): Promise<AppendResult>;
-  /** The context to send to the model, in the provider's shape. */
+  /** The context to send to the model, in the provider's shape (`"openai-responses"`: Responses API input items). */
   getContext(sessionId: string, format?: ContextFormat): Promise<ContextResult>;
   compact(sessionId: string, options?: CompactOptions): Promise<CompactResult>;
   /** Every change of a session's token figure. */

@@ -47,7 +47,12 @@ export const ErrorCode = {
   cancelled: -32800,
 } as const;
 
-export type ContextFormat = "neutral" | "anthropic" | "openai";
+/**
+ * The shapes `contextd/session/context` gives the context in: contextd's own, Anthropic
+ * Messages, OpenAI Chat Completions and OpenAI Responses `input` items.
+ */
+export const CONTEXT_FORMATS = ["neutral", "anthropic", "openai", "openai-responses"] as const;
+export type ContextFormat = (typeof CONTEXT_FORMATS)[number];
 export type UsageSource = "usage" | "counted" | "estimated";
 /**
  * Why a summarizing job runs; a hand-off and a branch summary report their jobs with these
@@ -84,7 +89,7 @@ export interface WorkspaceActivity {
   sessionId: string;
   name?: string | null;
   workspace: string;
-  cause: string;
+  cause: ChangeCause;
   leafId: string | null;
   usage: TokenUsage;
   source?: SessionSource | null;
@@ -114,10 +119,26 @@ export interface FollowResult {
   mirrors: number;
 }
 
+/** `deleted`: the session's file is gone (contextd/session/delete); nothing more comes of it. */
+export type ChangeCause =
+  | "open"
+  | "append"
+  | "compaction"
+  | "prune"
+  | "navigate"
+  | "model"
+  | "label"
+  | "instructions"
+  | "fork"
+  | "handoff"
+  | "overflow"
+  | "incomplete"
+  | "deleted";
+
 export interface SessionChanged {
   sessionId: string;
   leafId: string | null;
-  cause: string;
+  cause: ChangeCause;
 }
 
 export interface CompactionStarted {
@@ -139,9 +160,13 @@ export interface CompactionFinished {
   shortSummary?: string | null;
   error?: string;
   willRetry: boolean;
-  /** A promotion: the model the session moved to, and its window. */
+  /** A hand-off's new session. */
+  handoffSessionId?: string;
+  /** A promotion: the model the session moved to and its window, and the ones it left. */
   model?: string;
   contextWindow?: number;
+  previousModel?: string;
+  previousContextWindow?: number;
 }
 
 export interface IdleTimer {

@@ -88,7 +88,12 @@ export class ContextdSessions implements Disposable {
         this.status.applyUsage(usage);
         this.tokenUsage.fire(usage);
       }),
-      rpc.onNotification(Notification.sessionChanged, (event: SessionChanged) => this.sessionChanged.fire(event)),
+      rpc.onNotification(Notification.sessionChanged, (event: SessionChanged) => {
+        // A session deleted while this connection had it open: nothing more comes of it. A
+        // window that does not watch the workspace (a daemon of its own) hears it only here.
+        if (event.cause === "deleted") this.forget(event.sessionId);
+        this.sessionChanged.fire(event);
+      }),
       rpc.onNotification(Notification.compactionStarted, (event: CompactionStarted) => {
         this.status.compactionStarted(event);
         this.compactionStarted.fire(event);

@@ -1,7 +1,7 @@
 /** The API other extensions get from `activate`, used the way an agent extension would. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ContextdApi, createApi } from "../../src/api";
-import type { TokenUsage } from "../../src/protocol";
+import { CONTEXT_FORMATS, type TokenUsage } from "../../src/protocol";
 import { eventually, TestDaemon } from "../support/daemon";
 import { assistant, toolCall, toolResult, user } from "../support/messages";
 
@@ -36,6 +36,27 @@ describe("the extension API", () => {
     await eventually(() => usages.some((u) => u.sessionId === sessionId && u.tokens === 1320));
     expect(usages.at(-1)).toMatchObject({ sessionId, source: "usage", contextWindow: 200_000 });
     subscription.dispose();
+  });
+
+  it("gives the context as OpenAI Responses input items, each format with the same figure", async () => {
+    const { sessionId } = await api.openSession({ name: "responses", model: "gpt-4o" });
+    await api.appendMessages(sessionId, [
+      user("What is in app.py?"),
+      toolCall("call_1", "read", { path: "app.py" }),
+      toolResult("call_1", "read", "def main(): ..."),
+      assistant("It defines main()."),
+    ]);
+    const responses = await api.getContext(sessionId, "openai-responses");
+    expect(responses.messages).toMatchObject([
+      { role: "user", content: "What is in app.py?" },
+      { type: "function_call", call_id: "call_1", name: "read" },
+      { type: "function_call_output", call_id: "call_1", output: "def main(): ..." },
+      { role: "assistant" },
+    ]);
+    expect(JSON.parse((responses.messages[1] as { arguments: string }).arguments)).toEqual({ path: "app.py" });
+    for (const format of CONTEXT_FORMATS) {
+      expect((await api.getContext(sessionId, format)).tokens, format).toBe(responses.tokens);
+    }
   });
 
   it("refuses a malformed message with the daemon's field errors, storing nothing", async () => {

@@ -1,6 +1,7 @@
 /** The extension's session code against the real daemon: open, append, usage, context. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { statusLevel, statusText } from "../../src/format";
+import { Method } from "../../src/protocol";
 import { assistant, conversation, user } from "../support/messages";
 import { defaultSettings, eventually, settingsWith, TestDaemon } from "../support/daemon";
 
@@ -79,6 +80,19 @@ describe("sessions against the daemon", () => {
     await daemon.configure(defaultSettings());
     const back = await daemon.sessions.append(sessionId, [assistant("Hello")]);
     expect(back.usage.thresholdTokens).toBe(170_000);
+  });
+
+  it("forgets a session deleted while it is open, without watching the workspace, and acts on the one before it", async () => {
+    const kept = await daemon.sessions.open({ name: "kept" });
+    const doomed = await daemon.sessions.open({ name: "doomed" });
+    await daemon.sessions.append(doomed.sessionId, [user("Try something")]);
+    expect(daemon.sessions.current).toBe(doomed.sessionId);
+    // As `contextd sessions rm` does it; this window never asked for workspace activity.
+    await daemon.connection.sendRequest(Method.delete, { sessionId: doomed.sessionId });
+    await eventually(() => !daemon.sessions.status.has(doomed.sessionId));
+    expect(daemon.sessions.current).not.toBe(doomed.sessionId);
+    expect(daemon.sessions.status.has(kept.sessionId)).toBe(true);
+    expect(daemon.sessions.status.latest()?.sessionId).not.toBe(doomed.sessionId);
   });
 
   it("reports a bad setting by name, and keeps the old ones", async () => {

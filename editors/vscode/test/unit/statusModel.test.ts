@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { CompactionFinished, TokenUsage, WorkspaceActivity } from "../../src/protocol";
+import type { ChangeCause, CompactionFinished, TokenUsage, WorkspaceActivity } from "../../src/protocol";
 import { SessionStatus, StatusModel } from "../../src/statusModel";
 
 const usage = (tokens: number): TokenUsage => ({
@@ -92,7 +92,7 @@ describe("status model", () => {
 });
 
 describe("the session that changed last", () => {
-  const activity = (sessionId: string, cause: string, extra: Partial<WorkspaceActivity> = {}): WorkspaceActivity => ({
+  const activity = (sessionId: string, cause: ChangeCause, extra: Partial<WorkspaceActivity> = {}): WorkspaceActivity => ({
     sessionId, cause, workspace: "/w", leafId: "e1", usage: { ...usage(1000), sessionId }, updatedAt: "2026-11-23T12:00:00Z", ...extra,
   });
 
