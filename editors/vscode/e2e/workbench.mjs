@@ -283,15 +283,26 @@ try {
   check(sharedDaemonPid() !== pid, "Restart Daemon started a new shared daemon");
 
   // A hand-off: the new session is named after its goal, and its document opens read-only.
+  // Right after the restart: the window is still reopening its sessions (it once cancelled a
+  // hand-off started meanwhile, with only a passing "cancelled" toast to show for it).
   await palette("contextd: Hand Off to New Session");
-  await quickInput.locator("input.input[placeholder*='migration']").waitFor();
-  await quickInput.locator("input.input").fill("finish the month-end fix");
-  await quickInput.locator("input.input").press("Enter");
+  const goalInput = quickInput.locator("input.input[placeholder*='migration']");
+  await goalInput.waitFor();
+  await goalInput.fill("finish the month-end fix");
+  await until(async () => (await goalInput.inputValue().catch(() => "")) === "finish the month-end fix", "the goal in the input box", 10_000);
+  await goalInput.press("Enter");
   const submitted = await quickInput.waitFor({ state: "hidden", timeout: 10_000 }).then(() => true, () => false);
   console.log(`     hand-off goal ${submitted ? "submitted" : "NOT submitted: the input box is still open"} (${elapsed()})`);
+  if (!submitted) throw new Error("the hand-off's goal input box stayed open after Enter");
+  // Its outcome, whichever it is: every toast is collected while waiting, so a passing one says what happened.
+  const outcome = await until(
+    () => [...seenToasts.values()].find((t) => /contextd: (handed off|hand-off)/.test(t.text)),
+    "the hand-off's outcome",
+    60_000,
+  );
+  if (!/contextd: handed off/.test(outcome.text)) throw new Error(`the hand-off did not complete: ${outcome.severity}: ${outcome.text}`);
   const handedOff = page.locator(".notifications-toasts .notification-toast", { hasText: "contextd: handed off" }).first();
-  await handedOff.waitFor({ timeout: 60_000 });
-  const handOffText = (await handedOff.innerText()).replace(/\s+/g, " ");
+  const handOffText = outcome.text;
   check(/handed off seeded demo to the new session finish the month-end fix\./.test(handOffText), `the hand-off's session is named after its goal ("${handOffText}")`);
   // The new session is the one that changed last: the item names it, now that there are two.
   await until(async () => (await itemText()).startsWith("finish the month-end fix "), "the hand-off's session in the item", 15_000).catch(() => {});

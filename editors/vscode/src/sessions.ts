@@ -185,6 +185,13 @@ export class ContextdSessions implements Disposable {
 
   /** After a daemon restart: open again every session this window had, from disk. */
   async reopenAll(): Promise<void> {
+    // The jobs of the daemon that died ended with it. Settled before the first await: a
+    // compaction or hand-off the user starts on the new daemon while the sessions are
+    // reopened is theirs to keep (settled after each reopen, it was cancelled at once).
+    for (const source of this.ownJobs.values()) source.cancel();
+    for (const { sessionId, compacting } of this.status.all()) {
+      if (compacting) this.status.compactionRequestEnded(sessionId);
+    }
     const current = this.currentId;
     for (const { sessionId } of this.status.all()) {
       try {
@@ -193,8 +200,6 @@ export class ContextdSessions implements Disposable {
         if (errorCode(error) !== ErrorCode.sessionNotFound) throw error;
         this.forget(sessionId);
       }
-      this.ownJobs.get(sessionId)?.cancel();
-      if (this.status.get(sessionId)?.compacting) this.status.compactionRequestEnded(sessionId);
     }
     // Reopening is no change to show: only a session lost meanwhile moves the current one.
     if (current && this.status.has(current) && current !== this.currentId) this.setCurrent(current);
@@ -278,13 +283,14 @@ export class ContextdSessions implements Disposable {
       this.status.compactionRequestEnded(sessionId, outcome(result));
       return result;
     } catch (error) {
-      if (!alreadyRunning) {
+      // A job of a daemon that died may fail after a new one on the session started: that one's status stays.
+      if (!alreadyRunning && this.ownJobs.get(sessionId) === source) {
         this.status.compactionRequestEnded(sessionId, failedJob(error, reason, source.token.isCancellationRequested));
       }
       throw error;
     } finally {
       link?.dispose();
-      this.ownJobs.delete(sessionId);
+      if (this.ownJobs.get(sessionId) === source) this.ownJobs.delete(sessionId);
       source.dispose();
     }
   }

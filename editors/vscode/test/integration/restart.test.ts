@@ -40,4 +40,29 @@ describe("after a daemon restart", () => {
     expect(messages).toHaveLength(3);
     sessions.dispose();
   });
+
+  it("lets a hand-off started while the sessions are being reopened run to its end", async () => {
+    const first = await TestDaemon.start();
+    daemons.push(first);
+    const connection = new SwitchableConnection(first.connection);
+    const sessions = new ContextdSessions(connection, first.workspace);
+    const { sessionId } = await sessions.open({ name: "handed over" });
+    await sessions.append(sessionId, [user("Fix the month-end report"), assistant("Found the rounding bug", { input: 9_000, output: 10 })]);
+    await sessions.open({ name: "second" });
+    sessions.setCurrent(sessionId);
+
+    await first.kill();
+    const second = await TestDaemon.start({ dataDir: first.dataDir, workspace: first.workspace });
+    daemons.push(second);
+    connection.switchTo(second.connection);
+    // The user runs Hand Off the moment the window is connected again, before it has reopened its sessions.
+    const reopened = sessions.reopenAll();
+    const result = await sessions.handoff(sessionId, "finish the month-end fix");
+    await reopened;
+
+    expect(sessions.current).toBe(result.sessionId);
+    expect(sessions.status.get(result.sessionId)?.name).toBe("finish the month-end fix");
+    expect(sessions.status.get(sessionId)?.compacting).toBeUndefined();
+    sessions.dispose();
+  });
 });
