@@ -134,7 +134,7 @@ export function statusTooltip(status: SessionStatus, now: number): string[] {
     lines.push(`Read-only mirror of ${agentName(status.source)}'s transcript \`${status.source.path}\``);
   }
   if (status.compacting) lines.push(compactingLine(status));
-  lines.push(`Last compaction: ${status.lastCompaction ? describeCompaction(status.lastCompaction, now) : "none seen by this window yet"}`);
+  lines.push(`Last compaction: ${status.lastCompaction ? describeCompaction(status.lastCompaction, now, status.source) : "none seen by this window yet"}`);
   if (status.lastCompaction?.shortSummary) lines.push(`Summary: ${escapeMarkdown(status.lastCompaction.shortSummary)}`);
   if (status.idleTimer?.state === "armed" && status.idleTimer.dueAt) {
     lines.push(`Idle compaction due at ${new Date(status.idleTimer.dueAt).toLocaleTimeString()}`);
@@ -149,10 +149,12 @@ function compactingLine(status: SessionStatus): string {
   return `Compacting now (${compacting.reason})${progress}`;
 }
 
-export function describeCompaction(result: CompactionResult, now: number): string {
+/** `source`: the mirror's, whose `agent` compactions its agent made itself. */
+export function describeCompaction(result: CompactionResult, now: number, source?: Pick<SessionSource, "agent">): string {
   const when = timeAgo(now - result.finishedAt);
   const what = compactionOutcomeText(result);
-  return `${what} (${result.reason}, ${when})`;
+  const why = result.reason === "agent" ? `by ${source ? agentName(source) : "the agent"} itself` : result.reason;
+  return `${what} (${why}, ${when})`;
 }
 
 export function compactionOutcomeText(result: Omit<CompactionResult, "finishedAt">): string {

@@ -146,6 +146,12 @@ describe("times", () => {
     ).toBe("failed: timeout (retrying) (overflow, just now)");
   });
 
+  it("says a mirror's agent compacted its session itself", () => {
+    const agentCompaction = { outcome: "compacted" as const, reason: "agent" as const, tokensBefore: 150_000, tokensAfter: 21_000, finishedAt: 0 };
+    expect(describeCompaction(agentCompaction, 0, { agent: "claude-code" })).toBe("compacted 150k → 21k tokens (by Claude Code itself, just now)");
+    expect(describeCompaction(agentCompaction, 0)).toBe("compacted 150k → 21k tokens (by the agent itself, just now)");
+  });
+
   it("describes a promotion to a larger model", () => {
     expect(
       describeCompaction({ outcome: "promoted", reason: "overflow", model: "claude-sonnet-4-5-1m", willRetry: true, finishedAt: 0 }, 90_000),
