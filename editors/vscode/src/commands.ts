@@ -24,6 +24,7 @@ export type SessionsApi = Pick<
   | "fork"
   | "label"
   | "configureIdle"
+  | "delete"
 >;
 
 export interface CommandContext {
@@ -281,6 +282,32 @@ export async function switchSession(ctx: CommandContext): Promise<string | undef
   });
   return chosen;
 }
+
+/** Delete Session: one of the workspace's sessions, file and all, after a modal confirmation. */
+export const deleteSession: Command = (ctx, sessionId) =>
+  guarded(ctx, "deleting the session", async () => {
+    const { sessions } = await ctx.sessions.list();
+    const now = Date.now();
+    const id =
+      sessionId ??
+      (await ctx.ui.pick(
+        sessions.map((s) => ({
+          ...sessionPickRow(s, { current: ctx.sessions.current, usage: ctx.sessions.status.get(s.sessionId)?.usage, now }),
+          value: s.sessionId,
+        })),
+        { title: "contextd: Delete Session", placeholder: "Session to delete, with its whole history" },
+      ));
+    if (!id) return;
+    const row = sessions.find((s) => s.sessionId === id);
+    const name = sessionTitle({ sessionId: id, name: row?.name ?? ctx.sessions.status.get(id)?.name, source: row?.source ?? undefined });
+    const detail = row?.source
+      ? `It mirrors ${agentName(row.source)}'s transcript, which stays: the mirror comes back whole when the transcript next grows.`
+      : "Its file and whole history go, for every editor and script that uses it; this cannot be undone.";
+    const confirmed = await ctx.ui.info(`Delete the contextd session ${name}?`, { modal: true, detail }, "Delete");
+    if (confirmed !== "Delete") return;
+    await ctx.sessions.delete(id);
+    await ctx.ui.info(`contextd: deleted the session ${name}.`);
+  });
 
 const ACTIONS: Array<{ label: string; run: Command; writes?: boolean }> = [
   { label: "$(fold) Compact Now", run: compactNow, writes: true },

@@ -381,6 +381,7 @@ function registerCommands(
     register("contextd.toggleAutoCompaction", commands.toggleAutoCompaction),
     register("contextd.setIdleTimer", commands.setIdleTimer),
     register("contextd.switchSession", commands.switchSession),
+    register("contextd.deleteSession", commands.deleteSession),
     register(SHOW_ACTIONS_COMMAND, commands.showActions),
     vscode.commands.registerCommand(RESTART_COMMAND, restart),
   ];

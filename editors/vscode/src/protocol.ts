@@ -257,6 +257,12 @@ export interface HandoffResult {
   document: string;
 }
 
+export interface DeleteResult {
+  deleted: boolean;
+  sessionId: string;
+  path: string;
+}
+
 export interface TreeNode {
   id: string;
   parentId: string | null;

@@ -12,6 +12,7 @@ import {
   CompactResult,
   ContextFormat,
   ContextResult,
+  DeleteResult,
   ErrorCode,
   ForkResult,
   HandoffResult,
@@ -236,6 +237,13 @@ export class ContextdSessions implements Disposable {
   async close(sessionId: string): Promise<void> {
     await this.request(Method.close, { sessionId });
     this.forget(sessionId);
+  }
+
+  /** Deletes the session's file; every window showing it forgets it (sessionChanged / activity `deleted`). */
+  async delete(sessionId: string): Promise<DeleteResult> {
+    const result = await this.request<DeleteResult>(Method.delete, { sessionId });
+    this.forget(sessionId);
+    return result;
   }
 
   preview(sessionId: string): Promise<CompactPreview> {

@@ -98,6 +98,34 @@ describe("Switch Session", () => {
   });
 });
 
+describe("Delete Session", () => {
+  it("deletes the chosen session once confirmed: gone from the listing and from the window", async () => {
+    const { sessionId: kept } = await daemon.sessions.open({ name: "keep me" });
+    const { sessionId } = await daemon.sessions.open({ name: "throwaway" });
+    await daemon.sessions.append(sessionId, [user("Try something")]);
+    ui.willPick("throwaway").willPress("Delete");
+    await commands.deleteSession(ctx);
+    const confirmation = ui.shown.find((s) => s.options?.modal);
+    expect(confirmation).toMatchObject({ message: "Delete the contextd session throwaway?", actions: ["Delete"] });
+    expect(confirmation?.options?.detail).toMatch(/cannot be undone/);
+    expect(ui.messages("info").at(-1)).toBe("contextd: deleted the session throwaway.");
+    const { sessions } = await daemon.sessions.list();
+    expect(sessions.map((s) => s.sessionId)).not.toContain(sessionId);
+    expect(sessions.map((s) => s.sessionId)).toContain(kept);
+    expect(daemon.sessions.status.has(sessionId)).toBe(false);
+    expect(daemon.sessions.current).not.toBe(sessionId);
+  });
+
+  it("keeps the session when the confirmation is dismissed", async () => {
+    const { sessionId } = await daemon.sessions.open({ name: "second thoughts" });
+    ui.willPick("second thoughts");
+    await commands.deleteSession(ctx);
+    expect((await daemon.sessions.list()).sessions.map((s) => s.sessionId)).toContain(sessionId);
+    expect(daemon.sessions.status.has(sessionId)).toBe(true);
+    expect(ui.messages("info").filter((m) => m.startsWith("contextd: deleted"))).toEqual([]);
+  });
+});
+
 describe("session actions (the status bar's click)", () => {
   it("act on the clicked session", async () => {
     const { sessionId: clicked } = await daemon.sessions.open({ name: "clicked" });
