@@ -44,9 +44,13 @@ def _first_sentence(text: str) -> str:
     return _SENTENCE_END.split(body, maxsplit=1)[0]
 
 
+def clip(line: str, limit: int) -> str:
+    """`line` cut to at most `limit` characters, an ellipsis saying it was cut."""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def _clip(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= SHORT_SUMMARY_CHARS else line[: SHORT_SUMMARY_CHARS - 1] + "…"
+    return clip(" ".join(text.split()), SHORT_SUMMARY_CHARS)
 
 
 def short_summary(summary: str) -> str:

@@ -8,6 +8,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
+from contextd.compaction.short_summary import clip
 from contextd.model import (
     Entry,
     HandoffEntry,
@@ -25,6 +26,7 @@ from contextd.session.index import (
     listing_row,
 )
 from contextd.session.live import LiveSession
+from contextd.session.state import SESSION_NAME_CHARS
 from contextd.store import EntryTree, SessionListing, Store, new_session_id
 
 log = logging.getLogger(__name__)
@@ -239,13 +241,10 @@ def tree_of(entries: Iterable[Entry]) -> EntryTree:
     return tree
 
 
-HANDOFF_NAME_CHARS = 80
-
-
 def handoff_name(goal: str | None, source_name: str) -> str:
     """A hand-off session is named after its goal (its first line), else after its source."""
     first_line = (goal or "").strip().splitlines()[0:1]
     if first_line and first_line[0].strip():
         text = first_line[0].strip()
-        return text if len(text) <= HANDOFF_NAME_CHARS else text[: HANDOFF_NAME_CHARS - 1] + "…"
+        return clip(text, SESSION_NAME_CHARS)
     return f"hand-off of {source_name}"

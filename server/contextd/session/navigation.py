@@ -14,7 +14,7 @@ from contextd.compaction.branch import (
 from contextd.compaction.context import build_context, open_tool_calls
 from contextd.compaction.files import format_file_lists
 from contextd.compaction.provenance import branch_details
-from contextd.compaction.short_summary import short_summary, summary_line
+from contextd.compaction.short_summary import clip, short_summary, summary_line
 from contextd.model import (
     AssistantMessage,
     BranchSummaryEntry,
@@ -72,8 +72,7 @@ def entry_preview(entry: Entry) -> str:
         text = f"instructions ({entry.source}): {entry.text or 'withdrawn'}"
     else:
         text = entry.type
-    line = " ".join(text.split())
-    return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
+    return clip(" ".join(text.split()), PREVIEW_CHARS)
 
 
 def _answers(entry: Entry, pending: dict[str, str]) -> bool:

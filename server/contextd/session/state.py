@@ -21,6 +21,7 @@ from contextd.compaction.context import (
     opening_compaction,
     pruned_placeholder,
 )
+from contextd.compaction.short_summary import clip
 from contextd.compaction.stats import compression_stats
 from contextd.model import (
     AssistantMessage,
@@ -61,6 +62,9 @@ from contextd.tokens.context_size import (
 
 if TYPE_CHECKING:
     from contextd.session.jobs import RunningCompaction
+
+SESSION_NAME_CHARS = 80
+"""The longest name contextd gives a session (from a handoff's goal, a mirror's first request)."""
 
 
 def check_tool_results(messages: Sequence[Message], pending: dict[str, str]) -> None:
@@ -113,10 +117,10 @@ class LiveState(ABC):
         """Set by the manager: starts a handoff of this session (strategy `handoff`)."""
         source = file.header.source
         self.source: dict[str, str] | None = source.model_dump() if source is not None else None
-        self.pending_usage: Usage | None = None
-        """A mirror's answer the agent is still writing: its usage stands as the figure."""
         """`{"agent", "path"}` of the transcript a mirrored session follows (its header's);
         None for sessions clients write. Listings and workspace activity carry it."""
+        self.pending_usage: Usage | None = None
+        """A mirror's answer the agent is still writing: its usage stands as the figure."""
         self._refresh_model_from(tree.nodes())
         self._count_all(tree.entries.values())
         self.rebuild()
@@ -147,18 +151,18 @@ class LiveState(ABC):
             if isinstance(entry, SessionInfoEntry):
                 return entry.name
         if self.header.name is None and self.read_only:
-            return self._first_request()
+            return self._first_request_line()
         return self.header.name
 
-    def _first_request(self) -> str | None:
+    def _first_request_line(self) -> str | None:
         """A mirror the agent gave no name is known by its first request, as agents list
-        their sessions (first line, at most 80 characters)."""
+        their sessions (first line of text, at most SESSION_NAME_CHARS)."""
         for entry in self._path:
             if isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
                 lines = [line.strip() for line in message_text(entry.message.content).splitlines() if line.strip()]
                 if lines:  # a heading or tag opening the request says less than its first line of text
                     line = next((line for line in lines if not line.startswith(("#", "<"))), lines[0])
-                    return line if len(line) <= 80 else line[:79] + "…"
+                    return clip(line, SESSION_NAME_CHARS)
         return None
 
     @property
