@@ -203,23 +203,6 @@ class FollowParams(Params):
     allWorkspaces: bool | None = Field(default=None, strict=True)
 
 
-class BeforeCompactAnswer(BaseModel):
-    """A client's answer to contextd/beforeCompact; null or {} lets the compaction proceed."""
-
-    model_config = ConfigDict(extra="forbid")
-    cancel: bool = False
-    summary: str | None = Field(default=None, min_length=1, max_length=400_000)
-    instructions: str | None = Field(default=None, max_length=20_000)
-
-
-class BeforeNavigateAnswer(BaseModel):
-    """A client's answer to contextd/beforeNavigate; null or {} lets the navigation proceed."""
-
-    model_config = ConfigDict(extra="forbid")
-    cancel: bool = False
-    summary: str | None = Field(default=None, min_length=1, max_length=400_000)
-
-
 class CompactParams(SessionParams):
     instructions: str | None = Field(default=None, max_length=20_000)
     dryRun: bool = False

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contextd.follow import Follower
 from contextd.model import Settings, unknown_setting_keys
@@ -38,6 +38,18 @@ log = logging.getLogger(__name__)
 
 PER_CONNECTION_KEYS = ("defaultModel", "compaction.hookTimeoutSeconds")
 """Settings a connection sends that apply to that connection only, in every daemon."""
+
+
+def daemon_wide_part(settings: Settings) -> dict[str, Any]:
+    """`settings` without its `PER_CONNECTION_KEYS`: what governs the shared sessions."""
+    dumped = settings.model_dump()
+    for key in PER_CONNECTION_KEYS:
+        *groups, name = key.split(".")
+        holder = dumped
+        for group in groups:
+            holder = holder[group]
+        holder.pop(name, None)
+    return dumped
 
 
 def field_errors(error: ValidationError, prefix: str = "") -> list[dict[str, str]]:
@@ -220,11 +232,7 @@ class Daemon:
         if self.dedicated:
             self.apply_daemon_settings(settings)
             return
-        daemon_wide = settings.model_dump(exclude={"defaultModel"})
-        daemon_wide["compaction"].pop("hookTimeoutSeconds", None)
-        mine = self.settings.model_dump(exclude={"defaultModel"})
-        mine["compaction"].pop("hookTimeoutSeconds", None)
-        if daemon_wide != mine:
+        if daemon_wide_part(settings) != daemon_wide_part(self.settings):
             log.info(
                 "%s: daemon-wide settings of a client ignored (this daemon is shared; "
                 "give them to it with --settings)",
@@ -294,6 +302,23 @@ class Daemon:
         }
 
 
+class BeforeCompactAnswer(BaseModel):
+    """A client's answer to contextd/beforeCompact; null or {} lets the compaction proceed."""
+
+    model_config = ConfigDict(extra="forbid")
+    cancel: bool = False
+    summary: str | None = Field(default=None, min_length=1, max_length=400_000)
+    instructions: str | None = Field(default=None, max_length=20_000)
+
+
+class BeforeNavigateAnswer(BaseModel):
+    """A client's answer to contextd/beforeNavigate; null or {} lets the navigation proceed."""
+
+    model_config = ConfigDict(extra="forbid")
+    cancel: bool = False
+    summary: str | None = Field(default=None, min_length=1, max_length=400_000)
+
+
 class DaemonEvents:
     """SessionEvents as notifications to each connection watching the session."""
 
@@ -337,8 +362,6 @@ class DaemonEvents:
     async def before_compact(self, body: dict[str, Any]) -> HookAnswer:
         """Ask the connection that declared the hook (the requesting one first, else the
         first to have opened the session)."""
-        from contextd.server import BeforeCompactAnswer
-
         askable = [c for c in self.daemon.watchers(body["sessionId"]) if c.declares_hook("beforeCompact")]
         current = current_connection.get()
         askable.sort(key=lambda c: c is not current)
@@ -346,8 +369,6 @@ class DaemonEvents:
 
     async def before_navigate(self, body: dict[str, Any]) -> HookAnswer:
         """Ask the connection whose navigate request this is, if it declared the hook."""
-        from contextd.server import BeforeNavigateAnswer
-
         current = current_connection.get()
         askable = [current] if isinstance(current, ClientConnection) and current.declares_hook("beforeNavigate") else []
         return await self._ask_hook(askable, "beforeNavigate", body, BeforeNavigateAnswer, "navigating as asked")
