@@ -631,7 +631,7 @@ async def run_follow(args: argparse.Namespace) -> int:
         raise UsageError("give either --workspace or --all, not both")
     workspace = str(Path(args.workspace or os.getcwd()).resolve())
     async with await connect(args, load_settings(args)) as client:
-        changes = client.notifications("contextd/workspace/activity")
+        changes = client.activity()
         await client.follow(enabled=True)
         if args.all:
             listed = await client.watch_workspace(all_workspaces=True)

@@ -92,6 +92,14 @@ def _params(**values: Any) -> dict[str, Any]:
     return {key: value for key, value in values.items() if value is not None}
 
 
+def _watch_params(workspace: str | Path | None, all_workspaces: bool) -> dict[str, Any]:
+    """contextd/workspace/watch and unwatch: a workspace, every one, or (neither) this client's."""
+    return _params(
+        workspace=str(workspace) if workspace is not None else None,
+        allWorkspaces=all_workspaces or None,
+    )
+
+
 class ContextdClient:
     """A connection to one contextd daemon, spawned over stdio or reached over TCP.
 
@@ -476,10 +484,7 @@ class ContextdClient:
         workspace; `all_workspaces`: of every one), whoever makes it, as
         `contextd/workspace/activity` notifications (see `activity()`). The result lists the
         workspace's sessions as they are now."""
-        params = _params(
-            workspace=str(workspace) if workspace is not None else None,
-            allWorkspaces=all_workspaces or None,
-        )
+        params = _watch_params(workspace, all_workspaces)
         return cast(t.ListResult, await self.request("contextd/workspace/watch", params))
 
     async def follow(
@@ -489,22 +494,18 @@ class ContextdClient:
         agents: list[str] | None = None,
         roots: dict[str, str] | None = None,
         all_workspaces: bool | None = None,
-    ) -> dict[str, Any]:
+    ) -> t.FollowResult:
         """contextd/follow: turn following of other agents' transcripts on or off for the
         whole daemon, or change what it follows; with no argument only reads the settings.
         The result holds the settings in force and `mirrors`, the transcripts followed."""
         params = _params(enabled=enabled, agents=agents, roots=roots, allWorkspaces=all_workspaces)
-        return cast(dict[str, Any], await self.request("contextd/follow", params))
+        return cast(t.FollowResult, await self.request("contextd/follow", params))
 
     async def unwatch_workspace(
         self, workspace: str | Path | None = None, *, all_workspaces: bool = False
     ) -> None:
         """Stop the watch `watch_workspace` with the same arguments started."""
-        params = _params(
-            workspace=str(workspace) if workspace is not None else None,
-            allWorkspaces=all_workspaces or None,
-        )
-        await self.request("contextd/workspace/unwatch", params)
+        await self.request("contextd/workspace/unwatch", _watch_params(workspace, all_workspaces))
 
     def activity(self) -> NotificationStream:
         """A stream of the workspace activity arriving from now on (their params are

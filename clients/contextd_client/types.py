@@ -12,7 +12,9 @@ Message = dict[str, Any]
 """A neutral message (`role` user | assistant | toolResult), see protocol.md."""
 
 ContextFormat = Literal["neutral", "anthropic", "openai", "openai-responses"]
-CompactionReason = Literal["manual", "threshold", "overflow", "incomplete", "idle", "handoff"]
+CompactionReason = Literal[
+    "manual", "threshold", "overflow", "incomplete", "idle", "handoff", "branch", "agent"
+]
 
 
 class TokenUsage(TypedDict):
@@ -41,10 +43,12 @@ class MirrorSource(TypedDict):
 
 class OpenResult(TypedDict):
     sessionId: str
+    name: str | None
     leafId: str | None
     model: str
     contextWindow: int
     usage: TokenUsage
+    path: str
     source: NotRequired[MirrorSource]
 
 
@@ -85,6 +89,7 @@ class StateResult(TypedDict):
     entries: int
     usage: TokenUsage
     compacting: bool
+    path: str
     source: NotRequired[MirrorSource]
 
 
@@ -122,6 +127,16 @@ class SetModelResult(TypedDict):
 
 class CloseResult(TypedDict):
     closed: bool
+
+
+class FollowResult(TypedDict):
+    """The daemon-wide follow settings in force and how many transcripts are followed."""
+
+    enabled: bool
+    agents: list[str]
+    roots: dict[str, str]
+    allWorkspaces: bool
+    mirrors: int
 
 
 class DeleteResult(TypedDict):
@@ -241,11 +256,6 @@ class SessionChanged(TypedDict):
     cause: str
 
 
-class Source(TypedDict):
-    agent: str
-    path: str
-
-
 class WorkspaceActivity(TypedDict):
     """A change of any session of a watched workspace, whoever made it."""
 
@@ -255,8 +265,7 @@ class WorkspaceActivity(TypedDict):
     cause: str
     leafId: str | None
     usage: TokenUsage
-    source: NotRequired[Source]
-    """The agent and transcript of a mirrored session."""
+    source: NotRequired[MirrorSource]
     updatedAt: str
 
 
