@@ -543,8 +543,8 @@ def idle_configure(connection: ClientConnection, params: IdleConfigureParams) ->
     daemon = connection.daemon
     changes = params.model_dump(exclude_none=True, exclude={"sessionId"})
     if params.sessionId is None:
-        idle = daemon.settings.idle.model_copy(update=changes)
-        daemon.apply_daemon_settings(daemon.settings.model_copy(update={"idle": idle}))
+        daemon.change_daemon_settings("idle", changes)
+        idle = daemon.settings.idle
         for session in daemon.sessions.loaded():
             session.touch()
         return {**idle.model_dump(include=set(IdleSettings.model_fields))}
@@ -559,16 +559,6 @@ def idle_configure(connection: ClientConnection, params: IdleConfigureParams) ->
     }
 
 
-def follow(connection: ClientConnection, params: FollowParams) -> dict[str, Any]:
-    """Turn following on or off for the whole daemon, or change what it follows."""
-    daemon = connection.daemon
-    changes = params.model_dump(exclude_none=True)
-    if changes:
-        follow_settings = daemon.settings.follow.model_copy(update=changes)
-        daemon.apply_daemon_settings(daemon.settings.model_copy(update={"follow": follow_settings}))
-    return daemon.follower.describe()
-
-
 async def workspace_watch(connection: ClientConnection, params: WorkspaceWatchParams) -> dict[str, Any]:
     """From now on the connection hears `contextd/workspace/activity` for every change of
     the workspace's sessions; the result lists them as they are now."""
@@ -580,6 +570,15 @@ async def workspace_watch(connection: ClientConnection, params: WorkspaceWatchPa
 def workspace_unwatch(connection: ClientConnection, params: WorkspaceWatchParams) -> dict[str, Any]:
     connection.daemon.unwatch_workspace(connection, params.target(connection))
     return {}
+
+
+def follow(connection: ClientConnection, params: FollowParams) -> dict[str, Any]:
+    """Turn following on or off for the whole daemon, or change what it follows."""
+    daemon = connection.daemon
+    changes = params.model_dump(exclude_none=True)
+    if changes:
+        daemon.change_daemon_settings("follow", changes)
+    return daemon.follower.describe()
 
 
 # --- wiring -------------------------------------------------------------------------------
@@ -607,8 +606,8 @@ REQUESTS: dict[str, Handler] = {
     "contextd/handoff": request(HandoffParams, handoff),
     "contextd/idle/configure": request(IdleConfigureParams, idle_configure),
     "contextd/workspace/watch": request(WorkspaceWatchParams, workspace_watch),
-    "contextd/follow": request(FollowParams, follow),
     "contextd/workspace/unwatch": request(WorkspaceWatchParams, workspace_unwatch),
+    "contextd/follow": request(FollowParams, follow),
 }
 
 NOTIFICATIONS: dict[str, Handler] = {

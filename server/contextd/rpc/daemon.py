@@ -245,6 +245,12 @@ class Daemon:
             self._sessions.apply_settings(settings)
         self.follower.apply(settings.follow)
 
+    def change_daemon_settings(self, group: str, changes: dict[str, Any]) -> None:
+        """Change some keys of one daemon-wide settings group at run time, from any
+        connection (`contextd/idle/configure` without a session, `contextd/follow`)."""
+        updated = getattr(self.settings, group).model_copy(update=changes)
+        self.apply_daemon_settings(self.settings.model_copy(update={group: updated}))
+
     def build_tokenizer(self) -> None:
         """Build the encoding of the daemon's default model now. tiktoken holds the GIL for
         the whole build (about 0.3 s for o200k_base), so built at the first count it would
