@@ -141,6 +141,20 @@ async def test_settings_change_at_run_time(client: ContextdClient, tmp_path: Pat
     assert (await client.state(session_id))["contextWindow"] == 12345
 
 
+async def test_a_bad_setting_sent_by_notification_is_shown_and_changes_nothing(
+    client: ContextdClient, tmp_path: Path
+) -> None:
+    """A notification has no reply: the error naming the key comes as window/showMessage."""
+    session_id = (await client.session_open(workspace=tmp_path, model="my-model"))["sessionId"]
+    window = (await client.state(session_id))["contextWindow"]
+    with client.notifications("window/showMessage") as shown:
+        await client.change_settings({"models": {"my-model": {"contextWindow": "huge"}}})
+        message = (await shown.get(timeout=10)).params
+    assert message["type"] == 1
+    assert "models.my-model.contextWindow" in message["message"]
+    assert (await client.state(session_id))["contextWindow"] == window
+
+
 # --- compaction and the tree: these wait for the server -------------------------------------
 
 
