@@ -287,9 +287,6 @@ class AppendHandles:
         if fd is not None:
             os.close(fd)
 
-    def open_count(self) -> int:
-        return len(self._fds)
-
 
 # --- locks --------------------------------------------------------------------
 
