@@ -227,7 +227,7 @@ def summary_of(session: LiveSession) -> SessionSummary:
     return SessionSummary(
         name=session.name,
         workspace=session.header.workspace,
-        entries=sum(1 for _ in session.tree.nodes()),
+        entries=session.node_count,
         tokens=session.tokens,
         parentSession=parent.model_dump(exclude_none=True) if parent is not None else None,
         source=session.source,

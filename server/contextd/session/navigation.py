@@ -142,13 +142,7 @@ class Navigation(CompactionJobs):
         if self._running is not None:
             raise CompactionRunning(self.session_id)
         target = self.node(target_id)
-        editor_text = None
-        new_leaf: str | None = target.id
-        if isinstance(target, MessageEntry) and isinstance(target.message, UserMessage):
-            editor_text = message_text(target.message.content)
-            new_leaf = target.parentId
-        else:
-            new_leaf = self.through_results(target.id)
+        new_leaf, editor_text = self._landing(target)
         self._navigations += 1  # waiting for the hook or the summary: stays in memory
         try:
             hook = await self.events.before_navigate(
@@ -183,6 +177,13 @@ class Navigation(CompactionJobs):
             return await self.run_job("branch", self.tokens, work)
         finally:
             self._navigations -= 1
+
+    def _landing(self, target: Entry) -> tuple[str | None, str | None]:
+        """Where a move to `target` puts the leaf, and the text handed back for editing: a
+        user message's parent and its text; past the results of an answer's tool calls."""
+        if isinstance(target, MessageEntry) and isinstance(target.message, UserMessage):
+            return target.parentId, message_text(target.message.content)
+        return self.through_results(target.id), None
 
     def _navigate_hook_body(
         self, target_id: str, new_leaf: str | None, summarize: bool, instructions: str | None
