@@ -193,7 +193,8 @@ export class ContextdSessions implements Disposable {
     for (const { sessionId, compacting } of this.status.all()) {
       if (compacting) this.status.compactionRequestEnded(sessionId);
     }
-    const current = this.currentId;
+    // Reopening leaves the current session as it is: only a session lost meanwhile (forgotten)
+    // moves it, and a session the user chose while this runs (a hand-off's) stays chosen.
     for (const { sessionId } of this.status.all()) {
       try {
         await this.request<OpenResult>(Method.open, { sessionId }).then((r) => this.status.applyUsage(r.usage));
@@ -202,8 +203,6 @@ export class ContextdSessions implements Disposable {
         this.forget(sessionId);
       }
     }
-    // Reopening is no change to show: only a session lost meanwhile moves the current one.
-    if (current && this.status.has(current) && current !== this.currentId) this.setCurrent(current);
   }
 
   /** The sessions of this window's workspace (of every workspace when the window has none). */
