@@ -414,6 +414,14 @@ class ContextdClient:
         params = {"sessionId": session_id, "model": model}
         return cast(t.SetModelResult, await self.request("contextd/session/setModel", params))
 
+    async def set_instructions(
+        self, session_id: str, text: str, *, source: str | None = None
+    ) -> t.SetInstructionsResult:
+        """Set the standing instructions from `source` (default "client"; AGENTS.md, …):
+        the `system` of the context from now on, never summarized. Empty `text` withdraws them."""
+        params = _params(sessionId=session_id, text=text, source=source)
+        return cast(t.SetInstructionsResult, await self.request("contextd/session/setInstructions", params))
+
     async def close_session(self, session_id: str) -> t.CloseResult:
         params = {"sessionId": session_id}
         return cast(t.CloseResult, await self.request("contextd/session/close", params))

@@ -153,8 +153,16 @@ class SyncContextdClient:
     def set_model(self, session_id: str, model: str) -> t.SetModelResult:
         return self._run(self.client.set_model(session_id, model))
 
+    def set_instructions(
+        self, session_id: str, text: str, *, source: str | None = None
+    ) -> t.SetInstructionsResult:
+        return self._run(self.client.set_instructions(session_id, text, source=source))
+
     def close_session(self, session_id: str) -> t.CloseResult:
         return self._run(self.client.close_session(session_id))
+
+    def delete_session(self, session_id: str) -> t.DeleteResult:
+        return self._run(self.client.delete_session(session_id))
 
     def compact(
         self, session_id: str, *, instructions: str | None = None, dry_run: bool = False
@@ -210,3 +218,28 @@ class SyncContextdClient:
                 threshold_percent=threshold_percent,
             )
         )
+
+    def watch_workspace(
+        self, workspace: str | Path | None = None, *, all_workspaces: bool = False
+    ) -> t.ListResult:
+        return self._run(self.client.watch_workspace(workspace, all_workspaces=all_workspaces))
+
+    def unwatch_workspace(
+        self, workspace: str | Path | None = None, *, all_workspaces: bool = False
+    ) -> None:
+        self._run(self.client.unwatch_workspace(workspace, all_workspaces=all_workspaces))
+
+    def follow(
+        self,
+        *,
+        enabled: bool | None = None,
+        agents: list[str] | None = None,
+        roots: dict[str, str] | None = None,
+        all_workspaces: bool | None = None,
+    ) -> t.FollowResult:
+        return self._run(
+            self.client.follow(enabled=enabled, agents=agents, roots=roots, all_workspaces=all_workspaces)
+        )
+
+    def daemon_status(self) -> dict[str, Any]:
+        return self._run(self.client.daemon_status())

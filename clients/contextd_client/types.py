@@ -73,6 +73,12 @@ class AppendResult(TypedDict):
     usage: TokenUsage
 
 
+class SetInstructionsResult(TypedDict):
+    entryId: str
+    leafId: str
+    usage: TokenUsage
+
+
 class ContextResult(TypedDict):
     messages: list[Message]
     system: NotRequired[str]

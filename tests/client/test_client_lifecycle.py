@@ -175,3 +175,20 @@ def test_sync_client_for_scripts(tmp_path: Path) -> None:
         daemon = client.client.daemon
     assert daemon is not None and daemon.process.returncode == 0
     assert json.dumps(seen)  # plain JSON values, not namedtuples
+
+
+def test_sync_client_serves_the_workspace_instruction_delete_follow_and_status_requests(tmp_path: Path) -> None:
+    with SyncContextdClient.spawn(data_dir=tmp_path / "data") as client:
+        listed = client.watch_workspace(tmp_path)
+        assert listed == {"sessions": []}
+        session_id = client.session_open(workspace=tmp_path, name="script")["sessionId"]
+        set_ = client.set_instructions(session_id, "Run make check.", source="AGENTS.md")
+        assert set_["leafId"] == set_["entryId"]
+        assert client.context(session_id)["system"] == "Run make check."
+        assert [row["sessionId"] for row in client.watch_workspace(tmp_path)["sessions"]] == [session_id]
+        assert client.daemon_status()["sessions"][0]["sessionId"] == session_id
+        assert client.follow()["enabled"] is False  # no argument only reads
+        client.unwatch_workspace(tmp_path)
+        deleted = client.delete_session(session_id)
+        assert deleted["deleted"] is True and not Path(deleted["path"]).exists()
+        assert client.session_list(workspace=tmp_path)["sessions"] == []
