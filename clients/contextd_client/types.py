@@ -158,6 +158,7 @@ class CompactResult(TypedDict):
     tokensBefore: int
     tokensAfter: int
     summarizer: NotRequired[dict[str, Any]]
+    shortSummary: NotRequired[str | None]
 
 
 class CompactPlan(TypedDict):
@@ -198,6 +199,12 @@ class TreeNode(TypedDict):
     tokens: int
     timestamp: NotRequired[str]
     children: list[str]
+    shortSummary: NotRequired[str]
+    """On compaction and branch_summary nodes: the summary's one line."""
+    firstKeptEntryId: NotRequired[str | None]
+    """On compaction nodes, with `tokensBefore` and `tokensAfter`."""
+    tokensBefore: NotRequired[int]
+    tokensAfter: NotRequired[int]
 
 
 class TreeResult(TypedDict):
