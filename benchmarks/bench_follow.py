@@ -6,7 +6,9 @@ Writes FILES transcripts under a throwaway HOME (the 12 real ones of tests/fixtu
 cut to their first 150 lines and copied round-robin into each agent's folder, the way
 Claude Code, Codex and pi lay them out), starts a real daemon over stdio with following on
 (`allWorkspaces`, one interval per run), waits until every file is mirrored, then measures
-the daemon's CPU time (user + system, from /proc) over SECONDS with nothing written.
+the daemon's CPU time (user + system, from /proc) over SECONDS with nothing written, and
+its resident memory at the start and the end of that window (a window over 60 s includes
+the moment quiet files let their importers and sessions go).
 Target: under 1% of one core at the default interval (1 s) with 200 files.
 """
 
@@ -74,10 +76,13 @@ async def measure(files: int, interval: float, seconds: float) -> dict[str, floa
                 await asyncio.sleep(0.2)
             mirrored = time.perf_counter() - started
             await asyncio.sleep(2 * interval + 1)  # the last round's writes settle
-            before, wall = cpu_seconds(pid), time.perf_counter()
+            before, wall, rss_before = cpu_seconds(pid), time.perf_counter(), rss_mb(pid)
             await asyncio.sleep(seconds)
             used, elapsed = cpu_seconds(pid) - before, time.perf_counter() - wall
-            return {"mirrored": mirrored, "cpu": 100 * used / elapsed, "rss": rss_mb(pid), "rounds": elapsed / interval}
+            return {
+                "mirrored": mirrored, "cpu": 100 * used / elapsed, "rss before": rss_before, "rss": rss_mb(pid),
+                "rounds": elapsed / interval,
+            }
 
 
 def main() -> None:
@@ -86,12 +91,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--intervals", default="1.0,0.25")
     args = parser.parse_args()
-    print(f"{'files':>5}  {'interval s':>10}  {'mirrored in s':>13}  {'rounds':>6}  {'CPU at rest':>11}  {'RSS MB':>6}")
+    print(
+        f"{'files':>5}  {'interval s':>10}  {'mirrored in s':>13}  {'rounds':>6}  {'CPU at rest':>11}  "
+        f"{'RSS MB start':>12}  {'RSS MB end':>10}"
+    )
     for interval in (float(value) for value in args.intervals.split(",")):
         result = asyncio.run(measure(args.files, interval, args.seconds))
         print(
             f"{args.files:>5}  {interval:>10.2f}  {result['mirrored']:>13.1f}  {result['rounds']:>6.0f}  "
-            f"{result['cpu']:>10.2f}%  {result['rss']:>6.0f}"
+            f"{result['cpu']:>10.2f}%  {result['rss before']:>12.0f}  {result['rss']:>10.0f}"
         )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from contextd.follow import mirror as mirror_module
 from contextd.follow.mirror import HEAD_BYTES, Mirror, mirror_session_id
 from contextd.follow.transcripts import FileStamp
 
@@ -126,3 +127,32 @@ async def test_saved_states_go_with_their_transcript_or_mirror(tmp_path: Path) -
         await until_forgotten("claude-code")
         assert any(row["sessionId"] == ids["claude-code"] for row in (await client.session_list())["sessions"])
 
+
+
+@pytest.mark.parametrize("agent", sorted(TRANSCRIPTS))
+def test_a_long_transcript_is_read_a_budget_at_a_time_into_the_same_entries(
+    tmp_path: Path, agent: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold start of long transcripts holds one budget's worth at a time; a line longer
+    than the budget is read whole."""
+    monkeypatch.setattr(mirror_module, "READ_BUDGET", 4096)
+    name, relative = TRANSCRIPTS[agent]
+    lines = corpus_lines(name)
+    assert max(map(len, lines)) > 4096
+    path = tmp_path / relative
+    path.parent.mkdir(parents=True)
+    append_lines(path, lines)
+    mirror = Mirror(agent, str(path), "/work", tmp_path / "follow")  # type: ignore[arg-type]
+    taken: list[Any] = []
+    reads, leaf_id, final = 0, None, stamp(path)
+    while (change := mirror.catch_up(final)) is not None:
+        assert change.from_start == (not taken)  # a mirror missing is made from the first part only
+        taken += change.entries
+        reads, leaf_id = reads + 1, change.leaf_id
+        mirror.written()
+    assert reads > len(b"".join(lines)) // (4096 + max(map(len, lines)))
+    assert mirror.seen == final
+    uninterrupted, leaf = expected_after(agent, lines)
+    assert dumped(taken) == dumped(uninterrupted) and leaf_id == leaf
+    restarted = Mirror(agent, str(path), "/work", tmp_path / "follow")  # type: ignore[arg-type]
+    assert restarted.catch_up(final) is None  # saved as read to the end

@@ -17,7 +17,9 @@ import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contextd.follow.memory import return_freed_memory
 from contextd.follow.mirror import (
+    READ_BUDGET,
     Change,
     Mirror,
     forget_state,
@@ -105,10 +107,29 @@ class Follower:
                 pass
 
     async def round(self) -> None:
-        """One look at every transcript, and every change written into its mirror."""
+        """One look at every transcript, and every change written into its mirror: read
+        READ_BUDGET bytes at a time, each part written before the next is read. Then the
+        sessions of quiet mirrors leave memory (they reload on their next request), and
+        once much was let go it is given back to the system."""
         settings, workspaces = self.settings, self._wanted_workspaces()
         store = self.daemon.sessions.store  # the manager is made on the loop, not in the thread
-        changes = await asyncio.to_thread(self._look, settings, workspaces, store)
+        grown = await asyncio.to_thread(self._look, settings, workspaces, store)
+        read = sum(mirror.unread_bytes(stamp) for mirror, stamp in grown)
+        while grown:
+            changes, grown = await asyncio.to_thread(self._read_some, grown)
+            failed = await self._write_all(changes)
+            grown = [  # a failed mirror is tried again in the next round
+                (mirror, stamp) for mirror, stamp in grown
+                if mirror.path not in failed and self.mirrors.get(mirror.path) is mirror
+            ]
+        sessions = self.daemon.sessions
+        unloaded = [mirror for mirror in list(self.mirrors.values()) if mirror.quiet and sessions.unload(mirror.session_id)]
+        if read >= READ_BUDGET or unloaded:
+            return_freed_memory()
+
+    async def _write_all(self, changes: list[Change]) -> set[str]:
+        """Write each change into its mirror; returns the transcripts whose mirror failed."""
+        failed = set()
         for change in changes:
             try:
                 await self._write(change)
@@ -117,8 +138,10 @@ class Follower:
                 if change.mirror.path not in self._failing:
                     log.warning("following %s: %s; trying again in the next rounds", change.mirror.path, error)
                 self._failing.add(change.mirror.path)
+                failed.add(change.mirror.path)
             else:
                 self._failing.discard(change.mirror.path)
+        return failed
 
     def _wanted_workspaces(self) -> set[str] | None:
         """The workspaces whose transcripts are followed; None for every one."""
@@ -133,11 +156,14 @@ class Follower:
 
     # --- in the worker thread ---------------------------------------------------------
 
-    def _look(self, settings: FollowSettings, workspaces: set[str] | None, store: Store) -> list[Change]:
+    def _look(
+        self, settings: FollowSettings, workspaces: set[str] | None, store: Store
+    ) -> list[tuple[Mirror, FileStamp]]:
+        """The followed transcripts that changed since the last look, with their stamps."""
         if not self._swept:
             forget_vanished(self.state_dir)
             self._swept = True
-        changes = []
+        grown = []
         for agent in settings.agents:
             root = root_of(agent, settings.roots)
             scan = self._scans.setdefault(agent, TranscriptScan(agent, root))
@@ -146,16 +172,30 @@ class Follower:
                 self.mirrors.pop(path).forget()  # the transcript is gone; its mirror stays as it was
             for path, stamp in found.items():
                 mirror = self.mirrors.get(path) or self._start(agent, path, stamp, workspaces, store)
-                if mirror is None:
-                    continue
-                try:
-                    change = mirror.catch_up(stamp)
-                except OSError as error:
-                    log.warning("following %s: %s", path, error.strerror)
-                    continue
-                if change is not None:
-                    changes.append(change)
-        return changes
+                if mirror is not None and not mirror.unchanged(stamp):
+                    grown.append((mirror, stamp))
+        return grown
+
+    @staticmethod
+    def _read_some(grown: list[tuple[Mirror, FileStamp]]) -> tuple[list[Change], list[tuple[Mirror, FileStamp]]]:
+        """What the first of `grown` appended, READ_BUDGET bytes in all (at least one file's
+        worth); returns the changes and the files left, and those not read to their end."""
+        changes, left, budget = [], [], READ_BUDGET
+        for index, (mirror, stamp) in enumerate(grown):
+            if budget <= 0:
+                left += grown[index:]
+                break
+            budget -= mirror.unread_bytes(stamp)
+            try:
+                change = mirror.catch_up(stamp)
+            except OSError as error:
+                log.warning("following %s: %s", mirror.path, error.strerror)
+                continue
+            if change is not None:
+                changes.append(change)
+            if mirror.seen != stamp:
+                left.append((mirror, stamp))  # longer than the budget: more of it next
+        return changes, left
 
     def _start(
         self, agent: Any, path: str, stamp: FileStamp, workspaces: set[str] | None, store: Store

@@ -37,7 +37,11 @@ PEEK_BYTES = 1 << 20
 line holds its instructions, so it can be long), in chunks of PEEK_CHUNK."""
 PEEK_CHUNK = 1 << 16
 QUIET_SECONDS = 60.0
-"""A file unchanged this long lets its importer go (it is rebuilt when the file grows)."""
+"""A file unchanged this long lets its importer go (it is restored when the file grows)."""
+READ_BUDGET = 8 << 20
+"""How many bytes are read at a time, at most (stretched to the end of a longer line): the
+entries they make are written before more is read, so what a cold start of many (or long)
+transcripts holds at once stays small; Python keeps memory it once held."""
 
 
 def mirror_session_id(agent: FollowedAgent, path: str) -> str:
@@ -191,11 +195,28 @@ class Mirror:
         current = self._read or self.stored
         return current.stamp if current is not None else None
 
+    @property
+    def quiet(self) -> bool:
+        """The file has not changed for a while: its importer was let go."""
+        return self._feed is None and self.seen is not None
+
+    def unchanged(self, stamp: FileStamp) -> bool:
+        """Whether the file is as it was at the last look; one quiet for QUIET_SECONDS lets
+        its importer go (it is restored from the saved state when the file grows)."""
+        if stamp != self.seen:
+            return False
+        if self._feed is not None and time.monotonic() - self._changed_at > QUIET_SECONDS:
+            self._feed = None
+        return True
+
+    def unread_bytes(self, stamp: FileStamp) -> int:
+        known = self._feed.offset if self._feed is not None else (self._read or self.stored or ReadState(0, (0, 0), "")).offset
+        return max(stamp[0] - known, 0)
+
     def catch_up(self, stamp: FileStamp) -> Change | None:
-        """Read what was appended since the last look (worker thread)."""
-        if stamp == self.seen:
-            if self._feed is not None and time.monotonic() - self._changed_at > QUIET_SECONDS:
-                self._feed = None  # let the importer go; it is rebuilt when the file grows
+        """Read what was appended since the last look, READ_BUDGET bytes at most (worker
+        thread); what is left is read at the next call."""
+        if self.unchanged(stamp):
             return None
         self._changed_at = time.monotonic()
         size = stamp[0]
@@ -208,8 +229,13 @@ class Mirror:
             if rewritten or self._feed is None:
                 self._feed = LineFeed(STREAMING_IMPORTERS[self.agent]())
             handle.seek(self._feed.offset)
-            data = handle.read(max(size - self._feed.offset, 0))
+            unread = max(size - self._feed.offset, 0)
+            data = handle.read(min(unread, READ_BUDGET))
+            while b"\n" not in data and len(data) < unread:  # one line longer than the budget
+                data += handle.read(min(unread - len(data), READ_BUDGET))
         self._feed.feed(data)
+        if len(data) < unread:
+            stamp = (size, -1)  # a stamp no file has: the next look reads on
         importer = self._feed.importer
         from_start = importer.builder.taken == 0
         entries = importer.take_settled()

@@ -145,11 +145,20 @@ class SessionManager:
             if sid != session.session_id and not live.has_pending_work()
         ]
         for evicted_id in idle[: max(0, len(self._loaded) - self.max_loaded)]:
-            evicted = self._loaded.pop(evicted_id)
-            self.index.remember(evicted.file.path, summary_of(evicted))
-            evicted.unload()
-            log.info("session %s unloaded from memory (still locked); it reloads on its next request", evicted_id)
+            self.unload(evicted_id)
         return session
+
+    def unload(self, session_id: str) -> bool:
+        """A loaded session without work under way leaves memory; it stays open (this
+        daemon keeps its lock) and reloads on its next request. Returns whether it left."""
+        session = self._loaded.get(session_id)
+        if session is None or session.has_pending_work():
+            return False
+        del self._loaded[session_id]
+        self.index.remember(session.file.path, summary_of(session))
+        session.unload()
+        log.info("session %s unloaded from memory (still locked); it reloads on its next request", session_id)
+        return True
 
     def close(self, session_id: str) -> bool:
         """The client is done with the session: it leaves memory and its lock is released."""
