@@ -28,7 +28,6 @@ from contextd.compaction.short_summary import short_summary
 from contextd.model import (
     CompactionEntry,
     CompactionReason,
-    FileDetails,
     HandoffEntry,
     InstructionsEntry,
     ParentSession,
@@ -160,17 +159,7 @@ class CompactionJobs(LiveState):
             else:
                 summaries = await self._summarize(current)
             self.events.compaction_progress(running.compaction_id, "report", "Writing the summary")
-            text = assemble_compaction_summary(
-                current,
-                history_summary=_text(summaries.get("history")),
-                turn_prefix_summary=_text(summaries.get("turn_prefix")),
-            )
-            # Tracing every item to its entries scans the whole span: off the loop, like
-            # the summary itself, so that other requests are answered meanwhile.
-            details = await asyncio.to_thread(compaction_details, current, text)
-            author = next(iter(summaries.values())).summarizer
-            preserve_data = self._preserve_data(current, summaries)
-            entry = self._write_compaction(current, text, author, details, preserve_data)
+            entry = await self._write_compaction(current, summaries)
             fields = {"tokensAfter": entry.tokensAfter, "entryId": entry.id, "shortSummary": entry.shortSummary}
             return fields, entry
 
@@ -254,16 +243,23 @@ class CompactionJobs(LiveState):
                 task.cancel()
         return dict(zip(requests, answers))
 
-    def _write_compaction(
-        self,
-        prepared: CompactionPreparation,
-        text: str,
-        author: SummarizerInfo,
-        details: FileDetails,
-        preserve_data: PreserveData | None,
+    async def _write_compaction(
+        self, prepared: CompactionPreparation, summaries: dict[str, Summary]
     ) -> CompactionEntry:
-        """Append the compaction entry with summary `text`, its `details` (the file lists
-        and where each item came from) and the provider state a native compaction returned."""
+        """Append the compaction entry: the summaries put together, its `details` (the file
+        lists and where each item came from) and the provider state a native compaction
+        returned."""
+        text = assemble_compaction_summary(
+            prepared,
+            history_summary=_text(summaries.get("history")),
+            turn_prefix_summary=_text(summaries.get("turn_prefix")),
+        )
+        # Tracing every item to its entries scans the whole span: off the loop, like
+        # the summary itself, so that other requests are answered meanwhile.
+        details = await asyncio.to_thread(compaction_details, prepared, text)
+        author = next(iter(summaries.values())).summarizer
+        preserve_data = self._preserve_data(prepared, summaries)
+        # Checked after the last await, so that nothing moves the leaf before the append.
         if all(entry.id != prepared.first_kept_entry_id for entry in self._path):
             raise NothingToCompactError(
                 self.session_id, "the session moved to another branch while compacting"
