@@ -29,6 +29,7 @@ from contextd.model import (
     InstructionsEntry,
     MessageEntry,
     ModelChangeEntry,
+    SessionInfoEntry,
     TextContent,
     ThinkingContent,
     ToolResultMessage,
@@ -101,6 +102,8 @@ def claude_code_fingerprints(raw: dict[str, Any]) -> list[Fingerprint] | None:
     message = raw.get("message")
     if raw.get("type") == "system" and raw.get("subtype") == "compact_boundary":
         return [("id", raw["uuid"])]
+    if raw.get("type") == "summary":  # a title: this session's, or reported as another's
+        return [("title", raw["summary"].strip())]
     if raw.get("type") not in ("user", "assistant") or not isinstance(message, dict) or raw.get("isSidechain"):
         return None
     content = message.get("content")
@@ -180,6 +183,8 @@ def import_fingerprints(session: ImportedSession) -> tuple[set[Fingerprint], str
             add_text(entry.text)
         elif isinstance(entry, ModelChangeEntry):
             found.add(("model", entry.model))
+        elif isinstance(entry, SessionInfoEntry):
+            found.add(("title", entry.name))
         elif isinstance(entry, MessageEntry):
             message = entry.message
             if isinstance(message, ToolResultMessage):

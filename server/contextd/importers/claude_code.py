@@ -32,6 +32,7 @@ from contextd.importers.common import (
 from contextd.model import (
     CompactionEntry,
     CompactionReason,
+    SessionInfoEntry,
     SummarizerInfo,
     Usage,
 )
@@ -40,7 +41,7 @@ SOURCE = "claude-code"
 SYNTHETIC_MODEL = "<synthetic>"
 
 NOT_CONVERSATION = {
-    "summary": "a title Claude Code gives a branch",
+    "summary": "the title of a conversation whose records are not in this file",
     "file-history-snapshot": "file checkpoints for undo",
     "queue-operation": "the prompt queue",
     "progress": "tool progress display",
@@ -93,8 +94,10 @@ def _real_model(raw: dict[str, Any]) -> str | None:
     return model if isinstance(model, str) and model != SYNTHETIC_MODEL else None
 
 
-RESULT_KINDS = ("message:toolResult", "instructions")
-"""Entries an answer's parallel tool results come as (`kind_of`)."""
+RESULT_KINDS = ("message:toolResult", "instructions", "session_info")
+"""Entries that do not move the conversation on (`kind_of`): an answer's parallel tool
+results, the instructions among them, and a title; a record whose parent is the entry
+before them continues after them."""
 FIRST_KEYS = ("cwd", "sessionId", "timestamp")
 """What the session takes from its first conversation record."""
 
@@ -116,6 +119,8 @@ class ClaudeCodeImporter(StreamingImporter):
         self._waiting: list[tuple[int, dict[str, Any]]] | None = []
         self._root_id: str | None = None
         self._first: dict[str, Any] | None = None
+        self.name: str | None = None
+        """The latest title Claude Code gave this session."""
         self._converter = _Converter(self)
 
     @property
@@ -151,7 +156,7 @@ class ClaudeCodeImporter(StreamingImporter):
             source_id=first.get("sessionId"),
             workspace=first.get("cwd"),
             created_at=first.get("timestamp"),
-            name=None,
+            name=self.name,
             entries=entries,
             leaf_id=leaf_id,
             problems=self.problems,
@@ -185,8 +190,8 @@ class ClaudeCodeImporter(StreamingImporter):
         return resolved
 
     def _results_since(self, ancestor: str | None) -> bool:
-        """Only tool results (and instructions) were added since `ancestor`: the parallel
-        results of one answer, each hung off its own call's record."""
+        """Only tool results (and instructions, titles) were added since `ancestor`: the
+        parallel results of one answer, each hung off its own call's record."""
         shape = self.builder.shape
         current, found = self.builder.leaf_id, shape(self.builder.leaf_id)
         while found is not None and current != ancestor and found[1] in RESULT_KINDS:
@@ -202,10 +207,12 @@ class ClaudeCodeImporter(StreamingImporter):
             "waiting": self._waiting,
             "root": self._root_id,
             "first": self._first,
+            "name": self.name,
             "answer": asdict(converter.answer) if converter.answer is not None else None,
             "toolNames": converter.tool_names,
             "boundary": converter.boundary,
             "lastContextTokens": converter.last_context_tokens,
+            "lastTimestamp": converter.last_timestamp,
         }
 
     def restore_own_state(self, state: dict[str, Any]) -> None:
@@ -213,10 +220,12 @@ class ClaudeCodeImporter(StreamingImporter):
         self._waiting = None if waiting is None else [(int(number), dict(raw)) for number, raw in waiting]
         self._root_id = state["root"]
         self._first = None if state["first"] is None else dict(state["first"])
+        self.name = state["name"]
         converter.answer = None if state["answer"] is None else _Answer(**state["answer"])
         converter.tool_names = {str(call): str(name) for call, name in state["toolNames"].items()}
         converter.boundary = None if boundary is None else (int(boundary[0]), dict(boundary[1]), boundary[2])
         converter.last_context_tokens = int(state["lastContextTokens"])
+        converter.last_timestamp = state["lastTimestamp"]
 
 
 def _why_not_imported(line: int, raw: dict[str, Any]) -> Problem:
@@ -241,9 +250,13 @@ class _Converter:
         self.tool_names: dict[str, str] = {}
         self.boundary: tuple[int, dict[str, Any], str | None] | None = None
         self.last_context_tokens = 0
+        self.last_timestamp: str | None = None
+        """Of the last record that had one (a title record has none)."""
 
     def record(self, line: int, raw: dict[str, Any]) -> None:
         kind = raw.get("type")
+        if isinstance(raw.get("timestamp"), str):
+            self.last_timestamp = raw["timestamp"]
         if kind == "assistant" and _is_conversation(raw):
             self.assistant(line, raw)
             return
@@ -257,6 +270,8 @@ class _Converter:
         elif kind == "system" and raw.get("subtype") == "compact_boundary" and isinstance(uuid, str):
             self.flush_boundary(None)
             self.boundary = (line, raw, self.importer.attach_point(line, raw))
+        elif kind == "summary" and self.names_this_session(raw):
+            self.title(line, raw["summary"].strip(), raw["leafUuid"])
         elif kind == "system" and isinstance(uuid, str):
             self.problems.append(Problem(line, "skipped", f"system record ({raw.get('subtype')}), not sent to the model"))
             self.builder.skip(uuid, self.stand_in(raw))
@@ -264,6 +279,22 @@ class _Converter:
             self.problems.append(_why_not_imported(line, raw))
             if isinstance(uuid, str):
                 self.builder.skip(uuid, self.stand_in(raw))
+
+    def names_this_session(self, raw: dict[str, Any]) -> bool:
+        """A title Claude Code gave a conversation ending at `leafUuid`: this session's when
+        that record is in this file (a resumed session's file also carries the titles of
+        the sessions before it, whose records are elsewhere)."""
+        title, leaf = raw.get("summary"), raw.get("leafUuid")
+        return isinstance(title, str) and bool(title.strip()) and isinstance(leaf, str) and self.builder.known(leaf)
+
+    def title(self, line: int, title: str, leaf: str) -> None:
+        """The session's title, as a `session_info` entry at the conversation's end (it
+        names the session; later records go on below it)."""
+        entry = SessionInfoEntry(
+            id=PLACEHOLDER_ID, parentId=None, name=title, timestamp=self.last_timestamp or "1970-01-01T00:00:00Z"
+        )
+        self.builder.add_node(line, f"{leaf}-title", self.builder.leaf_id, entry, enters_context=False)
+        self.importer.name = title
 
     def stand_in(self, raw: dict[str, Any]) -> str | None:
         """What a record that is not imported stands for: its parent, where that is known."""
