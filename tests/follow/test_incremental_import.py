@@ -100,7 +100,8 @@ def test_a_snapshot_of_another_version_or_agent_is_not_restored() -> None:
     LineFeed(importer).feed(source(name)[: len(source(name)) // 2])
     importer.take_settled()
     saved = importer.snapshot()
-    for bad in ({**saved, "version": saved["version"] + 1}, {**saved, "builder": {}}, [], {**saved, "state": None}):
+    broken_state = {**saved, "state": {**saved["state"], "answerStart": []}}
+    for bad in ({**saved, "version": saved["version"] + 1}, {**saved, "builder": {}}, [], {**saved, "state": None}, broken_state):
         with pytest.raises(ValueError):
             restore_importer(STREAMING_IMPORTERS["codex"], bad)
     with pytest.raises(ValueError):

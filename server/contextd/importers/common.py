@@ -547,7 +547,7 @@ def restore_importer(importer_class: type[StreamingImporter], data: Any) -> Stre
         importer.builder.restore(data["builder"])
         importer.last_line = int(data["lastLine"])
         importer.restore_own_state(data["state"])
-    except (AttributeError, KeyError, TypeError, ValidationError) as error:
+    except (AttributeError, IndexError, KeyError, TypeError, ValidationError) as error:
         raise ValueError(f"not an importer snapshot ({error})") from error
     return importer
 
