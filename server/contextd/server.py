@@ -487,7 +487,7 @@ async def session_delete(connection: ClientConnection, params: SessionParams) ->
 async def compact(connection: ClientConnection, params: CompactParams) -> dict[str, Any]:
     session = connection.daemon.sessions.get(params.sessionId)
     if params.dryRun:
-        return session.preview_compaction(params.instructions)
+        return await session.preview_compaction(params.instructions)
     session.check_writable()
     entry = await session.compact("manual", params.instructions)
     return {

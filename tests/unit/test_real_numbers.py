@@ -42,7 +42,7 @@ def demo(data_dir: Path) -> LiveSession:
 
 
 def preview_then_compact(session: LiveSession) -> tuple[dict[str, int], int]:
-    preview = session.preview_compaction()
+    preview = asyncio.run(session.preview_compaction())
     entry = asyncio.run(session.compact("manual"))
     return preview, entry.tokensAfter
 

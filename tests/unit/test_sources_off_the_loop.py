@@ -1,4 +1,4 @@
-"""Tracing a summary's items to their entries runs off the event loop, with the same result.
+"""Tracing a summary's items to their entries, and a dry run's summary, run off the event loop.
 
 On a large session the tracing scans every summarized message for every item (about 0.2 s
 for 136k tokens): the daemon must answer other requests meanwhile. The tracing function is
@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from contextd.compaction import provenance
+from contextd.compaction.prepare import offline_summary
 from contextd.model import (
     AssistantMessage,
     CompactionEntry,
@@ -71,3 +72,29 @@ def test_a_compaction_traces_its_sources_off_the_loop(tmp_path: Path, monkeypatc
     assert entry.details == provenance.compaction_details(*calls[0]), "the same details as traced on the loop"
     goal = [item for item in entry.details.sources or [] if item.section == "Goal"]
     assert goal and goal[0].entryIds
+
+
+def test_a_dry_run_writes_its_preview_summary_off_the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    entered = threading.Event()
+    released = threading.Event()
+
+    def gated(prepared: Any) -> str:
+        entered.set()
+        assert released.wait(GATE_SECONDS), "the loop never got to release the summary: it ran on the loop"
+        return offline_summary(prepared)
+
+    monkeypatch.setattr(jobs, "offline_summary", gated)
+    sessions = SessionManager(Store(tmp_path), SETTINGS, SilentEvents())
+
+    async def scenario() -> dict[str, Any]:
+        session = sessions.create("/ws")
+        for index in range(4):
+            session.append_messages(turn(index))
+        preview = asyncio.ensure_future(session.preview_compaction())
+        assert await asyncio.to_thread(entered.wait, GATE_SECONDS)
+        released.set()
+        return await preview
+
+    preview = asyncio.run(scenario())
+    sessions.close_all()
+    assert "src/file_1.py" in preview["summary"], "the preview summarizes what the dry run would fold away"

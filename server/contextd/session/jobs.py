@@ -79,7 +79,7 @@ def _without_turn_prefix(prepared: CompactionPreparation) -> CompactionPreparati
 class CompactionJobs(LiveState):
     """Compaction and handoff of the live state, run as one job at a time."""
 
-    def preview_compaction(self, instructions: str | None = None) -> dict[str, Any]:
+    async def preview_compaction(self, instructions: str | None = None) -> dict[str, Any]:
         """What `compact` would do, without calling a summarizer.
 
         `tokensAfter` is an estimate: the context with the summary the offline summarizer
@@ -87,10 +87,11 @@ class CompactionJobs(LiveState):
         configured summarizer when there are some. `tokensAfterMax` is the upper bound: the
         kept part plus the most the summaries may take. `summary` is that offline summary: a
         preview of what would be kept of the history (for a mirror, what to carry into a
-        fresh agent session)."""
+        fresh agent session). The summary is written in a thread: on a large session it takes
+        long enough to hold up every other request."""
         prepared = self._prepare("manual", instructions)
         prune = plan_prune(self._path, self.entry_tokens, self.settings.pruning)
-        summary = offline_summary(prepared)
+        summary = await asyncio.to_thread(offline_summary, prepared)
         return {
             "firstKeptEntryId": prepared.first_kept_entry_id,
             "summarizeEntryIds": list(prepared.summarize_entry_ids),
