@@ -198,15 +198,10 @@ class ContextdClient:
     ) -> ContextdClient:
         """Connect to a daemon started with `contextd serve --tcp HOST:PORT`."""
         reader, writer = await asyncio.open_connection(host, port, limit=2**24)
-        client = cls(
-            reader,
-            writer,
-            settings=settings,
-            before_compact=before_compact,
-            before_navigate=before_navigate,
-            work_done_progress=work_done_progress,
-        )
-        return await client._handshake(workspace)
+        return await cls(
+            reader, writer, settings=settings, before_compact=before_compact,
+            before_navigate=before_navigate, work_done_progress=work_done_progress,
+        )._handshake(workspace)
 
     @classmethod
     async def connect_unix(
@@ -215,11 +210,17 @@ class ContextdClient:
         *,
         settings: dict[str, Any] | None = None,
         workspace: str | Path | None = None,
+        before_compact: BeforeCompactHandler | None = None,
+        before_navigate: BeforeNavigateHandler | None = None,
+        work_done_progress: bool = False,
     ) -> ContextdClient:
         """Connect to a daemon on a Unix socket (`contextd serve --socket PATH`, or the
-        shared daemon's socket) without starting one."""
+        shared daemon's socket) without starting one; the hooks as for `spawn`."""
         reader, writer = await asyncio.open_unix_connection(str(path), limit=2**24)
-        return await cls(reader, writer, settings=settings)._handshake(workspace)
+        return await cls(
+            reader, writer, settings=settings, before_compact=before_compact,
+            before_navigate=before_navigate, work_done_progress=work_done_progress,
+        )._handshake(workspace)
 
     async def daemon_status(self) -> dict[str, Any]:
         """contextd/daemon/status: the daemon's pid, address, connections and sessions."""

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from contextd_client import ContextdClient
+from contextd_client import ContextdClient, ContextdError
 
-from tests.factories import user
+from tests.factories import coding_turn, user
 from tests.shared_daemon import (
     contextd,
     running,
@@ -142,6 +142,26 @@ async def socket_daemon(tmp_path: Path) -> AsyncIterator[Path]:
     process.terminate()
     await process.wait()
     shutil.rmtree(runtime, ignore_errors=True)
+
+
+async def test_a_client_attached_to_a_socket_answers_its_hooks(socket_daemon, tmp_path):
+    """connect_unix declares the hooks as spawn does: the daemon asks this client before it
+    moves the leaf, and its cancel holds."""
+    asked: list[dict[str, Any]] = []
+
+    async def cancel(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return {"cancel": True}
+
+    async with await ContextdClient.connect_unix(socket_daemon, workspace=tmp_path, before_navigate=cancel) as client:
+        session = (await client.session_open(name="hooked"))["sessionId"]
+        first = await client.append(session, coding_turn(0))
+        second = await client.append(session, coding_turn(1))
+        with pytest.raises(ContextdError) as refused:
+            await client.navigate(session, first["leafId"])
+        assert refused.value.code == -32800
+        assert (await client.state(session))["leafId"] == second["leafId"]
+    assert [params["targetId"] for params in asked] == [first["leafId"]]
 
 
 async def test_twenty_clients_append_at_once(socket_daemon, tmp_path):
