@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeDaemonSettings } from "../../src/daemon";
 import { statusText } from "../../src/format";
-import { DaemonStatus, FollowResult, Method } from "../../src/protocol";
+import { DaemonStatus, FollowResult, Method, StateResult } from "../../src/protocol";
 import { followParams } from "../../src/settings";
 import { eventually, settingsWith, TestDaemon } from "../support/daemon";
 import { assistant, conversation, user } from "../support/messages";
@@ -96,7 +96,10 @@ describe("on the shared daemon", () => {
     try {
       expect(later.sessions.status.latest()).toBeUndefined();
       await later.sessions.showNewest((await later.sessions.watchWorkspace())!.sessions);
-      expect(later.sessions.status.latest()).toMatchObject({ sessionId: newest.sessionId, usage: newest.usage });
+      // The session's figure as the daemon has it now: the first window's copy may still wait
+      // for the activity that follows the previous test's compaction.
+      const { usage } = await script.connection.sendRequest<StateResult>(Method.state, { sessionId: newest.sessionId });
+      expect(later.sessions.status.latest()).toMatchObject({ sessionId: newest.sessionId, usage });
       expect(later.sessions.current).toBeUndefined();
     } finally {
       await later.stop();
