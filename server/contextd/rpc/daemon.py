@@ -240,10 +240,17 @@ class Daemon:
             )
 
     def apply_daemon_settings(self, settings: Settings) -> None:
-        self.settings = settings
-        if self._sessions is not None:
-            self._sessions.apply_settings(settings)
-        self.follower.apply(settings.follow)
+        # A daemon-wide change concerns no session of the connection that asked for it:
+        # each session's new figure goes to the connections that have it open, and the
+        # follower's loop, if this starts it, is no request's own.
+        requester = current_connection.set(None)
+        try:
+            self.settings = settings
+            if self._sessions is not None:
+                self._sessions.apply_settings(settings)
+            self.follower.apply(settings.follow)
+        finally:
+            current_connection.reset(requester)
 
     def change_daemon_settings(self, group: str, changes: dict[str, Any]) -> None:
         """Change some keys of one daemon-wide settings group at run time, from any
