@@ -279,7 +279,7 @@ def test_codex_failed_commands_and_patches_are_errors(name: str) -> None:
         if isinstance(entry, MessageEntry) and isinstance(entry.message, ToolResultMessage) and entry.message.content != MISSING_RESULT_TEXT
     }
     assert results == expected
-    assert sum(expected.values()) >= 10  # the corpus does hold failures
+    assert any(expected.values())  # each rollout holds failures, so the check is not vacuous
 
 
 @pytest.mark.parametrize("name", [n for n in by_agent("codex") if any(r.get("type") == "compacted" for _, r in records(n))])
