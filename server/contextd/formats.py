@@ -3,7 +3,9 @@ Completions and OpenAI Responses input items (what OpenAI's own compaction reads
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -61,51 +63,74 @@ def to_format(messages: Sequence[Message], fmt: Format) -> list[dict[str, Any]]:
 
 # --- Anthropic Messages API ---------------------------------------------------------------
 
+ANTHROPIC_TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+"""The ids the Messages API takes in `tool_use.id` and `tool_result.tool_use_id`."""
+TOOL_ID_HASH_CHARS = 16
+TOOL_ID_KEPT_CHARS = 40
+
+
+def anthropic_tool_id(tool_id: str) -> str:
+    """`tool_id` as the Messages API takes it: unchanged when it already fits the pattern,
+    else its allowed characters (the rest as `_`) and a hash of the whole id. A function of
+    the id alone, so a call and its result map alike in every request; the hash keeps two
+    ids that differ only in refused characters (`a|b`, `a:b`) apart, and the `x` before it
+    keeps a mapped id from equalling an id that already fit (those never end in `x` and a
+    hex hash, barring a 64-bit coincidence)."""
+    if ANTHROPIC_TOOL_ID.match(tool_id):
+        return tool_id
+    kept = re.sub(r"[^a-zA-Z0-9_-]", "_", tool_id)[:TOOL_ID_KEPT_CHARS]
+    digest = hashlib.sha256(tool_id.encode()).hexdigest()[:TOOL_ID_HASH_CHARS]
+    return f"{kept}_x{digest}"
+
+
+def _anthropic_block(block: Any) -> dict[str, Any] | None:
+    """One content block as the Messages API takes it, or None for one it would refuse and
+    that carries nothing to send: empty text, thinking without the signature the API checks
+    (Codex and other agents record thinking unsigned)."""
+    if isinstance(block, TextContent):
+        return {"type": "text", "text": block.text} if block.text.strip() else None
+    if isinstance(block, ImageContent):
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": block.mimeType, "data": block.data},
+        }
+    if isinstance(block, ThinkingContent):
+        if not block.signature:
+            return None
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    if isinstance(block, ToolCall):
+        return {
+            "type": "tool_use",
+            "id": anthropic_tool_id(block.id),
+            "name": block.name,
+            "input": block.arguments,
+        }
+    return None
+
 
 def _anthropic_blocks(content: str | Sequence[Any]) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    blocks: list[dict[str, Any]] = []
-    for block in content:
-        if isinstance(block, TextContent):
-            blocks.append({"type": "text", "text": block.text})
-        elif isinstance(block, ImageContent):
-            blocks.append(
-                {
-                    "type": "image",
-                    "source": {"type": "base64", "media_type": block.mimeType, "data": block.data},
-                }
-            )
-        elif isinstance(block, ThinkingContent):
-            thinking = {"type": "thinking", "thinking": block.thinking}
-            if block.signature:
-                thinking["signature"] = block.signature
-            blocks.append(thinking)
-        elif isinstance(block, ToolCall):
-            blocks.append(
-                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
-            )
-    return blocks
+    blocks = [TextContent(text=content)] if isinstance(content, str) else content
+    return [shaped for block in blocks if (shaped := _anthropic_block(block)) is not None]
 
 
 def _anthropic_message(message: Message) -> dict[str, Any] | None:
     if isinstance(message, ToolResultMessage):
         result: dict[str, Any] = {
             "type": "tool_result",
-            "tool_use_id": message.toolCallId,
-            "content": _anthropic_blocks(message.content),
+            "tool_use_id": anthropic_tool_id(message.toolCallId),
         }
+        if content := _anthropic_blocks(message.content):  # an empty output goes without content
+            result["content"] = content
         if message.isError:
             result["is_error"] = True
         return {"role": "user", "content": [result]}
-    if isinstance(message, AssistantMessage):
-        blocks = _anthropic_blocks(message.content)
-        return {"role": "assistant", "content": blocks} if blocks else None
-    return {"role": "user", "content": _anthropic_blocks(message.content)}
+    blocks = _anthropic_blocks(message.content)
+    return {"role": message.role, "content": blocks} if blocks else None
 
 
 def to_anthropic(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Consecutive turns of one role are merged: the API wants them alternating."""
+    """Consecutive turns of one role are merged: the API wants them alternating. A message
+    left with no block the API takes is left out (the API refuses an empty turn)."""
     turns: list[dict[str, Any]] = []
     for message in messages:
         turn = _anthropic_message(message)
@@ -135,7 +160,8 @@ def _openai_user_content(
         elif isinstance(block, ImageContent):
             url = f"data:{block.mimeType};base64,{block.data}"
             if responses:
-                parts.append({"type": "input_image", "image_url": url})
+                # The SDK's type requires `detail`; "auto" is the API's own default.
+                parts.append({"type": "input_image", "image_url": url, "detail": "auto"})
             else:
                 parts.append({"type": "image_url", "image_url": {"url": url}})
     return parts

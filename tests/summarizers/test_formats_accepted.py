@@ -1,0 +1,183 @@
+"""Every context format makes requests the real APIs accept: each real transcript of
+tests/fixtures/real, at its leaf and just before each of its compactions, rendered in the
+`anthropic`, `openai` and `openai-responses` formats and read with the official SDKs' param
+types and the APIs' documented rules (tests/summarizers/api_rules.py); and the Anthropic
+format's own repairs (unsigned thinking, empty text, tool ids) on the cases that need them."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from contextd.compaction.context import build_context, opening_compaction
+from contextd.formats import anthropic_tool_id, render_context
+from contextd.importers import IMPORTERS
+from contextd.model import (
+    AssistantMessage,
+    CompactionEntry,
+    Entry,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.summarizers.api_rules import (
+    ANTHROPIC_TOOL_ID,
+    anthropic_problems,
+    openai_chat_problems,
+    openai_responses_problems,
+)
+
+REAL = Path(__file__).parents[1] / "fixtures" / "real"
+MANIFEST = {item["file"]: item for item in json.loads((REAL / "MANIFEST.json").read_text())}
+
+
+@cache
+def session_path(name: str) -> tuple[Entry, ...]:
+    with gzip.open(REAL / name, "rt", encoding="utf-8") as handle:
+        imported = IMPORTERS[MANIFEST[name]["agent"]](handle.read().splitlines())
+    entries = {entry.id: entry for entry in imported.entries}
+    path: list[Entry] = []
+    current = imported.leaf_id
+    while current is not None:
+        path.append(entries[current])
+        current = entries[current].parentId
+    return tuple(reversed(path))
+
+
+def moments(path: tuple[Entry, ...]) -> list[tuple[Entry, ...]]:
+    """The leaf, and the moment before each compaction (its context at its fullest)."""
+    befores = [path[:index] for index, entry in enumerate(path) if isinstance(entry, CompactionEntry) and index]
+    return [*befores, path]
+
+
+def requests(path: tuple[Entry, ...]) -> dict[str, dict[str, Any]]:
+    """The request body each format's context makes, with the system prompt where its API takes it."""
+    messages = [item.message for item in build_context(path, {})]
+    opening = opening_compaction(path)
+    system = "You are a coding agent."
+    anthropic = render_context(messages, system, "anthropic", opening)
+    chat = render_context(messages, system, "openai", opening)
+    responses = render_context(messages, system, "openai-responses", opening)
+    return {
+        "anthropic": {"model": "claude-sonnet-4-6", "max_tokens": 4096, "system": anthropic["system"], "messages": anthropic["messages"]},
+        "openai": {"model": "gpt-5.5", "messages": [{"role": "system", "content": chat["system"]}, *chat["messages"]]},
+        "openai-responses": {"model": "gpt-5.5", "instructions": responses["system"], "input": responses["messages"]},
+    }
+
+
+CHECKS = {
+    "anthropic": anthropic_problems,
+    "openai": openai_chat_problems,
+    "openai-responses": openai_responses_problems,
+}
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_every_real_transcript_renders_requests_the_apis_accept(name: str) -> None:
+    path = session_path(name)
+    problems = {}
+    for moment in moments(path):
+        for fmt, body in requests(moment).items():
+            if found := CHECKS[fmt](body):
+                problems[(fmt, moment[-1].id)] = found
+    assert problems == {}
+    assert len(path) > 10, "a real session, not an empty import"
+
+
+def test_the_checks_can_fail() -> None:
+    """The checks refuse what the APIs refuse (else the corpus test above proves nothing)."""
+    unsigned = {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"}]}
+    empty = {"role": "user", "content": [{"type": "text", "text": " "}]}
+    bad_id = {"role": "assistant", "content": [{"type": "tool_use", "id": "call_1|fc_2", "name": "x", "input": {}}]}
+    base = {"model": "claude-sonnet-4-6", "max_tokens": 10}
+    user = {"role": "user", "content": "hi"}
+    assert anthropic_problems({**base, "messages": [user, unsigned, user]})
+    assert anthropic_problems({**base, "messages": [empty]})
+    assert anthropic_problems({**base, "messages": [user, bad_id]})
+    assert anthropic_problems({**base, "messages": [user], "temprature": 1}) == ["temprature: unknown field"]
+    assert openai_chat_problems({"model": "gpt-5.5", "messages": [{"role": "tool", "tool_call_id": "a", "content": "x"}]})
+    assert openai_responses_problems({"model": "gpt-5.5", "input": [{"type": "function_call_output", "call_id": "a", "output": "x"}]})
+
+
+# --- the Anthropic format's repairs ------------------------------------------------------------
+
+
+def codex_turn(call_id: str) -> list[Any]:
+    """What a Codex-imported session holds: thinking without a signature, ids with `|`, a
+    tool whose output is empty."""
+    return [
+        UserMessage(content="Run the tests."),
+        AssistantMessage(
+            content=[
+                ThinkingContent(thinking="I should run pytest."),
+                TextContent(text=""),
+                ToolCall(id=call_id, name="shell", arguments={"command": "pytest -q"}),
+            ]
+        ),
+        ToolResultMessage(toolCallId=call_id, toolName="shell", content=""),
+        AssistantMessage(content=[ThinkingContent(thinking="Done.")]),
+        UserMessage(content=[TextContent(text="")]),
+        UserMessage(content="Thanks."),
+    ]
+
+
+def test_the_anthropic_format_repairs_what_the_api_refuses() -> None:
+    messages = render_context(codex_turn("call_1|fc_2"), None, "anthropic")["messages"]
+
+    assert anthropic_problems({"model": "claude-sonnet-4-6", "max_tokens": 10, "messages": messages}) == []
+    [tool_use] = [block for block in messages[1]["content"] if block["type"] == "tool_use"]
+    [result] = messages[2]["content"][:1]
+    assert messages[1]["content"] == [tool_use], "unsigned thinking and empty text left out"
+    assert tool_use["id"] == result["tool_use_id"] == anthropic_tool_id("call_1|fc_2")
+    assert tool_use["id"].startswith("call_1_fc_2_x")
+    assert "content" not in result, "an empty output goes without an empty text block"
+    assert messages[2]["content"][1:] == [{"type": "text", "text": "Thanks."}]
+    assert len(messages) == 3, "the turn of only unsigned thinking is left out, the users merged"
+
+
+def test_signed_thinking_and_valid_ids_go_unchanged() -> None:
+    turn = [
+        UserMessage(content="Go."),
+        AssistantMessage(
+            content=[
+                ThinkingContent(thinking="Plan.", signature="sig-abc"),
+                ToolCall(id="toolu_01A", name="read", arguments={}),
+            ]
+        ),
+        ToolResultMessage(toolCallId="toolu_01A", toolName="read", content="text"),
+    ]
+
+    messages = render_context(turn, None, "anthropic")["messages"]
+
+    assert messages[1]["content"] == [
+        {"type": "thinking", "thinking": "Plan.", "signature": "sig-abc"},
+        {"type": "tool_use", "id": "toolu_01A", "name": "read", "input": {}},
+    ]
+
+
+@given(st.lists(st.text(min_size=1, max_size=80), min_size=1, max_size=30, unique=True))
+def test_tool_id_mapping_fits_the_pattern_and_never_merges_two_ids(ids: list[str]) -> None:
+    mapped = [anthropic_tool_id(tool_id) for tool_id in ids]
+
+    assert all(ANTHROPIC_TOOL_ID.match(one) for one in mapped)
+    assert len(set(mapped)) == len(ids)
+    assert mapped == [anthropic_tool_id(tool_id) for tool_id in ids], "deterministic"
+
+
+def test_ids_that_differ_only_in_refused_characters_stay_apart() -> None:
+    ids = ["call_1|fc_2", "call_1:fc_2", "call_1 fc_2", "call_1_fc_2"]
+
+    mapped = {anthropic_tool_id(tool_id) for tool_id in ids}
+
+    assert len(mapped) == 4 and "call_1_fc_2" in mapped
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]+", one) for one in mapped)
