@@ -260,6 +260,9 @@ class HandoffEntry(EntryBase):
     fromSession: str
     details: FileDetails = Field(default_factory=FileDetails)
     """The document's files and sources; the sources name entries of `fromSession`."""
+    unseenTokens: Annotated[int, Field(ge=0)] | None = None
+    """The part of the prompt contextd never sees (system prompt, tool schemas) as
+    `fromSession` had learned it: the new session's figure holds it until its first report."""
 
 
 class LabelEntry(EntryBase):

@@ -2,8 +2,11 @@
 
 After any sequence of appends (answers carrying usage, failed answers), compactions, prunes,
 navigations and restarts: with no valid answer after the latest compaction/prune on the path,
-the figure is the calibrated count of the context the model would be sent; otherwise it is
-the latest such answer's usage plus the calibrated count of the context after it.
+the figure is the calibrated count of the context the model would be sent plus the part of
+the prompt contextd never sees (the first valid report of the latest stretch that had one,
+minus the calibrated count of the context that answer was sent); otherwise it is the latest
+such answer's usage plus the calibrated count of the context after it. Its breakdown adds up
+to it.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from contextd.compaction.context import build_context
 from contextd.compaction.prune import plan_prune
 from contextd.model import (
     AssistantMessage,
@@ -84,6 +88,24 @@ actions = st.lists(
 )
 
 
+def expected_unseen(session: LiveSession) -> int:
+    """The unseen part by the rule: taught by the first valid report after the session's
+    start or after each compaction or prune on the path, the latest teaching standing."""
+    path = session.path
+    learned, teaching = 0, True
+    for index, entry in enumerate(path):
+        if isinstance(entry, (CompactionEntry, PruneEntry)):
+            teaching = True
+        message = entry.message if isinstance(entry, MessageEntry) else None
+        if teaching and isinstance(message, AssistantMessage) and message.usage and not message.failed:
+            usage = message.usage
+            sent = build_context(path[:index], session.entry_tokens)
+            counted = sum(count_message(item.message, session.model_info.encoding) for item in sent)
+            learned = max(usage.input + usage.cacheRead + usage.cacheWrite - round(counted * session.calibration), 0)
+            teaching = False
+    return learned
+
+
 def expected_figure(session: LiveSession) -> tuple[int, str]:
     """The figure by the rule, from the context messages themselves."""
     path = session.path
@@ -106,7 +128,7 @@ def expected_figure(session: LiveSession) -> tuple[int, str]:
     if anchor_id is None:
         counted = sum(count_message(item.message, encoding) for item in items)
         source = "counted" if session.model_info.exact else "estimated"
-        return round(counted * calibration), source
+        return round(counted * calibration) + expected_unseen(session), source
     position = next(index for index, item in enumerate(items) if item.entry_id == anchor_id)
     anchor = items[position].message
     assert isinstance(anchor, AssistantMessage) and anchor.usage is not None
@@ -137,6 +159,7 @@ async def play(sessions: SessionManager, session: LiveSession, script: list[tupl
             session = sessions.get(session_id)
         tokens, source = expected_figure(session)
         assert (session.tokens, session.usage_body()["source"]) == (tokens, source), action
+        assert sum(session.usage_body()["breakdown"].values()) == session.tokens
     return session
 
 

@@ -85,7 +85,8 @@ class CompactionJobs(LiveState):
         `tokensAfter` is an estimate: the context with the summary the offline summarizer
         writes for it (cheap and local), resized to this session's earlier summaries by the
         configured summarizer when there are some. `tokensAfterMax` is the upper bound: the
-        kept part plus the most the summaries may take. `summary` is that offline summary: a
+        kept part plus the most the summaries may take, plus the part of the prompt the agent
+        sends that contextd never sees. `summary` is that offline summary: a
         preview of what would be kept of the history (for a mirror, what to carry into a
         fresh agent session). The summary is written in a thread: on a large session it takes
         long enough to hold up every other request."""
@@ -100,7 +101,7 @@ class CompactionJobs(LiveState):
             "tokensBefore": prepared.tokens_before,
             "tokensKept": prepared.tokens_kept,
             "tokensAfter": self._estimate_tokens_after(prepared, summary),
-            "tokensAfterMax": prepared.tokens_after,
+            "tokensAfterMax": prepared.tokens_after + self.unseen_tokens,
             "splitTurn": prepared.is_split_turn,
             "summary": summary,
         }
@@ -341,7 +342,11 @@ class CompactionJobs(LiveState):
             for standing in standing_instructions(self.path):  # instructions outlive a handoff too
                 fresh.append_node(InstructionsEntry, text=standing.text, source=standing.source)
             entry = fresh.append_node(
-                HandoffEntry, document=answer.text, fromSession=self.session_id, details=details
+                HandoffEntry,
+                document=answer.text,
+                fromSession=self.session_id,
+                details=details,
+                unseenTokens=self.unseen_tokens or None,  # the same agent goes on: its prompt too
             )
             assert isinstance(entry, HandoffEntry)
             fields = {"tokensAfter": fresh.tokens, "entryId": entry.id, "handoffSessionId": fresh.session_id}

@@ -55,10 +55,14 @@ from contextd.tokens import (
 from contextd.tokens.calibration import CalibrationLedger, learn
 from contextd.tokens.context_size import (
     TokenFigure,
+    breakdown,
     context_size,
     context_threshold,
+    context_tokens_of,
+    counted_parts,
     reports_context,
 )
+from contextd.tokens.unseen import UnseenState, learn_unseen
 
 if TYPE_CHECKING:
     from contextd.session.jobs import RunningCompaction
@@ -107,6 +111,8 @@ class LiveState(ABC):
         self._pending_calls: dict[str, str] = {}
         self._ledger: CalibrationLedger  # learned by _count_all, once every entry is counted
         self._figure = TokenFigure(0, 0, 1.0, anchored=False, exact=True)
+        self._unseen = UnseenState(None, settled=True)
+        self._counted_parts = (0, 0)
         self._running: RunningCompaction | None = None
         self._recovering = False
         self._navigations = 0
@@ -203,6 +209,19 @@ class LiveState(ABC):
         """The tool result message that stands for a pruned one of `tokens` tokens."""
         return MESSAGE_OVERHEAD_TOKENS + count_text(pruned_placeholder(tokens), self.model_info.encoding)
 
+    @property
+    def unseen_tokens(self) -> int:
+        """What the agent sends that contextd never sees (system prompt, tool schemas), as
+        the provider's reports taught it (see tokens/unseen.py); 0 before any report."""
+        evidence = self._unseen.evidence
+        return evidence.tokens(self.calibration) if evidence is not None else 0
+
+    def _tokens_of(self, path: Sequence[Entry]) -> Callable[[Entry], int]:
+        return context_tokens_of(path, self.entry_tokens, self._pruned_tokens)
+
+    def _learn_unseen(self) -> None:
+        self._unseen = learn_unseen(self._path, self.entry_tokens, self._pruned_tokens)
+
     def figure_of(self, path: Sequence[Entry]) -> TokenFigure:
         return context_size(
             path,
@@ -210,6 +229,7 @@ class LiveState(ABC):
             self._pruned_tokens,
             calibration=self.calibration,
             exact=self.model_info.exact,
+            unseen=self.unseen_tokens,
         )
 
     def figure_with_compaction(self, compaction: CompactionEntry) -> TokenFigure:
@@ -239,6 +259,7 @@ class LiveState(ABC):
             "source": self._figure.source,
             "calibration": self._figure.calibration,
             "model": self.model_id,
+            "breakdown": breakdown(self._counted_parts, self._figure, self.unseen_tokens).as_dict(),
         }
 
     # --- the context ------------------------------------------------------------------
@@ -248,6 +269,8 @@ class LiveState(ABC):
         change that is not a plain append: load, compaction, prune, navigation, model)."""
         self._path = self.tree.path_to(self.tree.leaf_id)
         self._pending_calls = open_tool_calls(self.context_items())
+        self._learn_unseen()
+        self._counted_parts = counted_parts(self._path, self._tokens_of(self._path))
         self._figure = self.figure_of(self._path)
         if self.pending_usage is not None:
             self._figure = TokenFigure(
@@ -289,7 +312,10 @@ class LiveState(ABC):
                 for call in message.tool_calls:
                     self._pending_calls[call.id] = call.name
                 if message.usage is not None and reports_context(message):
-                    # A new anchor; the answer may also have taught the calibration.
+                    # A new anchor; the answer may also have taught the calibration, and
+                    # the unseen part when it is its stretch's first report.
+                    if not self._unseen.settled:
+                        self._learn_unseen()
                     self._figure = TokenFigure(
                         message.usage.context_tokens,
                         0,

@@ -2,7 +2,8 @@
 
 DESIGN.md: the size is the usage the provider reported on the last valid assistant answer
 of the current context, plus the counted tokens of everything after it; with no such
-answer, everything is counted.
+answer, everything is counted, plus the part of the prompt contextd never sees as the
+session learned it (`contextd.tokens.unseen`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from contextd.model import (
     AssistantMessage,
     CompactionEntry,
     Entry,
+    HandoffEntry,
     Message,
     MessageEntry,
     PruneEntry,
@@ -34,17 +36,20 @@ class TokenFigure:
     """The context's size: what the anchor answer reported plus what was counted after it.
 
     `counted` is in o200k/cl100k tokens and is multiplied by `calibration` (1.0 for a model
-    whose encoding ships, see `contextd.tokens.calibration`)."""
+    whose encoding ships, see `contextd.tokens.calibration`). `unseen` is the learned part
+    of the prompt contextd never sees, added when no report anchors the figure (a report
+    holds it already)."""
 
     reported: int
     counted: int
     calibration: float
     anchored: bool
     exact: bool
+    unseen: int = 0
 
     @property
     def tokens(self) -> int:
-        return self.reported + round(self.counted * self.calibration)
+        return self.reported + self.unseen + round(self.counted * self.calibration)
 
     @property
     def source(self) -> TokenSource:
@@ -100,6 +105,19 @@ def reports_context(message: Message) -> bool:
     )
 
 
+def context_tokens_of(
+    path: Sequence[Entry], entry_tokens: Mapping[str, int], pruned_tokens: Callable[[int], int]
+) -> Callable[[Entry], int]:
+    """Counts an entry of `path` as the context holds it: a pruned result as its placeholder."""
+    pruned = pruned_entry_ids(path)
+
+    def tokens_of(entry: Entry) -> int:
+        counted = entry_tokens.get(entry.id, 0)
+        return pruned_tokens(counted) if entry.id in pruned else counted
+
+    return tokens_of
+
+
 def context_size(
     path: Sequence[Entry],
     entry_tokens: Mapping[str, int],
@@ -107,25 +125,22 @@ def context_size(
     *,
     calibration: float = 1.0,
     exact: bool = True,
+    unseen: int = 0,
 ) -> TokenFigure:
     """The size of the context at the end of `path`.
 
     `entry_tokens` holds each entry's counted tokens; `pruned_tokens(n)` counts the
     placeholder that stands for a pruned result of `n` tokens. Counted parts are multiplied
-    by `calibration`; `exact` says the encoding is the model's own.
+    by `calibration`; `exact` says the encoding is the model's own; `unseen` is added to a
+    figure no report anchors.
     """
-    pruned = pruned_entry_ids(path)
-
-    def tokens_of(entry: Entry) -> int:
-        counted = entry_tokens.get(entry.id, 0)
-        return pruned_tokens(counted) if entry.id in pruned else counted
-
+    tokens_of = context_tokens_of(path, entry_tokens, pruned_tokens)
     anchor = usage_anchor(path)
     if anchor is None:
         # Instructions are in every context, before the conversation (the system prompt).
         visible = [*standing_instructions(path), *visible_entries(path)]
         counted = sum(tokens_of(entry) for entry in visible)
-        return TokenFigure(0, counted, calibration, anchored=False, exact=exact)
+        return TokenFigure(0, counted, calibration, anchored=False, exact=exact, unseen=unseen)
     anchored = path[anchor]
     assert isinstance(anchored, MessageEntry) and isinstance(anchored.message, AssistantMessage)
     assert anchored.message.usage is not None
@@ -134,3 +149,51 @@ def context_size(
     return TokenFigure(
         anchored.message.usage.context_tokens, after, calibration, anchored=True, exact=exact
     )
+
+
+SUMMARIES = (CompactionEntry, HandoffEntry)
+"""Entries whose text stands for history: a compaction's summary, a handoff's document."""
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Where a figure's tokens are, the way Claude Code's /context splits a window: the
+    standing instructions, the summary opening the context, the conversation, and what the
+    agent sends that contextd never sees. The parts add up to the figure."""
+
+    instructions: int
+    summary: int
+    messages: int
+    unseen: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "instructions": self.instructions,
+            "summary": self.summary,
+            "messages": self.messages,
+            "unseen": self.unseen,
+        }
+
+
+def counted_parts(path: Sequence[Entry], tokens_of: Callable[[Entry], int]) -> tuple[int, int]:
+    """The counted tokens of the standing instructions and of the summaries in the context
+    at the end of `path` (they change only when a node is written, never on a message)."""
+    return (
+        sum(tokens_of(entry) for entry in standing_instructions(path)),
+        sum(tokens_of(entry) for entry in visible_entries(path) if isinstance(entry, SUMMARIES)),
+    )
+
+
+def breakdown(parts: tuple[int, int], figure: TokenFigure, unseen: int) -> Breakdown:
+    """`figure` split into its parts, given the `counted_parts` of its path; `unseen` is the
+    session's learned unseen part, which a report anchoring the figure holds too. Parts are
+    taken in order from the figure, so a report smaller than the counted parts shrinks the
+    last ones, never the sum."""
+    left = figure.tokens
+    taken = []
+    for wanted in (*(round(tokens * figure.calibration) for tokens in parts), unseen):
+        part = min(wanted, left)
+        taken.append(part)
+        left -= part
+    instructions, summary, unseen_part = taken
+    return Breakdown(instructions, summary, left, unseen_part)

@@ -1,0 +1,100 @@
+"""The part of the prompt contextd never sees, learned from the provider's reports.
+
+An agent sends more than the conversation contextd holds: its system prompt and tool schemas
+(Claude Code: 15-65k tokens with MCP servers; Codex and pi: 1-6k). A provider's report
+counts them; contextd's own count does not. Right after a compaction there is no report yet,
+so the figure would show only the counted part, and tell a user they have room they do not
+have. The difference is learned per session: the prompt the provider reported minus the
+calibrated count of what contextd sent before that answer.
+
+It is learned at the first valid report of each stretch (from the session's start, or from a
+compaction or prune): there the counted part is smallest, so counting's own drift (results
+the agent shortens, a calibration still settling) weighs least; a later compaction carries
+the value on until the next stretch's first report replaces it (a new model, new tools). A
+stretch whose beginning contextd never saw teaches nothing: a transcript that opens with an
+answer or a tool result (a file cut from a longer session) has history in its first reports
+that the next compaction drops. A handoff passes the value on in its entry.
+
+Everything here is a pure function of the path, so a restart or a fork derives the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from contextd.compaction.context import standing_instructions, visible_entries
+from contextd.model import (
+    AssistantMessage,
+    CompactionEntry,
+    Entry,
+    HandoffEntry,
+    MessageEntry,
+    PruneEntry,
+    UserMessage,
+)
+from contextd.tokens.calibration import prompt_tokens
+from contextd.tokens.context_size import context_tokens_of, reports_context
+
+
+@dataclass(frozen=True)
+class UnseenEvidence:
+    """One report's prompt and the counted (uncalibrated) tokens contextd had sent for it."""
+
+    prompt: int
+    counted: int
+
+    def tokens(self, calibration: float) -> int:
+        """The unseen part with today's calibration (never negative: counting can overshoot)."""
+        return max(self.prompt - round(self.counted * calibration), 0)
+
+
+@dataclass(frozen=True)
+class UnseenState:
+    """What the path teaches: the evidence in force at its end (None before any), and whether
+    the current stretch is settled (it taught already, or it cannot teach: no need to look
+    at its later answers)."""
+
+    evidence: UnseenEvidence | None
+    settled: bool
+
+
+def learn_unseen(
+    path: Sequence[Entry], entry_tokens: Mapping[str, int], pruned_tokens: Callable[[int], int]
+) -> UnseenState:
+    """The unseen part at the end of `path`; `entry_tokens` holds each entry's counted
+    tokens, `pruned_tokens(n)` counts the placeholder of a pruned result of `n` tokens."""
+    evidence: UnseenEvidence | None = None
+    settled = not _opens_conversation(path)
+    for index, entry in enumerate(path):
+        if isinstance(entry, (CompactionEntry, PruneEntry)):
+            settled = False
+        elif isinstance(entry, HandoffEntry) and entry.unseenTokens is not None:
+            evidence, settled = UnseenEvidence(entry.unseenTokens, 0), False
+        elif not settled and isinstance(entry, MessageEntry) and reports_context(entry.message):
+            evidence, settled = evidence_at(path[: index + 1], entry_tokens, pruned_tokens), True
+    return UnseenState(evidence, settled)
+
+
+def evidence_at(
+    path: Sequence[Entry], entry_tokens: Mapping[str, int], pruned_tokens: Callable[[int], int]
+) -> UnseenEvidence:
+    """The evidence of the answer ending `path` (a valid report): what it was sent is the
+    context before it, with the prunes made before it."""
+    answer, before = path[-1], path[:-1]
+    assert isinstance(answer, MessageEntry) and isinstance(answer.message, AssistantMessage)
+    assert answer.message.usage is not None
+    tokens_of = context_tokens_of(before, entry_tokens, pruned_tokens)
+    counted = sum(tokens_of(entry) for entry in [*standing_instructions(before), *visible_entries(before)])
+    return UnseenEvidence(prompt_tokens(answer.message.usage), counted)
+
+
+def _opens_conversation(path: Sequence[Entry]) -> bool:
+    """Whether the path's first message is a user's request: contextd saw the conversation
+    from its beginning (a handoff or compaction also opens a context contextd saw whole)."""
+    for entry in path:
+        if isinstance(entry, (CompactionEntry, HandoffEntry)):
+            return True
+        if isinstance(entry, MessageEntry):
+            return isinstance(entry.message, UserMessage)
+    return True

@@ -1,0 +1,108 @@
+"""The part of the prompt an agent sends that contextd never sees: learned from the first
+report, kept in the figure after a compaction, carried by restarts, forks and handoffs,
+relearned by the next stretch's first report."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from contextd.model import AssistantMessage, Message, Settings, Usage
+from contextd.session import LiveSession, SessionManager, SilentEvents
+from contextd.store import Store
+from contextd.tokens import count_message
+from pydantic import TypeAdapter
+
+from tests.factories import assistant, coding_turn, user
+
+SYSTEM_PROMPT_TOKENS = 18_000
+"""What the agent sends besides the conversation, in these tests (a Claude Code-like size)."""
+SETTINGS = Settings.model_validate({"compaction": {"keepRecentTokens": 800, "enabled": False}})
+messages_of = TypeAdapter(list[Message]).validate_python
+
+
+def manager(data_dir: Path) -> SessionManager:
+    return SessionManager(Store(data_dir), SETTINGS, SilentEvents())
+
+
+def reporting(session: LiveSession, turns: range, unseen: int) -> None:
+    """Coding turns whose every answer reports the context it was sent plus `unseen`, as a
+    provider would (an OpenAI model: counting is exact, so the report is known exactly)."""
+    encoding = session.model_info.encoding
+    for index in turns:
+        for message in messages_of(coding_turn(index)):
+            if isinstance(message, AssistantMessage):
+                sent = sum(count_message(item.message, encoding) for item in session.context_items())
+                message.usage = Usage(input=sent + unseen, output=50)
+            session.append_messages([message])
+
+
+def new_session(data_dir: Path) -> tuple[SessionManager, LiveSession]:
+    sessions = manager(data_dir)
+    session = sessions.create("/ws", model="gpt-4.1")
+    return sessions, session
+
+
+def test_the_first_report_teaches_the_unseen_part_and_the_figure_keeps_it_after_a_compaction(tmp_path):
+    sessions, session = new_session(tmp_path)
+    reporting(session, range(6), SYSTEM_PROMPT_TOKENS)
+    assert session.unseen_tokens == SYSTEM_PROMPT_TOKENS
+
+    before = session.tokens
+    entry = asyncio.run(session.compact("manual"))
+
+    body = session.usage_body()
+    assert body["source"] == "counted"
+    assert body["breakdown"]["unseen"] == SYSTEM_PROMPT_TOKENS
+    assert body["breakdown"]["summary"] > 0
+    assert sum(body["breakdown"].values()) == session.tokens == entry.tokensAfter
+    counted = body["breakdown"]["instructions"] + body["breakdown"]["summary"] + body["breakdown"]["messages"]
+    assert session.tokens == counted + SYSTEM_PROMPT_TOKENS
+    assert before - entry.tokensAfter < before - counted  # tokensSaved no longer overstates
+
+
+def test_restarts_and_forks_keep_the_unseen_part(tmp_path):
+    sessions, session = new_session(tmp_path)
+    reporting(session, range(4), SYSTEM_PROMPT_TOKENS)
+    asyncio.run(session.compact("manual"))
+    figure = session.tokens
+
+    sessions.close_all()
+    reopened = sessions.get(session.session_id)
+    assert reopened.tokens == figure and reopened.unseen_tokens == SYSTEM_PROMPT_TOKENS
+
+    fork = sessions.fork(reopened, reopened.leaf_id)
+    assert fork.unseen_tokens == SYSTEM_PROMPT_TOKENS and fork.tokens == figure
+
+
+def test_a_handoff_carries_the_unseen_part_until_the_new_sessions_first_report(tmp_path):
+    sessions, session = new_session(tmp_path)
+    reporting(session, range(4), SYSTEM_PROMPT_TOKENS)
+
+    fresh, entry = asyncio.run(sessions.handoff(session, "go on"))
+
+    assert entry.unseenTokens == SYSTEM_PROMPT_TOKENS
+    assert fresh.usage_body()["breakdown"]["unseen"] == SYSTEM_PROMPT_TOKENS
+    sessions.close_all()
+    fresh = sessions.get(fresh.session_id)
+    assert fresh.unseen_tokens == SYSTEM_PROMPT_TOKENS
+    reporting(fresh, range(10, 11), 9_000)  # the new session's own agent sends less
+    assert fresh.unseen_tokens == 9_000
+
+
+def test_a_new_stretch_relearns_the_unseen_part(tmp_path):
+    """Another model, other tools: the first report after a compaction teaches anew."""
+    sessions, session = new_session(tmp_path)
+    reporting(session, range(4), SYSTEM_PROMPT_TOKENS)
+    asyncio.run(session.compact("manual"))
+    reporting(session, range(4, 6), 30_000)
+    assert session.unseen_tokens == 30_000
+    sessions.close_all()
+    assert sessions.get(session.session_id).unseen_tokens == 30_000
+
+
+def test_a_session_that_opens_mid_conversation_learns_nothing(tmp_path):
+    """Its first reports hold history contextd never saw: not the agent's own prompt."""
+    sessions, session = new_session(tmp_path)
+    session.append_messages(messages_of([assistant("carrying on", usage={"input": 90_000, "output": 10})]))
+    session.append_messages(messages_of([user("next"), assistant("done", usage={"input": 90_100, "output": 10})]))
+    assert session.unseen_tokens == 0
