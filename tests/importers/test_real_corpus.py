@@ -34,6 +34,7 @@ from contextd.model import (
     ThinkingContent,
     ToolResultMessage,
     UserMessage,
+    message_text,
 )
 from contextd_client import ContextdClient
 
@@ -334,6 +335,34 @@ def test_claude_code_keeps_the_branch_across_corrupt_lines(name: str) -> None:
     assert not [p for p in damaged.problems if "not on the branch" in p.message and p.line not in broken]
     assert len(path_to_leaf(damaged)) >= len(path_to_leaf(clean)) - 2 * len(broken) - 2
     assert path_to_leaf(damaged)[1].id == path_to_leaf(clean)[1].id  # the same start
+
+
+@pytest.mark.parametrize("name", by_agent("claude-code"))
+def test_claude_code_records_of_one_answer_stay_one_message_with_their_results(name: str) -> None:
+    """Records sharing a `message.id` are one answer whatever Claude Code wrote between
+    them (file snapshots, progress, queue operations): each call keeps its own result, none
+    gets a stand-in. Found on claude-code-atlas-sonnet45 around line 196; the follower
+    reads through the same path (tests/follow checks pieces import as the whole file)."""
+    calls_of_answer: dict[str, set[str]] = {}
+    answered: set[str] = set()
+    for _, raw in records(name):
+        message = raw.get("message")
+        if not isinstance(message, dict) or raw.get("isSidechain") or not isinstance(message.get("content"), list):
+            continue
+        for block in message["content"]:
+            if isinstance(block, dict) and block.get("type") == "tool_use" and raw.get("type") == "assistant":
+                calls_of_answer.setdefault(str(message.get("id")), set()).add(str(block.get("id")))
+            elif isinstance(block, dict) and block.get("type") == "tool_result":
+                answered.add(str(block.get("tool_use_id")))
+    session = imported(name)
+    messages = [e.message for e in session.entries if isinstance(e, MessageEntry)]
+    answers = [{call.id for call in m.tool_calls} for m in messages if isinstance(m, AssistantMessage)]
+    for calls in calls_of_answer.values():
+        assert any(calls <= imported_calls for imported_calls in answers), calls
+    stand_ins = {
+        m.toolCallId for m in messages if isinstance(m, ToolResultMessage) and message_text(m.content) == MISSING_RESULT_TEXT
+    }
+    assert not stand_ins & answered
 
 
 # --- through the daemon: pairing and the figure -------------------------------------------

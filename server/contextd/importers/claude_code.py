@@ -8,7 +8,8 @@ the chain breaks (a parent on a lost or corrupt line, or an older compaction sum
 with no parent and no boundary) it continues from the entry before. One API answer is
 written as several assistant records (one per content block) sharing `message.id`; they
 become one assistant message carrying the usage of the last of them, written once a record
-of anything else follows (or the file ends).
+of the conversation follows (or the file ends); the bookkeeping records Claude Code writes
+among them (file snapshots, progress, queue operations, hooks) do not end it.
 
 Claude Code's compaction summary is free text ("This session is being continued from a
 previous conversation…"); it is imported whole as the compaction's summary.
@@ -228,8 +229,17 @@ class ClaudeCodeImporter(StreamingImporter):
         converter.last_timestamp = state["lastTimestamp"]
 
 
+def _ends_answer(raw: dict[str, Any]) -> bool:
+    """A record that moves the conversation on (a user's record, a compaction, a title),
+    as opposed to the bookkeeping Claude Code writes among an answer's records."""
+    kind = raw.get("type")
+    return (kind == "user" and _is_conversation(raw)) or raw.get("subtype") == "compact_boundary" or kind == "summary"
+
+
 def _why_not_imported(line: int, raw: dict[str, Any]) -> Problem:
     kind = raw.get("type")
+    if kind == "system":
+        return Problem(line, "skipped", f"system record ({raw.get('subtype')}), not sent to the model")
     if kind in NOT_CONVERSATION:
         return Problem(line, "skipped", f"{kind}: {NOT_CONVERSATION[kind]}, not part of the conversation")
     if raw.get("isSidechain"):
@@ -263,6 +273,9 @@ class _Converter:
         if raw.get("isSidechain"):
             self.problems.append(_why_not_imported(line, raw))
             return
+        if self.answer is not None and not _ends_answer(raw):
+            self.aside(line, raw)
+            return
         self.flush_answer()
         uuid = raw.get("uuid")
         if kind == "user" and _is_conversation(raw):
@@ -272,13 +285,19 @@ class _Converter:
             self.boundary = (line, raw, self.importer.attach_point(line, raw))
         elif kind == "summary" and self.names_this_session(raw):
             self.title(line, raw["summary"].strip(), raw["leafUuid"])
-        elif kind == "system" and isinstance(uuid, str):
-            self.problems.append(Problem(line, "skipped", f"system record ({raw.get('subtype')}), not sent to the model"))
-            self.builder.skip(uuid, self.stand_in(raw))
         else:
             self.problems.append(_why_not_imported(line, raw))
             if isinstance(uuid, str):
                 self.builder.skip(uuid, self.stand_in(raw))
+
+    def aside(self, line: int, raw: dict[str, Any]) -> None:
+        """A record written between the records of one answer (a file snapshot, a progress
+        line, a hook's system record): not imported, and the answer goes on after it, so
+        its tool calls keep their results. What hangs off it hangs off the answer."""
+        assert self.answer is not None
+        self.problems.append(_why_not_imported(line, raw))
+        if isinstance(raw.get("uuid"), str):
+            self.answer.uuids.append(raw["uuid"])
 
     def names_this_session(self, raw: dict[str, Any]) -> bool:
         """A title Claude Code gave a conversation ending at `leafUuid`: this session's when
