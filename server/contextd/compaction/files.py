@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -50,6 +51,30 @@ def patched_paths(call: ToolCall) -> list[str]:
     ]
 
 
+SHELL_READERS = frozenset({"cat", "nl", "head", "tail", "bat", "less", "more"})
+"""Shell programs that show a file's content: running one on a file reads it."""
+_CHAIN_PREFIX = re.compile(r"^(?:cd\s+\S+\s*(?:&&|;)\s*)+")
+
+
+def shell_read_paths(call: ToolCall) -> list[str]:
+    """Files a shell call shows whole or in part (`cat a.md`, `sed -n '1,80p' src/x.ts`,
+    `nl -ba a.md`): agents without a read tool (Codex) read files this way."""
+    command = next((v for k in ("command", "cmd") if isinstance(v := call.arguments.get(k), str)), "")
+    command = _CHAIN_PREFIX.sub("", command.strip())
+    if not command or any(mark in command for mark in ("|", "&&", ";", ">", "$(")):
+        return []
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return []
+    if not words or not (words[0] in SHELL_READERS or words[:2] == ["sed", "-n"]):
+        return []
+    operands = [w for w in words[1:] if not w.startswith("-")]
+    if words[0] == "sed":
+        operands = operands[1:]  # the first operand is the script ('1,80p')
+    return [w for w in operands if re.search(r"[\w-]\.\w+$|/", w) and not re.fullmatch(r"[\d,]+p?", w)]
+
+
 def collect_files(
     messages: Iterable[Message],
     settings: CompactionSettings,
@@ -75,6 +100,8 @@ def collect_files(
             modified.update(patched_paths(call))
         elif call.name in read_tools:
             read.update(named_paths(call))
+        else:
+            read.update(shell_read_paths(call))
     return FileDetails(readFiles=sorted(read - modified), modifiedFiles=sorted(modified))
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from contextd.compaction.files import shell_read_paths
 from contextd.compaction.context import (
     BRANCH_SUMMARY_PREAMBLE,
     COMPACTION_PREAMBLE,
@@ -30,6 +31,13 @@ from contextd.model import (
     UserMessage,
     message_text,
 )
+from contextd.summarizers.delegation import (
+    Plan,
+    brief,
+    is_subagent_call,
+    plan_written,
+    report,
+)
 from contextd.summarizers.outcomes import (
     Verdict,
     is_noise,
@@ -43,9 +51,12 @@ from contextd.summarizers.user_messages import (
     one_line,
     options_offered,
     picked_options,
+    REJECTED_TOOL_USE,
+    continues,
     read_user_text,
     rejects,
     states_a_task,
+    user_words_in_result,
 )
 
 SUMMARY_PREAMBLES = (COMPACTION_PREAMBLE, BRANCH_SUMMARY_PREAMBLE, HANDOFF_PREAMBLE)
@@ -131,6 +142,13 @@ SPECIFIC = re.compile(
     r"\b\d{2,}\b"
 )
 """Something a finding names exactly: code, an address, an id, a bold term, a number."""
+STATE = re.compile(
+    r"\b(?:currently|already|deprecated|no longer|is missing|are missing|does(?: not|n'?t) exist|"
+    r"in-memory|not (?:yet )?(?:implemented|supported|set up|configured))\b",
+    re.IGNORECASE,
+)
+"""A sentence that says how things stand (what exists, what is deprecated), which in an
+autonomous run is often the only record of what the agent found."""
 TODO_TOOLS = frozenset({"todowrite", "todo_write", "update_plan"})
 NEXT_STEP = re.compile(
     r"\b(?:next|then|todo|to do|remaining|still need|need to|will|i'll|let me|going to|"
@@ -208,6 +226,9 @@ def shown_command(command: str) -> str:
     """A command as a summary shows it: env assignments (`PGPASSWORD=...`) left out, a long
     one cut in the middle, since its start says what runs and its end what it runs on."""
     shown = main_command(command) or command
+    # Where it ran stays: `cd dashboard && pnpm run typecheck` is not `pnpm run typecheck`.
+    if workdir := re.match(r"^cd\s+(?:\"[^\"]*\"|'[^']*'|\S+)\s*&&\s*", command.strip()):
+        shown = workdir.group(0) + shown
     return one_line(shown, MAX_COMMAND_CHARS).replace("`", "'")
 
 
@@ -232,6 +253,9 @@ class Facts:
     pasted logs trimmed."""
     task: str = ""
     """The latest message that says what to do: the work's current goal."""
+    task_continues: bool = False
+    """The task carries on with the earlier goal (or accepts what the assistant offered)
+    instead of replacing it."""
     constraints: list[str] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)
     done: list[str] = field(default_factory=list)
@@ -279,6 +303,12 @@ class Facts:
 
     succeeded_commands: list[str] = field(default_factory=list)
     """Shell commands whose latest run came back clean, oldest first."""
+    briefs: list[str] = field(default_factory=list)
+    """What the agent required of its sub-agents, one line per brief."""
+    reports: list[str] = field(default_factory=list)
+    """What sub-agents reported back that names something exactly."""
+    plan: Plan | None = None
+    """The latest plan the agent wrote whole (plan file or plan presented for approval)."""
 
     @property
     def blocked(self) -> list[str]:
@@ -359,25 +389,38 @@ def _read_user(message: UserMessage, facts: Facts, walk: _Walk) -> None:
     if user.earlier_summary:
         facts.embedded_summaries.append(user.earlier_summary)
         return
-    if not user.said:
-        return
-    said = user.said
+    if user.said:
+        _read_said(user.said, user.pasted_log, user.command, facts, walk)
+
+
+def _read_said(said: str, pasted_log: bool, command: str, facts: Facts, walk: _Walk) -> None:
+    """What the user said, however it arrived: a message, or a rejected tool call's reply.
+    Anything the agent asked before it is answered now, and what its last text said was
+    open or next is no longer the state of the work."""
+    facts.question = ""
+    offered = _offers(walk.last_text)
+    last_text, walk.last_text = walk.last_text, ""
     if rejects(said):
         # The user turned down what the last turn concluded: its decisions do not stand.
         facts.decisions = [d for d in facts.decisions if d not in walk.turn_decisions]
     facts.requests.append(said)
-    if states_a_task(said) and not user.pasted_log:
+    if states_a_task(said) and not pasted_log:
         facts.task = said
+        facts.task_continues = continues(said)
     picks = picked_options(said)
-    offered = options_offered(walk.last_text)
-    chosen = [f"{pick}. {offered[pick]}" for pick in picks if pick in offered]
+    options = options_offered(last_text)
+    chosen = [f"{pick}. {options[pick]}" for pick in picks if pick in options]
     if chosen:
         facts.decisions.append(f"The user chose {' and '.join(chosen)}")
+    elif offered and not states_a_task(said) and not pasted_log:
+        # A short reply ("both", "yes") means something only with what it answers.
+        facts.task = f"\"{one_line(said, MAX_SENTENCE_CHARS)}\" (the user's answer to the offers under Key Decisions)"
+        facts.task_continues = True
+        facts.decisions.append(f"The user answered \"{one_line(said, MAX_SENTENCE_CHARS)}\" to: " + "; ".join(offered))
     for sentence in sentences(_unwrapped(said)):
         facts.sentences.append(sentence)
-        if CONSTRAINT.search(sentence) and _states_a_rule(sentence):
-            facts.constraints.append(sentence)
-    facts.user_files += FILE_PATH.findall(said.removeprefix(user.command))
+    facts.constraints += _rules(said)
+    facts.user_files += FILE_PATH.findall(said.removeprefix(command))
     facts.links += URL.findall(said)
     walk.turn_decisions = []
 
@@ -422,6 +465,8 @@ def _end_turn(walk: _Walk, facts: Facts) -> None:
     for sentence in sentences(text):
         if ROOT_CAUSE.search(sentence) and not _asks(sentence) and not NARRATION.match(sentence):
             facts.root_causes.append(sentence)
+        elif walk.turn_ended and _is_prose(sentence) and not (_asks(sentence) or _narrates(sentence) or OFFER.match(sentence)):
+            facts.findings.append(sentence)  # a finished turn's report states where the work stands
     facts.question = _closing_question(text)
 
 
@@ -453,8 +498,8 @@ def _read_assistant_text(text: str, facts: Facts, walk: _Walk) -> None:
         elif (DONE_CLAIM.search(sentence) and not _asks(sentence) and not sentence.endswith(":")
               and not PROBLEM_WORDS.search(sentence)):
             facts.done.append(sentence)
-        elif (SPECIFIC.search(sentence) and _is_prose(sentence) and not _narrates(sentence)
-              and not _asks(sentence) and not TABLE_ROW.match(sentence)):
+        elif ((SPECIFIC.search(sentence) or STATE.search(sentence)) and _is_prose(sentence)
+              and not _narrates(sentence) and not _asks(sentence) and not TABLE_ROW.match(sentence)):
             facts.findings.append(sentence)
     facts.mentioned_files += FILE_PATH.findall(_outside_fences(text))
 
@@ -511,8 +556,14 @@ def _read_call(call: ToolCall, facts: Facts) -> None:
     else:
         facts.mentioned_files += paths
     command = _command(call.arguments)
-    if command:
+    if shown := shell_read_paths(call):
+        facts.read_files += shown  # `sed -n '1,80p' a.ts` reads a.ts
+    elif command:
         facts.mentioned_files += FILE_PATH.findall(command)
+    if is_subagent_call(call) and (required := brief(call)):
+        facts.briefs.append(required)
+    if plan := plan_written(call):
+        facts.plan = plan
     if call.name.lower() in TODO_TOOLS and isinstance(call.arguments.get("todos"), list):
         facts.todos = [
             (str(todo.get("status", "")), str(todo.get("content", "")).strip())
@@ -525,8 +576,17 @@ def _read_result(
     result: ToolResultMessage, call: ToolCall | None, index: int, facts: Facts, walk: _Walk
 ) -> None:
     """Records what a tool result shows: a success, a failure, or nothing."""
+    raw = message_text(result.content)
+    if REJECTED_TOOL_USE in raw:
+        # Not a failure of the work: the user stopped the call, often to say what to do.
+        if (words := user_words_in_result(raw)) and (user := read_user_text(words)).said:
+            _end_turn(walk, facts)
+            _read_said(user.said, user.pasted_log, user.command, facts, walk)
+        return
+    if call is not None and is_subagent_call(call) and not result.isError and (found := report(call, raw)):
+        facts.reports.append(found)
     command = _command(call.arguments) if call else ""
-    outcome, output = verdict(message_text(result.content), result.isError, command)
+    outcome, output = verdict(raw, result.isError, command)
     text = output.text
     if outcome == "unknown":
         # The pipeline's status is a filter's: only the command's own error report counts,
@@ -577,7 +637,10 @@ def _read_result(
         ]
 
 
-_NOT_FOUND = re.compile(r"^(?:(?:\S+: )*(?:line \d+: )?)([\w.+-]+): (?:command )?not found$")
+_NOT_FOUND = re.compile(
+    r"^(?:(?:\S+: )*(?:line \d+: )?)([\w.+-]+): (?:command )?not found$"
+    r"|^(?:\S+: )*command not found: ([\w.+-]+)$"  # zsh: `zsh:1: command not found: python`
+)
 
 
 def _missing_program(texts: list[str]) -> str:
@@ -585,7 +648,7 @@ def _missing_program(texts: list[str]) -> str:
     line like `---`, echoed between probes, says nothing)."""
     lines = [line.strip() for text in texts for line in text.splitlines()]
     worded = [line for line in lines if re.search(r"[^\W\d_]", line)]
-    found = [m.group(1) for line in worded if (m := _NOT_FOUND.match(line))]
+    found = [m.group(1) or m.group(2) for line in worded if (m := _NOT_FOUND.match(line))]
     return found[0] if found and len(found) == len(worded) else ""
 
 
@@ -620,7 +683,8 @@ def _shipped(command: str, output: str) -> list[str]:
     for step in re.split(r"\s*(?:&&|;|\n)\s*(?=\S)", command.strip()):
         step = main_command(step)
         if re.match(r"git commit\b", step):
-            found.append(f"Committed: {_commit_title(command)}")
+            details = _commit_details(command)
+            found.append(f"Committed: {_commit_title(command)}" + (f" ({details})" if details else ""))
         elif re.match(r"git push\b", step):
             found.append(f"Pushed: `{step}`")
         elif re.match(r"git tag\b", step):
@@ -629,6 +693,20 @@ def _shipped(command: str, output: str) -> list[str]:
             urls = URL.findall(output)
             found.append("Opened a pull request" + (f": {urls[-1]}" if urls else ""))
     return found
+
+
+MAX_COMMIT_DETAILS = 4
+MAX_COMMIT_DETAILS_CHARS = 300
+
+
+def _commit_details(command: str) -> str:
+    """The points a commit message's body lists: the agent's own account of what the
+    commit holds (in an autonomous run, often the only statement of a design choice)."""
+    body = re.search(r"<<\s*'?(\w+)'?\s*\n\s*.+?\n(.*?)\n\s*\1\b", command, re.DOTALL)
+    if not body:
+        return ""
+    points = [m.group(1).strip() for line in body.group(2).splitlines() if (m := re.match(r"^\s*[-*]\s+(.+)$", line))]
+    return _clip("; ".join(points[:MAX_COMMIT_DETAILS]), MAX_COMMIT_DETAILS_CHARS)
 
 
 def _commit_title(command: str) -> str:
@@ -753,6 +831,17 @@ def _is_listed(sentence: str, listed: list[tuple[str, str]]) -> bool:
     return any(sentence in item for _, item in listed)
 
 
+def _offers(text: str) -> list[str]:
+    """What an assistant message offers or asks the user to choose: its next-step items,
+    its offers ("If you want, I can …"), its closing question."""
+    if not text:
+        return []
+    listed = [item for heading, item in _list_items_by_heading(text) if NEXT_HEADING.search(heading)]
+    offers = [s for s in sentences(text) if OFFER.match(s) and not _is_listed(s, [("", i) for i in listed])]
+    question = _closing_question(text)
+    return _dedupe([*listed, *offers, *([question] if question else [])])[:MAX_NEXT_STEPS]
+
+
 def _closing_question(text: str) -> str:
     """The question an assistant message ends on, with the options it lists."""
     said = list(sentences(text))
@@ -762,6 +851,38 @@ def _closing_question(text: str) -> str:
             return ""
         return questions[-1]
     return said[-1]
+
+
+def _rules(said: str) -> list[str]:
+    """The user's constraints: rule sentences, and a rule that introduces a list ("Must
+    reuse existing helpers:") with the list's items, which are what the rule names."""
+    rules: list[str] = []
+    lines = _unwrapped(said).splitlines()
+    for position, line in enumerate(lines):
+        for sentence in sentences(line):
+            if not (CONSTRAINT.search(sentence) and _states_a_rule(sentence)):
+                continue
+            if sentence.endswith(":"):
+                items = _list_items("\n".join(_following_list(lines[position + 1:])))
+                if not items:
+                    continue  # a heading ("What must change:") with nothing under it
+                sentence = f"{sentence} " + "; ".join(items[:MAX_RULE_ITEMS])
+            rules.append(_clip(sentence, MAX_SENTENCE_CHARS))
+    return rules
+
+
+MAX_RULE_ITEMS = 6
+
+
+def _following_list(lines: list[str]) -> list[str]:
+    """The list lines right after a line (blank lines aside), up to the first other line."""
+    found: list[str] = []
+    for line in lines:
+        if _LIST_MARK.match(line) and not line.lstrip().startswith("#"):
+            found.append(line)
+        elif line.strip() or found:
+            break
+    return found
 
 
 def _states_a_rule(sentence: str) -> bool:
@@ -852,10 +973,12 @@ def command_subject(command: str) -> str:
     command = main_command(command)
     if check := CHECK_COMMAND.search(command):
         return check.group(0)
+    # The step whose result the output reports: `chmod +x t.sh && t.sh` runs t.sh.
+    last_step = next(iter(pipeline(command)), command)
     try:
-        words = shlex.split(command)
+        words = shlex.split(last_step)
     except ValueError:
-        words = command.split()
+        words = last_step.split()
     return " ".join(words[:2] if words and words[0] in RUNNERS else words[:1])
 
 

@@ -38,13 +38,19 @@ from contextd.summarizers.checkpoint import (
 from contextd.summarizers.extract import (
     ERROR_LINE,
     FILE_PATH,
+    OFFER,
     Facts,
     extract_facts,
 )
 from contextd.summarizers.trail import add_commands, fixed_by_clean_runs
 from contextd.summarizers.user_messages import one_line
 
+MAX_SUMMARY_TOKENS = 6000
+"""However large the budget, a summary is sent with every later request: past this size it
+costs more than the detail it adds is worth."""
 MAX_GOAL_CHARS = 400
+MAX_GOAL_TOKENS = 300
+"""An earlier summary's goal (a split turn's whole request) is cut in the middle to this."""
 MAX_FOCUS_SENTENCES = 6
 MIN_REQUEST_WORDS = 4
 """Shorter user messages ("yes", "go on") steer the work but do not state a goal."""
@@ -60,6 +66,10 @@ FIXED_LATER = "Fixed later: "
 FAILED_BEFORE = "Failed before its latest run: "
 """Errors kept as context are labelled as history, so that none reads as an open one."""
 LINKS = "Links: "
+EARLIER_REQUEST = "Earlier request (superseded): "
+MODEL_FAILED = "The last model call failed: "
+ANSWERED_LATER = ("Wait for the user's answer to: ", "Answer the latest user request")
+"""Next steps an earlier summary left that any later user message settles."""
 
 # Ranks: what survives when the summary must shrink (the highest goes last).
 CORE = 6
@@ -139,6 +149,7 @@ class OfflineSummarizer:
 def summarize_offline(request: SummaryRequest) -> str:
     """The checkpoint for `request`: the same request always gives the same text."""
     facts = extract_facts(request.messages)
+    budget = min(request.max_tokens, MAX_SUMMARY_TOKENS)
     earlier: dict[str, list[str]] = {}
     carried_text: list[str] = []
     for summary in [request.previous_summary or "", *facts.embedded_summaries]:
@@ -148,12 +159,15 @@ def summarize_offline(request: SummaryRequest) -> str:
         for key, items in parse_summary(summary).items():
             earlier.setdefault(key, []).extend(items)
     checkpoint = Checkpoint()
-    _add_goals(checkpoint, request, facts, earlier.get(GOAL, []))
-    _add_user_messages(checkpoint, request, facts, earlier.get(USER_MESSAGES, []))
+    _add_goals(checkpoint, request, facts, earlier.get(GOAL, []), budget)
+    _add_user_messages(checkpoint, facts, earlier.get(USER_MESSAGES, []), budget)
     checkpoint.add_all(CONSTRAINTS, [*earlier.get(CONSTRAINTS, []), *facts.constraints], ESSENTIAL)
+    _add_delegation(checkpoint, facts)
     _add_progress(checkpoint, facts, earlier)
     checkpoint.add_all(DECISIONS, [*earlier.get(DECISIONS, []), *facts.decisions], ESSENTIAL)
-    _add_next_steps(checkpoint, facts, earlier.get(NEXT, []), earlier.get(GOAL, []))
+    _add_next_steps(
+        checkpoint, facts, earlier.get(NEXT, []), earlier.get(GOAL, []), request.previous_summary or ""
+    )
     _add_critical_context(
         checkpoint,
         request,
@@ -164,11 +178,11 @@ def summarize_offline(request: SummaryRequest) -> str:
     add_commands(checkpoint, facts, earlier.get(COMMANDS, []))
     _add_earlier_text(checkpoint, [*earlier.get(EARLIER, []), *_carried_lines(carried_text)])
     _add_files(checkpoint, request, facts, earlier)
-    return fit(checkpoint, LAYOUTS[request.kind], request.max_tokens)
+    return fit(checkpoint, LAYOUTS[request.kind], budget)
 
 
 def _add_goals(
-    checkpoint: Checkpoint, request: SummaryRequest, facts: Facts, earlier: list[str]
+    checkpoint: Checkpoint, request: SummaryRequest, facts: Facts, earlier: list[str], budget: int
 ) -> None:
     """The goal is the current task: the latest message that says what to do, not the first
     message (often a pasted log or an agent's injected instructions)."""
@@ -183,23 +197,27 @@ def _add_goals(
         # The turn's own request, however short ("it's not working"), and whole: the rest
         # of the turn works to it, and a turn's context has no User Messages to quote it.
         task = facts.requests[-1]
-        checkpoint.add(GOAL, _within_tokens(task, int(request.max_tokens * USER_MESSAGES_SHARE)), CORE)
+        checkpoint.add(GOAL, _within_tokens(task, int(budget * USER_MESSAGES_SHARE)), CORE)
     elif task:
         checkpoint.add(GOAL, _one_line(task), ESSENTIAL if request.goal else CORE)
     for position, goal in enumerate(earlier):
+        goal = _within_tokens(goal, MAX_GOAL_TOKENS)
         if position == 0 and facts.finished_earlier_turn:
             # The request of the turn the span finished is done, not the goal any more.
             checkpoint.add(DONE, goal, USEFUL)
-            continue
-        checkpoint.add(GOAL, goal, ESSENTIAL if position == 0 and not task else BACKGROUND)
+        elif (task or request.goal) and not facts.task_continues:
+            # The user has asked for something else since: history, not the current goal.
+            checkpoint.add(CRITICAL, _labelled(EARLIER_REQUEST, [goal])[0], BACKGROUND)
+        else:
+            checkpoint.add(GOAL, goal, ESSENTIAL if position == 0 else BACKGROUND)
 
 
 def _add_user_messages(
-    checkpoint: Checkpoint, request: SummaryRequest, facts: Facts, earlier: list[str]
+    checkpoint: Checkpoint, facts: Facts, earlier: list[str], budget: int
 ) -> None:
     """Every user message verbatim, newest first, within a share of the budget: the next
     session reads what was asked in the user's own words."""
-    budget = int(request.max_tokens * USER_MESSAGES_SHARE)
+    budget = int(budget * USER_MESSAGES_SHARE)
     quoted = [_quoted(text) for text in reversed(facts.requests)]
     used = 0
     for position, text in enumerate([*quoted, *earlier]):
@@ -212,18 +230,31 @@ def _add_user_messages(
         checkpoint.add(USER_MESSAGES, text, rank)
 
 
+def _add_delegation(checkpoint: Checkpoint, facts: Facts) -> None:
+    """An autonomous run's design: the plan it works to and what it asked of and heard
+    from its sub-agents (their briefs' requirements are constraints the work keeps)."""
+    if plan := facts.plan:
+        checkpoint.add(CRITICAL, plan.headline(), ESSENTIAL)
+        checkpoint.add_all(CONSTRAINTS, [f"Plan rule: {rule}" for rule in plan.rules], IMPORTANT)
+        checkpoint.add_all(CRITICAL, [f"Plan exit criterion: {item}" for item in plan.criteria], IMPORTANT)
+    checkpoint.add_all(CONSTRAINTS, facts.briefs, IMPORTANT)
+    checkpoint.add_all(CRITICAL, facts.reports, USEFUL)
+
+
 def _quoted(text: str) -> str:
     return f"\"{one_line(text)}\""
 
 
 def _is_foreign(summary: str) -> bool:
-    """A summary not written in the checkpoint's shape (an imported Claude Code or Codex
-    summary): it cannot be merged section by section, so it is carried forward as text."""
-    return bool(summary.strip()) and not re.search(r"^## Goal\s*$", summary, re.MULTILINE)
+    """A summary not written in one of the checkpoint's shapes (an imported Claude Code or
+    Codex summary): it cannot be merged section by section, so it is carried forward as
+    text. A split turn's summary (`## Original Request`) is ours and merges."""
+    return bool(summary.strip()) and not re.search(r"^## (?:Goal|Original Request)\s*$", summary, re.MULTILINE)
 
 
 def _carried_lines(texts: list[str]) -> list[str]:
-    """A free-text summary as lines, code blocks left out (the files hold the code)."""
+    """A free-text summary as lines, code blocks left out (the files hold the code), its
+    headings kept as bold labels so that its structure survives the bullets."""
     lines: list[str] = []
     for text in texts:
         fenced = False
@@ -231,10 +262,16 @@ def _carried_lines(texts: list[str]) -> list[str]:
             if line.strip().startswith("```"):
                 fenced = not fenced
                 continue
-            stripped = re.sub(r"^\s*(?:[-*+]\s+)", "", line).strip()
-            if not fenced and stripped:
-                lines.append(stripped)
+            if fenced or not line.strip():
+                continue
+            if heading := _FOREIGN_HEADING.match(line):
+                lines.append(f"**{(heading.group(1) or heading.group(2)).strip().rstrip(':')}**")
+            else:
+                lines.append(re.sub(r"^\s*(?:[-*+]\s+)", "", line).strip())
     return lines
+
+
+_FOREIGN_HEADING = re.compile(r"^\s*(?:#{1,6}\s+(.+)|\d+\.\s+([^:]{3,60}):\s*)$")
 
 
 def _add_earlier_text(checkpoint: Checkpoint, lines: list[str]) -> None:
@@ -253,7 +290,7 @@ def _add_progress(checkpoint: Checkpoint, facts: Facts, earlier: dict[str, list[
     still_blocked, now_resolved = _split(still_blocked, evidence)
     now_resolved = [*fixed_by_runs, *now_resolved]
     checkpoint.add_all(BLOCKED, [*still_blocked, *facts.blocked], ESSENTIAL)
-    checkpoint.add_all(CRITICAL, _labelled(FIXED_LATER, now_resolved), IMPORTANT)
+    checkpoint.add_all(CRITICAL, _history(FIXED_LATER, now_resolved), IMPORTANT)
     still_open, now_done = _split(earlier.get(IN_PROGRESS, []), finished_work)
     # A finished "the test fails" is not an accomplishment: it goes, the fix stays in Done.
     now_done = [item for item in now_done if not PROBLEM_REPORT.search(item)]
@@ -274,7 +311,7 @@ def _add_progress(checkpoint: Checkpoint, facts: Facts, earlier: dict[str, list[
 
 
 def _add_next_steps(
-    checkpoint: Checkpoint, facts: Facts, earlier: list[str], earlier_goals: list[str]
+    checkpoint: Checkpoint, facts: Facts, earlier: list[str], earlier_goals: list[str], previous_summary: str
 ) -> None:
     steps = list(facts.next_steps)
     if facts.question and not facts.unanswered:
@@ -283,6 +320,10 @@ def _add_next_steps(
         steps.insert(0, "Answer the latest user request (see Goal).")
     steps += [text for status, text in facts.todos if status == "pending"]
     checkpoint.add_all(NEXT, steps, USEFUL)
+    if facts.requests or re.search(r"^## Original Request\s*$", previous_summary, re.MULTILINE):
+        # The user has spoken since (a split turn's request follows the earlier Next Steps): what waited for their answer or was offered to them
+        # is settled, whatever they said.
+        earlier = [step for step in earlier if not step.startswith(ANSWERED_LATER) and not OFFER.match(step)]
     # A step the user has since asked for is the current task (or done), not a next step.
     pending, _ = _split(
         earlier, [*facts.done, *facts.checks_passed, *facts.requests, *earlier_goals]
@@ -300,19 +341,21 @@ def _add_critical_context(
     earlier_mentions = [item for item in earlier if item.startswith(MENTIONED)]
     earlier_links = [item for item in earlier if item.startswith(LINKS)]
     for item in earlier:
+        if item.startswith(MODEL_FAILED):
+            continue  # about the end of the earlier span: this span came after it
         if item not in earlier_mentions and item not in earlier_links:
             checkpoint.add(CRITICAL, item, IMPORTANT if _is_fact(item) else BACKGROUND)
     if facts.model_error:
-        checkpoint.add(CRITICAL, f"The last model call failed: {_one_line(facts.model_error)}", USEFUL)
+        checkpoint.add(CRITICAL, MODEL_FAILED + _one_line(facts.model_error), USEFUL)
     checkpoint.add_all(CRITICAL, _unique(facts.root_causes)[-MAX_ROOT_CAUSES:], IMPORTANT)
     checkpoint.add_all(CRITICAL, _unique(facts.environment), USEFUL)
     findings = _unique(facts.findings)[-MAX_FINDINGS:]
     recent = len(findings) - RECENT_FINDINGS
     for position, finding in enumerate(findings):
         checkpoint.add(CRITICAL, finding, USEFUL if position >= recent else BACKGROUND)
-    checkpoint.add_all(CRITICAL, _labelled(FIXED_LATER, facts.resolved_errors), USEFUL)
+    checkpoint.add_all(CRITICAL, _history(FIXED_LATER, facts.resolved_errors), USEFUL)
     earlier_failures = [item for item in facts.superseded_errors if item not in facts.blocked]
-    checkpoint.add_all(CRITICAL, _labelled(FAILED_BEFORE, earlier_failures), BACKGROUND)
+    checkpoint.add_all(CRITICAL, _history(FAILED_BEFORE, earlier_failures), BACKGROUND)
     checkpoint.add_all(CRITICAL, _focus_sentences(checkpoint, request, facts), IMPORTANT)
     known = {*facts.read_files, *facts.modified_files, *request.files.readFiles,
              *request.files.modifiedFiles, *earlier_files}
@@ -437,6 +480,15 @@ def _labelled(label: str, items: Iterable[str]) -> list[str]:
     """History items with their label (a whole error output gets it on its first line, as
     a command's failure has its command there)."""
     return [item if item.startswith(label) else label + item for item in items]
+
+
+MAX_HISTORY_ERROR_CHARS = 300
+
+
+def _history(label: str, errors: Iterable[str]) -> list[str]:
+    """Errors that no longer block, labelled, each on one line: the next session needs to
+    know what went wrong and was dealt with, not the whole output again."""
+    return _labelled(label, (one_line(error, MAX_HISTORY_ERROR_CHARS) for error in errors))
 
 
 def _paths_in(texts: Iterable[str]) -> list[str]:
