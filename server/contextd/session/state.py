@@ -10,6 +10,7 @@ import asyncio
 import os
 import time
 from abc import ABC, abstractmethod
+from dataclasses import replace
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +61,7 @@ from contextd.tokens.context_size import (
     context_threshold,
     context_tokens_of,
     counted_parts,
+    largest_report,
     reports_context,
 )
 from contextd.tokens.unseen import UnseenState, learn_unseen
@@ -316,6 +318,7 @@ class LiveState(ABC):
                     # the unseen part when it is its stretch's first report.
                     if not self._unseen.settled:
                         self._learn_unseen()
+                    self._widen_window(message.usage.context_tokens)
                     self._figure = TokenFigure(
                         message.usage.context_tokens,
                         0,
@@ -378,7 +381,7 @@ class LiveState(ABC):
         `pending` is the usage the agent reported for an answer not written yet (the rest
         of it may still come): until it is, that is the figure, as the agent itself shows."""
         self.pending_usage = pending
-        encoding = self.model_info.encoding
+        encoding, model_before = self.model_info.encoding, self.model_id
         for entry in entries:
             self.file.append(entry)
             self.tree.add(entry)
@@ -387,6 +390,7 @@ class LiveState(ABC):
                 self._ledger.add(entry, self.entry_tokens[entry.id])
             if isinstance(entry, ModelChangeEntry):
                 self._use_model(entry.model, entry.contextWindow)
+        self._widen_window(largest_report(entries, self.model_id, model_before))
         if self.model_info.encoding != encoding:
             self._count_all(self.tree.entries.values())
         if leaf_id is not None and leaf_id != self.tree.leaf_id and self.tree.is_node_id(leaf_id):
@@ -453,14 +457,26 @@ class LiveState(ABC):
     # --- model ------------------------------------------------------------------------
 
     def _refresh_model_from(self, entries: Iterable[Entry]) -> None:
+        latest = None
         for entry in entries:
             if isinstance(entry, ModelChangeEntry):
-                self._use_model(entry.model, entry.contextWindow)
+                latest = entry
+        if latest is not None:
+            self._use_model(latest.model, latest.contextWindow)
 
     def _use_model(self, model_id: str, recorded_window: int | None = None) -> None:
         self.model_id = model_id
         self._recorded_window = recorded_window
-        self.model_info = resolve_model(model_id, self.settings.models, recorded_window)
+        info = resolve_model(model_id, self.settings.models, recorded_window)
+        self.model_info = info
+        self._widen_window(largest_report(self.tree.nodes(), model_id))
+
+    def _widen_window(self, reported: int) -> None:
+        """A window smaller than a context the model took is wrong, whoever assumed it (the
+        registry, a transcript, the user): it is raised to that context, so a session that
+        worked never reads over 100%."""
+        if reported > self.model_info.context_window:
+            self.model_info = replace(self.model_info, context_window=reported)
 
     def set_model(self, model_id: str) -> None:
         self.record_model(model_id)

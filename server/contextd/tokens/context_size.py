@@ -8,7 +8,7 @@ session learned it (`contextd.tokens.unseen`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -24,6 +24,7 @@ from contextd.model import (
     HandoffEntry,
     Message,
     MessageEntry,
+    ModelChangeEntry,
     PruneEntry,
     Settings,
 )
@@ -74,6 +75,21 @@ def context_threshold(window: int, settings: Settings) -> int:
     # A reserve meant for big windows must not swallow a small one: it takes at most half.
     reserve = min(max(compaction.reserveTokens, int(window * 0.15)), window // 2)
     return window - reserve
+
+
+def largest_report(entries: Iterable[Entry], model_id: str, model_before: str | None = None) -> int:
+    """The largest context a provider reported while the session talked to `model_id` (0
+    with none), entries in file order, `model_before` in force before them. A window smaller than that is plainly wrong: the
+    model took that much (a GLM model behind Claude Code answered 150,906 tokens where its
+    assumed window was 128,000)."""
+    largest, current = 0, model_before
+    for entry in entries:
+        if isinstance(entry, ModelChangeEntry):
+            current = entry.model
+        elif current == model_id and isinstance(entry, MessageEntry) and reports_context(entry.message):
+            assert isinstance(entry.message, AssistantMessage) and entry.message.usage is not None
+            largest = max(largest, entry.message.usage.context_tokens)
+    return largest
 
 
 def usage_anchor(path: Sequence[Entry]) -> int | None:
