@@ -120,6 +120,7 @@ def build_parser() -> Parser:
 
 
 def add_serve_options(serve: argparse.ArgumentParser) -> None:
+    from contextd.rpc.connection import DEFAULT_MAX_WRITE_BUFFER_BYTES
     from contextd.rpc.framing import DEFAULT_MAX_FRAME_BYTES
 
     where = serve.add_mutually_exclusive_group()
@@ -136,6 +137,10 @@ def add_serve_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--max-frame-bytes", metavar="N", type=int, default=DEFAULT_MAX_FRAME_BYTES,
         help="larger messages are refused with an error",
+    )
+    serve.add_argument(
+        "--max-write-buffer-bytes", metavar="N", type=int, default=DEFAULT_MAX_WRITE_BUFFER_BYTES,
+        help="a client that leaves more than this unread is disconnected",
     )
 
 
@@ -204,7 +209,8 @@ def serve(args: argparse.Namespace) -> int:
     settings = shared.read_settings_file(args.settings)
     many = bool(address or args.socket)
     daemon = create_daemon(
-        args.data_dir, settings, dedicated=not many, max_frame_bytes=args.max_frame_bytes
+        args.data_dir, settings, dedicated=not many, max_frame_bytes=args.max_frame_bytes,
+        max_write_buffer_bytes=args.max_write_buffer_bytes,
     )
     if address:
         return asyncio.run(listen.serve_sockets(daemon, tcp=address, grace_seconds=args.grace))

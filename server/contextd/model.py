@@ -14,6 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MAX_TEXT_CHARS = 4_000_000
 """The largest single text a client may send; beyond it the request is refused."""
+MAX_CONTENT_DEPTH = 64
+"""How deeply a message or a settings object may nest objects and arrays. Deeper content is
+refused before anything is written or applied: it could not be stored, dumped or read back."""
 
 
 class Strict(BaseModel):
@@ -450,6 +453,32 @@ class Settings(SettingsGroup):
     @classmethod
     def _none_is_default(cls, data: Any) -> Any:
         return {} if data is None else data
+
+
+def nesting_depth(value: Any) -> int:
+    """Levels of objects and arrays, counted without recursion (so any depth is measurable)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_CONTENT_DEPTH:
+            break  # deep enough to refuse; no need to walk the rest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def too_deep_setting(raw: Any) -> str | None:
+    """The first top-level key of a settings object that nests deeper than MAX_CONTENT_DEPTH."""
+    if not isinstance(raw, dict):
+        return None
+    return next((str(key) for key, value in raw.items() if nesting_depth(value) >= MAX_CONTENT_DEPTH), None)
 
 
 def unknown_setting_keys(settings: BaseModel, prefix: str = "") -> list[str]:

@@ -28,11 +28,13 @@ from pydantic import (
 from contextd import __version__
 from contextd.formats import Format, render_context
 from contextd.model import (
+    MAX_CONTENT_DEPTH,
     MAX_TEXT_CHARS,
     FollowedAgent,
     IdleSettings,
     Message,
     Settings,
+    nesting_depth,
 )
 from contextd.rpc.connection import ConnectionLost, Handler
 from contextd.rpc.daemon import ClientConnection, Daemon, field_errors, invalid_params
@@ -60,9 +62,6 @@ ENTRY_NOT_FOUND = -32007
 READ_ONLY_MIRROR = -32008
 
 MAX_MESSAGES_PER_APPEND = 10_000
-MAX_CONTENT_DEPTH = 64
-"""How deeply a message may nest objects and arrays (tool-call arguments, mostly). Deeper
-content is refused before anything is written: it could not be stored and read back."""
 
 
 # --- params -------------------------------------------------------------------------------
@@ -133,25 +132,6 @@ class AppendParams(SessionParams):
             except (ValueError, TypeError, RecursionError):
                 raise ValueError(f"message {index} cannot be stored as JSON") from None
         return self
-
-
-def nesting_depth(value: Any) -> int:
-    """Levels of objects and arrays, counted without recursion (so any depth is measurable)."""
-    deepest = 0
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        deepest = max(deepest, depth)
-        if depth > MAX_CONTENT_DEPTH:
-            break  # deep enough to refuse; no need to walk the rest
-        stack.extend((child, depth + 1) for child in children)
-    return deepest
 
 
 class ContextParams(SessionParams):
@@ -354,7 +334,7 @@ def did_change_configuration(connection: ClientConnection, params: Any) -> None:
         apply_notified_settings(connection, raw["contextd"])
     elif connection.can_pull_configuration:
         # Clients of the pull model send an empty notification: ask for the section.
-        asyncio.ensure_future(pull_configuration(connection))
+        connection.start_task(pull_configuration(connection))
     else:
         apply_notified_settings(connection, raw)
 
@@ -622,6 +602,8 @@ def create_daemon(
     *,
     dedicated: bool = True,
     max_frame_bytes: int | None = None,
+    max_write_buffer_bytes: int | None = None,
 ) -> Daemon:
-    options: dict[str, Any] = {} if max_frame_bytes is None else {"max_frame_bytes": max_frame_bytes}
+    limits = {"max_frame_bytes": max_frame_bytes, "max_write_buffer_bytes": max_write_buffer_bytes}
+    options: dict[str, Any] = {name: value for name, value in limits.items() if value is not None}
     return Daemon(REQUESTS, NOTIFICATIONS, data_dir=data_dir, settings=settings, dedicated=dedicated, **options)

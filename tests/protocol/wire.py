@@ -1,15 +1,22 @@
 """A real `contextd serve` over real stdio, spoken to byte by byte: what a fuzzer or a
-broken client would send, with every reply collected."""
+broken client would send, with every reply collected. `open_wire("shared", ...)` speaks
+the same bytes through `contextd serve --shared` to the shared daemon's socket."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from contextd_client.rpc import read_message
+
+from tests.shared_daemon import shared_environment, stop_daemon
+
+TRANSPORTS = ["stdio", "shared"]
 
 
 def frame(message: Any) -> bytes:
@@ -20,20 +27,26 @@ def frame(message: Any) -> bytes:
 class WireDaemon:
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
+        self.address: str | None = None
+        """The shared daemon's socket, when the wire goes through one."""
         self.replies: list[Any] = []
         self.notifications: list[dict[str, Any]] = []
         self._arrived = asyncio.Event()
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
-    async def start(cls, data_dir: Path, *args: str, env: dict[str, str] | None = None) -> WireDaemon:
+    async def start(
+        cls, data_dir: Path, *args: str, env: dict[str, str] | None = None,
+        capabilities: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
+    ) -> WireDaemon:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "contextd", "--data-dir", str(data_dir), "serve", *args,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, env=env, limit=2**24,
         )
         daemon = cls(process)
-        await daemon.call("initialize", {"capabilities": {}}, request_id="init")
+        initialize = {"capabilities": capabilities or {}, "initializationOptions": settings}
+        await daemon.call("initialize", initialize, request_id="init")
         daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         return daemon
 
@@ -68,6 +81,14 @@ class WireDaemon:
                 await self._arrived.wait()
 
         await asyncio.wait_for(waiting(), timeout)
+
+    async def wait_until_true(self, done: Any, timeout: float = 60) -> None:
+        """Until `done()` holds, for what no message announces (a line in the daemon's log)."""
+        async def polling() -> None:
+            while not done():
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(polling(), timeout)
 
     async def reply_to(self, request_id: Any, timeout: float = 30) -> dict[str, Any]:
         await self.wait_until(lambda: self.replies_to(request_id), timeout)
@@ -104,6 +125,41 @@ class WireDaemon:
         self._reader.cancel()
         return code
 
+    def daemon_log(self) -> str:
+        """What the daemon logged so far: the shared daemon's log file (stdio: call stderr())."""
+        assert self.address is not None
+        return Path(self.address).with_suffix(".log").read_text(errors="replace")
+
     async def stderr(self) -> str:
         assert self.process.stderr is not None
         return (await self.process.stderr.read()).decode(errors="replace")
+
+
+@asynccontextmanager
+async def open_wire(
+    transport: str, data_dir: Path, *args: str, capabilities: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
+) -> AsyncIterator[WireDaemon]:
+    """A daemon on stdio of its own, or the shared daemon (started for the test, on a runtime
+    dir of its own, ended after it) through its forwarder; `args` are the daemon's options,
+    `settings` its settings (the client's on stdio, the `--settings` file of a shared one)."""
+    if transport == "stdio":
+        wire = await WireDaemon.start(data_dir, *args, capabilities=capabilities, settings=settings)
+        try:
+            yield wire
+        finally:
+            await wire.stop()
+        return
+    with shared_environment() as env:
+        if settings is not None:
+            settings_file = Path(env["XDG_RUNTIME_DIR"]) / "settings.json"
+            settings_file.write_text(json.dumps(settings))
+            args = (*args, "--settings", str(settings_file))
+        wire = await WireDaemon.start(data_dir, "--shared", *args, env=env, capabilities=capabilities)
+        status = await wire.result("contextd/daemon/status", {})
+        wire.address = status["address"]
+        try:
+            yield wire
+        finally:
+            await wire.stop()
+            stop_daemon(status["pid"])

@@ -5,6 +5,11 @@ The LSP lifecycle is enforced here for every connection alike: requests before
 -32600, `exit` (or the end of the stream) ends the connection. Every request is answered
 exactly once, whatever it carried; a handler's unexpected failure is logged with its
 traceback and answered -32603 without one.
+
+Every task a connection starts is kept by it (the event loop holds tasks only weakly) and
+cancelled when it closes. A peer that stops reading while replies and notifications pile
+up is dropped once its unsent bytes pass `max_write_buffer_bytes`, so one stuck client
+cannot grow a shared daemon's memory without limit.
 """
 
 from __future__ import annotations
@@ -14,8 +19,8 @@ import contextvars
 import inspect
 import itertools
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, TypeVar
 
 from contextd.rpc.framing import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -39,11 +44,17 @@ from contextd.rpc.messages import (
     classify,
     encode,
     error_reply,
+    is_valid_id,
     parse_body,
     reply,
 )
 
 log = logging.getLogger(__name__)
+
+DEFAULT_MAX_WRITE_BUFFER_BYTES = 4 * DEFAULT_MAX_FRAME_BYTES
+"""Unsent bytes a peer may leave behind before it is dropped: a few of the largest replies."""
+
+T = TypeVar("T")
 
 Handler = Callable[[Any, Any], Any]
 """`handler(connection, params)`: returns the result, or an awaitable of it. The connection
@@ -72,15 +83,18 @@ class Connection:
         notifications: Mapping[str, Handler],
         *,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        max_write_buffer_bytes: int = DEFAULT_MAX_WRITE_BUFFER_BYTES,
         on_close: Callable[[Connection], None] = lambda connection: None,
     ) -> None:
         self.number = next(self._numbers)
         self._frames = FrameReader(reader, max_frame_bytes)
         self._writer = writer
+        self._max_write_buffer_bytes = max_write_buffer_bytes
         self._requests = requests
         self._notifications = notifications
         self._on_close = on_close
         self._running: dict[RequestId, asyncio.Task[Any]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
         self._pending: dict[str, asyncio.Future[Any]] = {}
         self._request_ids = itertools.count(1)
         self._reading: asyncio.Task[Any] | None = None
@@ -98,6 +112,14 @@ class Connection:
         if self.closed or self._writer.is_closing():
             return
         self._writer.write(encode_frame(encode(message)))
+        unsent = self._writer.transport.get_write_buffer_size()
+        if unsent > self._max_write_buffer_bytes:
+            log.warning(
+                "%s: dropped: it left %d bytes unread (the limit is %d)",
+                self, unsent, self._max_write_buffer_bytes,
+            )
+            self._writer.transport.abort()  # close() would wait to flush what it never reads
+            self.close()
 
     def notify(self, method: str, params: Any) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
@@ -113,6 +135,13 @@ class Connection:
         future.add_done_callback(lambda _: self._pending.pop(request_id, None))
         self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         return future
+
+    def start_task(self, coroutine: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """Run `coroutine` for this connection: kept until it ends, cancelled when it closes."""
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     # --- reading ----------------------------------------------------------------------
 
@@ -158,10 +187,17 @@ class Connection:
             self._refuse(Invalid(None, RpcError(INVALID_REQUEST, "an empty batch")))
             return
         messages = [classify(value) for value in values]
-        asyncio.get_running_loop().create_task(self._answer_batch(messages))
+        self.start_task(self._answer_batch(messages))
 
     async def _answer_batch(self, messages: list[Any]) -> None:
-        replies = [await self._outcome(message) for message in messages]
+        """Members run one after the other, each a request of its own (it can be cancelled)."""
+        replies = []
+        for message in messages:
+            if isinstance(message, Request):
+                task = self._start_request(message, self._outcome(message))
+                replies.append(await task if task is not None else duplicate_reply(message.id))
+            else:
+                replies.append(await self._outcome(message))
         answered = [item for item in replies if item is not None]
         if answered:
             self.send(answered)
@@ -171,14 +207,28 @@ class Connection:
         run to completion in that order, and a long one (a compaction) blocks nobody."""
         if isinstance(message, Invalid):
             self._refuse(message)
-            return
-        if isinstance(message, Response):
+        elif isinstance(message, Response):
             self._resolve(message)
-            return
-        task = asyncio.get_running_loop().create_task(self._answer_one(message))
-        if isinstance(message, Request):
-            self._running[message.id] = task
-            task.add_done_callback(lambda _: self._running.pop(message.id, None))
+        elif isinstance(message, Notification):
+            self.start_task(self._answer_one(message))
+        elif self._start_request(message, self._answer_one(message)) is None:
+            self.send(duplicate_reply(message.id))
+
+    def _start_request(self, request: Request, coroutine: Coroutine[Any, Any, T]) -> asyncio.Task[T] | None:
+        """The task answering `request`, findable by its id while it runs; None (and the
+        coroutine dropped) when a request with that id is still running: the peer could not
+        tell the two replies apart, nor which one a `$/cancelRequest` meant."""
+        if request.id in self._running:
+            coroutine.close()
+            return None
+        task = self.start_task(coroutine)
+        self._running[request.id] = task
+        task.add_done_callback(lambda _: self._forget(request.id, task))
+        return task
+
+    def _forget(self, request_id: RequestId, task: asyncio.Task[Any]) -> None:
+        if self._running.get(request_id) is task:
+            del self._running[request_id]
 
     async def _answer_one(self, message: Request | Notification) -> None:
         outcome = await self._outcome(message)
@@ -263,7 +313,10 @@ class Connection:
 
     def _cancel(self, params: Any) -> None:
         request_id = params.get("id") if isinstance(params, dict) else None
-        task = self._running.get(request_id) if request_id is not None else None  # type: ignore[arg-type]
+        if not is_valid_id(request_id):
+            log.debug("%s: $/cancelRequest without a usable id ignored", self)
+            return
+        task = self._running.get(request_id)
         if task is not None:
             task.cancel()
 
@@ -284,17 +337,32 @@ class Connection:
     # --- closing ----------------------------------------------------------------------
 
     def close(self) -> None:
-        """End the connection; requests of ours still unanswered fail with ConnectionLost."""
+        """End the connection: its tasks are cancelled, then requests of ours still
+        unanswered fail with ConnectionLost (on the next turn of the loop, so a task of ours
+        waiting for one sees its cancellation first: `wait_for` would give it the error)."""
         if self.closed:
             return
         self.closed = True
-        for future in list(self._pending.values()):
-            if not future.done():
-                future.set_exception(ConnectionLost(f"{self} closed"))
         try:
             self._writer.close()
         except (ConnectionError, OSError, RuntimeError):
             pass
         if self._reading is not None and self._reading is not asyncio.current_task():
             self._reading.cancel()  # it may be waiting for input that will never come
+        for task in list(self._tasks):
+            if task is not asyncio.current_task():
+                task.cancel()
+        asyncio.get_running_loop().call_soon(self._fail_pending)
         self._on_close(self)
+
+    def _fail_pending(self) -> None:
+        for future in list(self._pending.values()):
+            if not future.done():
+                future.set_exception(ConnectionLost(f"{self} closed"))
+
+
+def duplicate_reply(request_id: RequestId) -> dict[str, Any]:
+    return error_reply(
+        request_id,
+        RpcError(INVALID_REQUEST, f"a request with id {request_id!r} is still running on this connection"),
+    )

@@ -21,8 +21,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contextd.follow import Follower
-from contextd.model import Settings, unknown_setting_keys
+from contextd.model import MAX_CONTENT_DEPTH, Settings, too_deep_setting, unknown_setting_keys
 from contextd.rpc.connection import (
+    DEFAULT_MAX_WRITE_BUFFER_BYTES,
     Connection,
     ConnectionLost,
     Handler,
@@ -69,6 +70,10 @@ def invalid_params(errors: list[dict[str, str]]) -> RpcError:
 
 def parse_settings(raw: Any) -> Settings:
     """A settings object, or -32602 naming the bad keys; unknown keys are logged."""
+    too_deep = too_deep_setting(raw)
+    if too_deep is not None:
+        message = f"nests deeper than {MAX_CONTENT_DEPTH} levels"
+        raise invalid_params([{"field": f"settings.{too_deep}", "message": message}])
     try:
         settings = Settings.model_validate(raw or {})
     except ValidationError as error:
@@ -148,6 +153,7 @@ class Daemon:
         settings: Settings | None = None,
         dedicated: bool = True,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        max_write_buffer_bytes: int = DEFAULT_MAX_WRITE_BUFFER_BYTES,
     ) -> None:
         self.requests = requests
         self.notifications = notifications
@@ -155,6 +161,7 @@ class Daemon:
         self.settings = settings or Settings()
         self.dedicated = dedicated
         self.max_frame_bytes = max_frame_bytes
+        self.max_write_buffer_bytes = max_write_buffer_bytes
         self.connections: list[ClientConnection] = []
         self.started_at = time.time()
         self.address: str | None = None
@@ -275,6 +282,7 @@ class Daemon:
             self.requests,
             self.notifications,
             max_frame_bytes=self.max_frame_bytes,
+            max_write_buffer_bytes=self.max_write_buffer_bytes,
             on_close=self._detach,
         )
         self.connections.append(connection)
@@ -339,6 +347,8 @@ class DaemonEvents:
         self.daemon = daemon
         self._compacting: dict[str, str] = {}
         """compactionId -> sessionId, from started to finished: `$/progress` names no session."""
+        self._progress: dict[str, list[WorkDoneProgress]] = {}
+        """A progress token -> the connections that were sent its `begin`."""
 
     def _tell(self, session_id: str, method: str, body: dict[str, Any]) -> None:
         for connection in self.daemon.watchers(session_id):
@@ -421,21 +431,54 @@ class DaemonEvents:
 
     def compaction_progress(self, compaction_id: str, stage: str, message: str) -> None:
         """`$/progress` for the connections that show work-done progress; the token is the
-        compaction id, created on the client before `begin`."""
+        compaction id, created on each client at `begin` (a connection that started watching
+        later never got a `begin`, so it gets no `report` or `end` either)."""
         token = f"contextd-compaction-{compaction_id}"
         session_id = self._compacting.get(compaction_id)
         if session_id is None:
             return
-        for connection in self.daemon.watchers(session_id):
-            if not connection.supports_progress:
-                continue
-            if stage == "begin":
-                connection.request("window/workDoneProgress/create", {"token": token}).add_done_callback(
-                    lambda future: future.exception()  # an unanswered create is no error of ours
-                )
-                value = {"kind": "begin", "title": "Compacting context", "message": message, "cancellable": False}
-            elif stage == "report":
-                value = {"kind": "report", "message": message}
-            else:
-                value = {"kind": "end", "message": message}
-            connection.notify("$/progress", {"token": token, "value": value})
+        if stage == "begin":
+            self._progress[token] = [
+                WorkDoneProgress(connection, token)
+                for connection in self.daemon.watchers(session_id)
+                if connection.supports_progress
+            ]
+        progresses = self._progress.pop(token, []) if stage == "end" else self._progress.get(token, [])
+        value = {
+            "begin": {"kind": "begin", "title": "Compacting context", "message": message, "cancellable": False},
+            "report": {"kind": "report", "message": message},
+        }.get(stage, {"kind": "end", "message": message})
+        for progress in progresses:
+            progress.send(value)
+
+
+class WorkDoneProgress:
+    """One `$/progress` token on one connection. LSP forbids using a token whose
+    `window/workDoneProgress/create` failed, so nothing is sent until the client has answered
+    it; what comes meanwhile waits, in order, and is dropped if the answer is an error."""
+
+    def __init__(self, connection: ClientConnection, token: str) -> None:
+        self.connection = connection
+        self.token = token
+        self.waiting: list[dict[str, Any]] | None = []
+        """Values held until the token exists; None once it does."""
+        self.refused = False
+        created = connection.request("window/workDoneProgress/create", {"token": token})
+        created.add_done_callback(self._created)
+
+    def send(self, value: dict[str, Any]) -> None:
+        if self.refused:
+            return
+        if self.waiting is not None:
+            self.waiting.append(value)
+            return
+        self.connection.notify("$/progress", {"token": self.token, "value": value})
+
+    def _created(self, created: asyncio.Future[Any]) -> None:
+        if created.cancelled() or created.exception() is not None:
+            self.refused = True
+            log.debug("%s: no work-done progress (the token was not created)", self.connection)
+            return
+        waiting, self.waiting = self.waiting or [], None
+        for value in waiting:
+            self.send(value)

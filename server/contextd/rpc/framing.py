@@ -79,13 +79,15 @@ class FrameReader:
 
     def recover_from(self, body: bytes) -> None:
         """A body that did not parse may have swallowed the start of the next frame (its
-        Content-Length was too long): give back from the header, or from a trailing piece of
-        one, so that frame is read after all."""
-        found = HEADER_START.search(body, 1)
+        Content-Length was too long, or its body short or missing): give back from the
+        header, or from a trailing piece of one, so that frame is read after all. The search
+        starts at the body's first byte: the header this body came with is already consumed,
+        so a frame found there is the next one, and giving it back always makes progress."""
+        found = HEADER_START.search(body)
         if found is not None:
             self._buffer[:0] = body[found.start() :]
             return
-        for start in range(max(1, len(body) - len(HEADER_NAME) + 1), len(body)):
+        for start in range(max(0, len(body) - len(HEADER_NAME) + 1), len(body)):
             if HEADER_NAME.startswith(body[start:].lower()):
                 self._buffer[:0] = body[start:]
                 return

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from contextd.model import Settings
+from contextd.model import MAX_CONTENT_DEPTH, Settings, too_deep_setting
+from contextd.rpc.framing import encode_frame
 from contextd.rpc.listen import socket_in_use, stdio_streams
 from contextd.store import default_data_dir
 
@@ -51,8 +52,12 @@ def read_settings_file(path: str | None) -> Settings | None:
     if path is None:
         return None
     try:
-        return Settings.model_validate(json.loads(Path(path).read_text()))
-    except (OSError, ValueError, ValidationError) as error:
+        raw = json.loads(Path(path).read_text())
+        too_deep = too_deep_setting(raw)
+        if too_deep is not None:
+            raise ValueError(f"{too_deep} nests deeper than {MAX_CONTENT_DEPTH} levels")
+        return Settings.model_validate(raw)
+    except (OSError, ValueError, RecursionError, ValidationError) as error:
         raise SystemExit(f"contextd: cannot use the settings file {path}: {error}") from None
 
 
@@ -66,11 +71,9 @@ def start_lock(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def ensure_daemon(
-    data_dir: Path, *, log_level: str = "INFO", settings_file: str | None = None,
-    grace_seconds: float = SHARED_GRACE_SECONDS,
-) -> Path:
-    """The socket of a running shared daemon for `data_dir`, started when none answers."""
+def ensure_daemon(data_dir: Path, *, log_level: str = "INFO", options: list[str] | None = None) -> Path:
+    """The socket of a running shared daemon for `data_dir`, started when none answers;
+    `options` are the `serve` options of the daemon it starts (`--grace`, `--settings`)."""
     path = socket_path(data_dir)
     if socket_in_use(path):
         return path
@@ -80,10 +83,8 @@ def ensure_daemon(
             return path
         command = [
             sys.executable, "-m", "contextd", "--data-dir", str(data_dir), "--log-level", log_level,
-            "serve", "--socket", str(path), "--grace", str(grace_seconds),
+            "serve", "--socket", str(path), *(options or []),
         ]
-        if settings_file is not None:
-            command += ["--settings", settings_file]
         with open(path.with_suffix(".log"), "ab") as log_file:
             daemon = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log_file,
@@ -99,20 +100,27 @@ def ensure_daemon(
     return path
 
 
+def daemon_options(args: argparse.Namespace) -> list[str]:
+    """The options of `serve --shared` that the daemon it starts takes."""
+    grace = args.grace if args.grace is not None else SHARED_GRACE_SECONDS
+    options = ["--grace", str(grace)]
+    options += ["--max-frame-bytes", str(args.max_frame_bytes)]
+    options += ["--max-write-buffer-bytes", str(args.max_write_buffer_bytes)]
+    if args.settings is not None:
+        options += ["--settings", args.settings]
+    return options
+
+
 def forward_stdio(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
-    path = ensure_daemon(
-        data_dir,
-        log_level=args.log_level or "INFO",
-        settings_file=args.settings,
-        grace_seconds=args.grace if args.grace is not None else SHARED_GRACE_SECONDS,
-    )
+    path = ensure_daemon(data_dir, log_level=args.log_level or "INFO", options=daemon_options(args))
     return asyncio.run(forward(path))
 
 
 async def forward(path: Path) -> int:
     """Pump bytes both ways until the daemon closes our connection (after `exit`, or after
-    stdin ended and the daemon saw it)."""
+    stdin ended and the daemon saw it): 0 when it did so while still running, 1 when it
+    went away (killed, crashed, stopped), so the editor shows the failure."""
     daemon_reader, daemon_writer = await asyncio.open_unix_connection(str(path))
     editor_reader, editor_writer = await stdio_streams()
 
@@ -130,4 +138,27 @@ async def forward(path: Path) -> int:
         pass
     upstream.cancel()
     await asyncio.gather(upstream, return_exceptions=True)
-    return 0
+    if await still_serving(path):
+        return 0
+    print(f"contextd: the shared daemon on {path} ended (see {path.with_suffix('.log')})", file=sys.stderr)
+    return 1
+
+
+PROBE = encode_frame(b'{"jsonrpc":"2.0","id":0,"method":"contextd/daemon/status"}')
+
+
+async def still_serving(path: Path) -> bool:
+    """Whether the daemon on `path` still answers a request. A daemon being killed may still
+    accept a connection (its listening socket is closed a moment after ours), but it never
+    answers: the probe then reads the end of the stream, not a reply."""
+    try:
+        reader, writer = await asyncio.open_unix_connection(str(path))
+    except OSError:
+        return False
+    try:
+        writer.write(PROBE)
+        return bool(await asyncio.wait_for(reader.read(1), START_TIMEOUT_SECONDS))
+    except (OSError, TimeoutError):
+        return False
+    finally:
+        writer.close()
