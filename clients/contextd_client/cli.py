@@ -25,6 +25,7 @@ from typing import Any
 from contextd.cli import UsageError
 
 from contextd_client import render
+from contextd_client.agents.commands import add_agent_commands, agent_commands
 from contextd_client.client import ContextdClient
 from contextd_client.replay import (
     ReplayFile,
@@ -246,6 +247,7 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
         help="with --idle: only when the context holds at least TOKENS (default: the daemon's idle setting)",
     )
     watch.add_argument("--follow", action="store_true", help="keep watching after the replay")
+    add_agent_commands(add_command)
 
 
 # --- shared plumbing ----------------------------------------------------------------------
@@ -284,19 +286,23 @@ def with_window(settings: dict[str, Any], model: str, window: int | None) -> dic
     return {**settings, "models": models, "compaction": compaction}
 
 
-async def connect(args: argparse.Namespace, settings: dict[str, Any]) -> ContextdClient:
-    """The daemon at --tcp, or a new one on stdio; DaemonUnavailable when neither works."""
+async def connect(
+    args: argparse.Namespace, settings: dict[str, Any], workspace: str | None = None
+) -> ContextdClient:
+    """The daemon at --tcp, or a new one on stdio; DaemonUnavailable when neither works.
+    `workspace` is the connection's workspace folder (default: the daemon's directory)."""
     if args.tcp:
         from contextd.cli import parse_host_port
 
         host, port = parse_host_port(args.tcp)
         try:
-            return await ContextdClient.connect(host, port, settings=settings)
+            return await ContextdClient.connect(host, port, settings=settings, workspace=workspace)
         except OSError as error:
             raise DaemonUnavailable(f"cannot reach the daemon at {args.tcp}: {error.strerror or error}") from None
     try:
         return await ContextdClient.spawn(
-            data_dir=args.data_dir, settings=settings, log_level=args.log_level or DEFAULT_DAEMON_LOG_LEVEL
+            data_dir=args.data_dir, settings=settings, workspace=workspace,
+            log_level=args.log_level or DEFAULT_DAEMON_LOG_LEVEL,
         )
     except OSError as error:
         raise DaemonUnavailable(f"cannot start the daemon ({sys.executable} -m contextd serve): {error}") from None
@@ -673,6 +679,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = 
     "watch": run_watch,
     "follow": run_follow,
     "status": run_status,
+    **agent_commands(connect, load_settings),
 }
 
 

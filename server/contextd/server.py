@@ -27,6 +27,7 @@ from pydantic import (
 
 from contextd import __version__
 from contextd.formats import Format, render_context
+from contextd.history import history_index_for
 from contextd.model import (
     MAX_CONTENT_DEPTH,
     MAX_TEXT_CHARS,
@@ -47,6 +48,7 @@ from contextd.session import (
     InvalidAppend,
     NothingToCompactError,
 )
+from contextd.session import history
 from contextd.session.errors import ReadOnlyMirror
 from contextd.store import InvalidSessionId, SessionLocked, SessionNotFound
 from contextd.summarizers.errors import redact
@@ -132,6 +134,38 @@ class AppendParams(SessionParams):
             except (ValueError, TypeError, RecursionError):
                 raise ValueError(f"message {index} cannot be stored as JSON") from None
         return self
+
+
+MAX_HISTORY_HITS = 100
+MAX_HISTORY_TOKENS = 100_000
+
+
+class HistorySearchParams(SessionParams):
+    query: str = Field(min_length=1, max_length=2000)
+    limit: int = Field(default=10, ge=1, le=MAX_HISTORY_HITS)
+
+
+class HistoryGetParams(SessionParams):
+    entryIds: list[str] | None = Field(default=None, min_length=1, max_length=1000)
+    around: str | None = Field(default=None, min_length=1, max_length=256)
+    maxTokens: int = Field(default=4000, ge=1, le=MAX_HISTORY_TOKENS)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> HistoryGetParams:
+        if (self.entryIds is None) == (self.around is None):
+            raise ValueError("give either entryIds or around")
+        return self
+
+
+class HistorySourcesParams(SessionParams):
+    entryId: str = Field(min_length=1, max_length=256)
+    item: int | str | None = None
+
+
+class HistorySummarizeParams(SessionParams):
+    throughEntryId: str | None = Field(default=None, min_length=1, max_length=256)
+    firstKeptEntryId: str | None = Field(default=None, min_length=1, max_length=256)
+
 
 
 class ContextParams(SessionParams):
@@ -561,6 +595,27 @@ def follow(connection: ClientConnection, params: FollowParams) -> dict[str, Any]
     return daemon.follower.describe()
 
 
+async def history_search(connection: ClientConnection, params: HistorySearchParams) -> dict[str, Any]:
+    session = connection.daemon.sessions.get(params.sessionId)
+    index = history_index_for(connection.daemon.data_dir)
+    return await history.search(session, index, params.query, params.limit)
+
+
+def history_get(connection: ClientConnection, params: HistoryGetParams) -> dict[str, Any]:
+    session = connection.daemon.sessions.get(params.sessionId)
+    return history.get_entries(session, params.entryIds, params.around, params.maxTokens)
+
+
+def history_sources(connection: ClientConnection, params: HistorySourcesParams) -> dict[str, Any]:
+    session = connection.daemon.sessions.get(params.sessionId)
+    return history.summary_sources(session, params.entryId, params.item)
+
+
+async def history_summarize(connection: ClientConnection, params: HistorySummarizeParams) -> dict[str, Any]:
+    session = connection.daemon.sessions.get(params.sessionId)
+    return await history.summarize_span(session, params.throughEntryId, params.firstKeptEntryId)
+
+
 # --- wiring -------------------------------------------------------------------------------
 
 REQUESTS: dict[str, Handler] = {
@@ -588,6 +643,10 @@ REQUESTS: dict[str, Handler] = {
     "contextd/workspace/watch": request(WorkspaceWatchParams, workspace_watch),
     "contextd/workspace/unwatch": request(WorkspaceWatchParams, workspace_unwatch),
     "contextd/follow": request(FollowParams, follow),
+    "contextd/history/search": request(HistorySearchParams, history_search),
+    "contextd/history/get": request(HistoryGetParams, history_get),
+    "contextd/history/sources": request(HistorySourcesParams, history_sources),
+    "contextd/history/summarize": request(HistorySummarizeParams, history_summarize),
 }
 
 NOTIFICATIONS: dict[str, Handler] = {

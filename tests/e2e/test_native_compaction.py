@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from contextd.compaction.context import COMPACTION_PREAMBLE
+from contextd.compaction.context import COMPACTION_PREAMBLE, HISTORY_TOOLS_LINE
 from contextd.importers import save
 from contextd_client import ContextdClient, ContextdError
 
@@ -158,11 +158,11 @@ async def test_openai_native_stores_its_item_and_replays_it_in_the_openai_format
         "role" not in m or m["role"] in ("user", "assistant") for m in openai_view
     )
     chat_view = (await run.client.context(session, "openai"))["messages"]
-    assert chat_view[0] == {"role": "user", "content": COMPACTION_PREAMBLE + compacted["summary"]}
+    assert chat_view[0] == {"role": "user", "content": COMPACTION_PREAMBLE + compacted["summary"] + HISTORY_TOOLS_LINE}
     anthropic_view = (await run.client.context(session, "anthropic"))["messages"]
-    assert anthropic_view[0]["content"][0]["text"] == COMPACTION_PREAMBLE + compacted["summary"]
+    assert anthropic_view[0]["content"][0]["text"] == COMPACTION_PREAMBLE + compacted["summary"] + HISTORY_TOOLS_LINE
     neutral_view = (await run.client.context(session, "neutral"))["messages"]
-    assert neutral_view[0]["content"] == COMPACTION_PREAMBLE + compacted["summary"]
+    assert neutral_view[0]["content"] == COMPACTION_PREAMBLE + compacted["summary"] + HISTORY_TOOLS_LINE
     kept = neutral_view[1:]
     assert len(openai_view) - 1 >= len([m for m in kept if m["role"] != "assistant"]), (
         "the kept turns follow"
@@ -197,7 +197,7 @@ async def test_anthropic_native_summary_is_the_compaction_block(start, provider)
     anthropic_view = (await run.client.context(session, "anthropic"))["messages"]
     assert anthropic_view[0]["content"][0]["text"].startswith(COMPACTION_PREAMBLE + BLOCK)
     openai_view = (await run.client.context(session, "openai"))["messages"]
-    assert openai_view[0] == {"role": "user", "content": COMPACTION_PREAMBLE + compacted["summary"]}
+    assert openai_view[0] == {"role": "user", "content": COMPACTION_PREAMBLE + compacted["summary"] + HISTORY_TOOLS_LINE}
     [stored] = compaction_lines(path)
     assert "preserveData" not in stored
     assert SECRET not in run.everything_shown(compacted) + path.read_text()
@@ -241,7 +241,7 @@ async def test_a_failed_native_compaction_falls_back(
     [stored] = compaction_lines(path)
     assert "preserveData" not in stored
     openai_view = (await run.client.context(session, "openai"))["messages"]
-    assert openai_view[0] == {"role": "user", "content": COMPACTION_PREAMBLE + compacted["summary"]}
+    assert openai_view[0] == {"role": "user", "content": COMPACTION_PREAMBLE + compacted["summary"] + HISTORY_TOOLS_LINE}
     finished = [n for n in run.notifications if n["method"] == "contextd/compactionFinished"]
     assert finished[-1]["outcome"] == "compacted"
     assert name in run.log.read_text(), "the native failure is logged before the fallback"

@@ -5,7 +5,7 @@ out of reprs."""
 
 from __future__ import annotations
 
-from contextd.compaction.context import COMPACTION_PREAMBLE, entry_message
+from contextd.compaction.context import COMPACTION_PREAMBLE, HISTORY_TOOLS_LINE, entry_message
 from contextd.compaction.files import format_file_lists
 from contextd.compaction.prepare import TURN_CONTEXT_HEADING, split_turn_context
 from contextd.formats import render_context
@@ -109,7 +109,7 @@ def test_other_formats_and_other_summarizers_use_the_readable_summary() -> None:
     chat = render_context(context_of(native), None, "openai", native)["messages"]
     responses_plain = render_context(context_of(plain), None, "openai-responses", plain)["messages"]
 
-    readable = COMPACTION_PREAMBLE + "## Goal\n- Round totals"
+    readable = COMPACTION_PREAMBLE + "## Goal\n- Round totals" + HISTORY_TOOLS_LINE
     assert anthropic[0]["content"][0]["text"].startswith(readable)
     assert neutral[0]["content"] == readable
     assert chat[0] == {"role": "user", "content": readable}, "Chat Completions takes no item"

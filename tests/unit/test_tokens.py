@@ -22,6 +22,7 @@ from contextd.compaction.context import (
     BRANCH_SUMMARY_PREAMBLE,
     COMPACTION_PREAMBLE,
     HANDOFF_PREAMBLE,
+    HISTORY_TOOLS_LINE,
 )
 from contextd.model import (
     AssistantMessage,
@@ -331,7 +332,7 @@ def test_compaction_counts_as_the_user_message_it_becomes():
         reason="threshold",
         summarizer=SummarizerInfo(provider="offline"),
     )
-    expected = MESSAGE_OVERHEAD_TOKENS + tokens(COMPACTION_PREAMBLE + "We refactored the parser.")
+    expected = MESSAGE_OVERHEAD_TOKENS + tokens(COMPACTION_PREAMBLE + "We refactored the parser." + HISTORY_TOOLS_LINE)
     assert count_entry(entry, ENC) == expected
 
 

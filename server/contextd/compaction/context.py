@@ -22,6 +22,13 @@ from contextd.model import (
 COMPACTION_PREAMBLE = (
     "The conversation history before this point was compacted into the following summary:\n\n"
 )
+HISTORY_TOOLS_LINE = (
+    "\n\nEarlier detail (exact commands and outputs, errors, the user's own words) is still "
+    "reachable: search it with history_search, read entries whole with history_get, and see "
+    "what a summary item came from with summary_sources."
+)
+"""Ends every compaction summary the model reads: what was folded away can be asked for
+(`contextd mcp` serves these tools)."""
 BRANCH_SUMMARY_PREAMBLE = (
     "The following is a summary of a branch that this conversation came back from:\n\n"
 )
@@ -111,7 +118,7 @@ def entry_message(entry: Entry) -> Message | None:
     if isinstance(entry, MessageEntry):
         return entry.message
     if isinstance(entry, CompactionEntry):
-        return UserMessage(content=COMPACTION_PREAMBLE + entry.summary)
+        return UserMessage(content=COMPACTION_PREAMBLE + entry.summary + HISTORY_TOOLS_LINE)
     if isinstance(entry, BranchSummaryEntry):
         return UserMessage(content=BRANCH_SUMMARY_PREAMBLE + entry.summary)
     if isinstance(entry, HandoffEntry):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from contextd.compaction.context import build_context, visible_entries
-from contextd.compaction.cut_point import CutPoint, find_cut_point
+from contextd.compaction.cut_point import CutPoint, find_cut_point, is_turn_start
 from contextd.compaction.files import (
     carried_details,
     collect_files,
@@ -132,6 +132,55 @@ def prepare_compaction(
         return NothingToCompact(
             "fits", f"The context fits in the {keep_recent} recent tokens a compaction keeps."
         )
+    return _prepare_at(
+        path, entry_tokens, settings, cut, keep_recent,
+        instructions=instructions, reason=reason, tokens_before=tokens_before,
+    )
+
+
+def prepare_span(
+    path: Sequence[Entry],
+    entry_tokens: Mapping[str, int],
+    settings: Settings,
+    first_kept_entry_id: str | None,
+) -> CompactionPreparation | NothingToCompact:
+    """The compaction of the context at the end of `path` that keeps it from
+    `first_kept_entry_id` on (None: keeps nothing), the cut another agent chose, so contextd
+    summarizes the span that agent's compaction folds away. A kept entry inside a turn makes
+    the turn's beginning a split turn's prefix, as `find_cut_point` would. The preparation's
+    `first_kept_entry_id` is "" when nothing is kept."""
+    visible = visible_entries(path)
+    candidates = visible[1:] if visible and isinstance(visible[0], CompactionEntry) else visible
+    ids = [entry.id for entry in candidates]
+    kept_at = ids.index(first_kept_entry_id) if first_kept_entry_id in ids else len(ids)
+    if kept_at == 0:
+        return NothingToCompact("fits", "Nothing comes before the first kept entry.")
+    turn_start = None
+    if kept_at < len(candidates) and not is_turn_start(candidates[kept_at]):
+        turn_start = next((i for i in range(kept_at - 1, -1, -1) if is_turn_start(candidates[i])), None)
+    return _prepare_at(
+        path, entry_tokens, settings, CutPoint(kept_at, turn_start), settings.compaction.keepRecentTokens,
+        instructions=None, reason="manual", tokens_before=None,
+    )
+
+
+def _prepare_at(
+    path: Sequence[Entry],
+    entry_tokens: Mapping[str, int],
+    settings: Settings,
+    cut: CutPoint,
+    keep_recent: int,
+    *,
+    instructions: str | None,
+    reason: CompactionReason,
+    tokens_before: int | None,
+) -> CompactionPreparation:
+    """The preparation of the compaction of `path` whose kept part starts at `cut` (an index
+    into the context's entries after its latest compaction)."""
+    visible = visible_entries(path)
+    previous = visible[0] if isinstance(visible[0], CompactionEntry) else None
+    candidates = visible[1:] if previous else visible
+    sizes = visible_sizes(path, entry_tokens)
     messages = {item.entry_id: item.message for item in build_context(path, entry_tokens)}
     history, prefix, kept = _split(candidates, cut, messages)
     previous_summary = without_file_lists(previous.summary) if previous else None
@@ -154,7 +203,7 @@ def prepare_compaction(
         r.max_tokens for r in (history_request, turn_prefix_request) if r
     )
     return CompactionPreparation(
-        first_kept_entry_id=candidates[cut.first_kept_index].id,
+        first_kept_entry_id=candidates[cut.first_kept_index].id if cut.first_kept_index < len(candidates) else "",
         summarize_entry_ids=tuple(e.id for e in (*history, *prefix)),
         kept_entry_ids=tuple(e.id for e in kept),
         previous_summary=previous_summary,

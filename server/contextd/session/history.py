@@ -1,0 +1,214 @@
+"""A session's whole history on demand: search, entries within a token budget, the sources
+of a summary's items and contextd's summary of a span another agent compacts.
+
+Every entry counts, what compactions folded away and abandoned branches included; each
+is placed relative to the current branch and its compactions."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from contextd.compaction.prepare import NothingToCompact, offline_summary, prepare_span
+from contextd.history import HistoryIndex, entry_text
+from contextd.model import CompactionEntry, Entry, is_node
+from contextd.session.errors import EntryNotFound, NothingToCompactError
+from contextd.session.live import LiveSession
+from contextd.tokens import count_text
+
+TRUNCATED_MARK = "\n[… cut at the token budget]"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where entries sit: on the current branch or not, and which compaction folded them."""
+
+    on_branch: set[str]
+    folded_by: dict[str, str]
+
+    @classmethod
+    def of(cls, session: LiveSession) -> Placement:
+        path = session.path
+        folded: dict[str, str] = {}
+        for index, entry in enumerate(path):
+            if isinstance(entry, CompactionEntry):
+                kept = next(
+                    (i for i in range(index) if path[i].id == entry.firstKeptEntryId), index
+                )
+                for earlier in path[:kept]:
+                    folded.setdefault(earlier.id, entry.id)
+        return cls({entry.id for entry in path}, folded)
+
+    def describe(self, entry_id: str) -> dict[str, Any]:
+        if entry_id not in self.on_branch:
+            return {"branch": "abandoned", "foldedBy": None}
+        return {"branch": "current", "foldedBy": self.folded_by.get(entry_id)}
+
+
+async def search(session: LiveSession, index: HistoryIndex, query: str, limit: int) -> dict[str, Any]:
+    """Ranked full-text hits over every entry; the index first takes what was appended."""
+    entries = list(session.tree.entries.values())
+    hits = await asyncio.to_thread(_sync_and_search, index, session, entries, query, limit)
+    placement = Placement.of(session)
+    return {
+        "sessionId": session.session_id,
+        "hits": [
+            {
+                "entryId": hit.entry_id,
+                "type": hit.kind,
+                **({"role": hit.role} if hit.role else {}),
+                **({"tool": hit.tool} if hit.tool else {}),
+                "timestamp": session.tree.entries[hit.entry_id].timestamp,
+                **placement.describe(hit.entry_id),
+                "snippet": hit.snippet,
+            }
+            for hit in hits
+            if hit.entry_id in session.tree.entries
+        ],
+    }
+
+
+def _sync_and_search(
+    index: HistoryIndex, session: LiveSession, entries: Sequence[Entry], query: str, limit: int
+) -> list[Any]:
+    index.sync(session.session_id, session.header.createdAt, entries)
+    return index.search(session.session_id, query, limit)
+
+
+def get_entries(
+    session: LiveSession, entry_ids: Sequence[str] | None, around: str | None, max_tokens: int
+) -> dict[str, Any]:
+    """The entries asked for (or those around one, on its branch, nearest first), whole
+    while they fit in `max_tokens`; the first that does not is cut, the rest left out."""
+    wanted = list(entry_ids) if entry_ids is not None else _around(session, around or "")
+    for entry_id in wanted:
+        if entry_id not in session.tree.entries:
+            raise EntryNotFound(entry_id)
+    placement = Placement.of(session)
+    encoding = session.model_info.encoding
+    chosen: dict[str, dict[str, Any]] = {}
+    budget = max_tokens
+    for entry_id in wanted:
+        if budget <= 0:
+            break
+        entry = session.tree.entries[entry_id]
+        text, tokens, cut = _within(_readable(entry), budget, encoding)
+        budget -= tokens
+        chosen[entry_id] = {
+            **_describe(entry),
+            **placement.describe(entry_id),
+            "text": text,
+            "tokens": tokens,
+            **({"truncated": True} if cut else {}),
+        }
+    order = list(session.tree.entries)
+    shown = sorted(chosen, key=order.index)
+    return {
+        "sessionId": session.session_id,
+        "entries": [chosen[entry_id] for entry_id in shown],
+        "omitted": [entry_id for entry_id in wanted if entry_id not in chosen],
+    }
+
+
+def _around(session: LiveSession, entry_id: str) -> list[str]:
+    """`entry_id`, then the nodes before and after it on its branch, nearest first."""
+    tree = session.tree
+    if entry_id not in tree.entries or not is_node(tree.entries[entry_id]):
+        raise EntryNotFound(entry_id)
+    before = [entry.id for entry in tree.path_to(entry_id)][:-1]
+    current = {entry.id for entry in session.path}
+    after: list[str] = []
+    node = entry_id
+    while children := tree.children.get(node):
+        on_branch = [child for child in children if child in current]
+        node = (on_branch or children)[-1]
+        after.append(node)
+    ordered = [entry_id]
+    for distance in range(1, max(len(before), len(after)) + 1):
+        if distance <= len(before):
+            ordered.append(before[-distance])
+        if distance <= len(after):
+            ordered.append(after[distance - 1])
+    return ordered
+
+
+def _describe(entry: Entry) -> dict[str, Any]:
+    found = entry_text(entry)
+    described: dict[str, Any] = {
+        "entryId": entry.id, "parentId": entry.parentId, "type": entry.type, "timestamp": entry.timestamp,
+    }
+    if found is not None and found.role:
+        described["role"] = found.role
+    if found is not None and found.tool:
+        described["tool"] = found.tool
+    return described
+
+
+def _readable(entry: Entry) -> str:
+    found = entry_text(entry)
+    if found is not None:
+        return found.text
+    return entry.model_dump_json(exclude={"id", "parentId", "timestamp", "type"})
+
+
+def _within(text: str, budget: int, encoding: str) -> tuple[str, int, bool]:
+    """`text` whole when it fits in `budget` tokens, else its beginning that does."""
+    tokens = count_text(text, encoding)
+    if tokens <= budget:
+        return text, tokens, False
+    low, high = 0, len(text)
+    while low < high:  # the longest prefix that fits, by bisection on characters
+        middle = (low + high + 1) // 2
+        if count_text(text[:middle] + TRUNCATED_MARK, encoding) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    cut = text[:low] + TRUNCATED_MARK
+    return cut, count_text(cut, encoding), True
+
+
+def summary_sources(session: LiveSession, compaction_id: str, item: int | str | None) -> dict[str, Any]:
+    """The items of a summary (compaction, branch summary or handoff) with the entries each
+    came from; `item` picks one by its number or the items whose text holds it."""
+    entry = session.tree.entries.get(compaction_id)
+    details = getattr(entry, "details", None)
+    if entry is None or details is None:
+        raise EntryNotFound(compaction_id)
+    items = [
+        {"item": number, "section": source.section, "text": source.text, "entryIds": source.entryIds}
+        for number, source in enumerate(details.sources or [])
+    ]
+    if isinstance(item, int):
+        items = [found for found in items if found["item"] == item]
+    elif isinstance(item, str):
+        needle = item.casefold()
+        items = [found for found in items if needle in f"{found['section']} {found['text']}".casefold()]
+    return {"sessionId": session.session_id, "entryId": compaction_id, "items": items}
+
+
+async def summarize_span(
+    session: LiveSession, through_entry_id: str | None, first_kept_entry_id: str | None
+) -> dict[str, Any]:
+    """contextd's offline summary of the context at `through_entry_id` (default: the leaf)
+    up to `first_kept_entry_id` (None: all of it): what contextd would have kept of the span
+    another agent's compaction folds away."""
+    leaf = through_entry_id or session.leaf_id
+    if leaf is not None and leaf not in session.tree.entries:
+        raise EntryNotFound(leaf)
+    if first_kept_entry_id is not None and first_kept_entry_id not in session.tree.entries:
+        raise EntryNotFound(first_kept_entry_id)
+    path = session.tree.path_to(leaf)
+    prepared = prepare_span(path, session.entry_tokens, session.settings, first_kept_entry_id)
+    if isinstance(prepared, NothingToCompact):
+        raise NothingToCompactError(session.session_id, prepared.message)
+    summary = await asyncio.to_thread(offline_summary, prepared)
+    return {
+        "sessionId": session.session_id,
+        "summary": summary,
+        "firstKeptEntryId": prepared.first_kept_entry_id or None,
+        "summarizeEntryIds": list(prepared.summarize_entry_ids),
+        "tokensBefore": prepared.tokens_before,
+        "details": prepared.files.model_dump(exclude_none=True),
+    }

@@ -1,0 +1,63 @@
+"""The FTS5 history index: what a search finds is exactly what holds the word, however the
+entries arrived (in one sync or many), and a damaged index is made again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from contextd.history import HistoryIndex, match_expression
+from contextd.model import MessageEntry, UserMessage
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+WORDS = ["alpha7", "bravo7", "charlie7", "delta7", "echo7", "foxtrot7"]
+
+
+def entries_of(texts: list[list[str]]) -> list[MessageEntry]:
+    return [
+        MessageEntry(id=f"e{i}", parentId=f"e{i - 1}" if i else None, message=UserMessage(content=" ".join(words)))
+        for i, words in enumerate(texts)
+    ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    texts=st.lists(st.lists(st.sampled_from(WORDS), max_size=4), min_size=1, max_size=20),
+    chunks=st.lists(st.integers(min_value=1, max_value=20), max_size=5),
+    word=st.sampled_from(WORDS),
+)
+def test_a_search_finds_exactly_the_entries_holding_the_word(
+    tmp_path_factory: object, texts: list[list[str]], chunks: list[int], word: str
+) -> None:
+    directory = Path(tmp_path_factory.mktemp("index"))  # type: ignore[attr-defined]
+    index = HistoryIndex(directory)
+    entries = entries_of(texts)
+    written = 0
+    for size in chunks:  # appended a few at a time, synced after each
+        written = min(len(entries), written + size)
+        index.sync("s", "t0", entries[:written])
+    index.sync("s", "t0", entries)
+    found = {hit.entry_id for hit in index.search("s", word, limit=100)}
+    assert found == {entry.id for entry, words in zip(entries, texts, strict=True) if word in words}
+    index.close()
+
+
+def test_a_session_imported_again_is_indexed_again(tmp_path: Path) -> None:
+    index = HistoryIndex(tmp_path)
+    index.sync("s", "t0", entries_of([["alpha7"], ["bravo7"]]))
+    index.sync("s", "t1", entries_of([["charlie7"]]))  # same id, another file
+    assert [hit.entry_id for hit in index.search("s", "alpha7 charlie7", 10)] == ["e0"]
+    assert index.search("s", "alpha7", 10) == []
+
+
+def test_an_unreadable_index_is_made_again(tmp_path: Path) -> None:
+    (tmp_path / "history.sqlite3").write_bytes(b"not a database at all" * 100)
+    index = HistoryIndex(tmp_path)
+    index.sync("s", "t0", entries_of([["delta7"]]))
+    assert [hit.entry_id for hit in index.search("s", "delta7", 10)] == ["e0"]
+
+
+def test_queries_are_words_never_fts_syntax() -> None:
+    assert match_expression('NEAR(a b) "x" OR *') == '"NEAR" OR "a" OR "b" OR "x" OR "OR"'
+    assert match_expression("src/app.py") == '"src/app.py"'
+    assert match_expression("()*") is None
