@@ -398,9 +398,13 @@ class ContextdClient:
         return cast(t.AppendResult, await self.request("contextd/session/append", params))
 
     async def context(
-        self, session_id: str, format: t.ContextFormat = "neutral"
+        self, session_id: str, format: t.ContextFormat = "neutral", model: str | None = None
     ) -> t.ContextResult:
+        """`model`: the model the request is for, when not the session's (a provider's
+        compaction state is replayed to the model that made it only)."""
         params = {"sessionId": session_id, "format": format}
+        if model is not None:
+            params["model"] = model
         return cast(t.ContextResult, await self.request("contextd/session/context", params))
 
     async def state(self, session_id: str) -> t.StateResult:

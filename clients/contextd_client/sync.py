@@ -141,8 +141,10 @@ class SyncContextdClient:
     def append(self, session_id: str, messages: list[t.Message]) -> t.AppendResult:
         return self._run(self.client.append(session_id, messages))
 
-    def context(self, session_id: str, format: t.ContextFormat = "neutral") -> t.ContextResult:
-        return self._run(self.client.context(session_id, format))
+    def context(
+        self, session_id: str, format: t.ContextFormat = "neutral", model: str | None = None
+    ) -> t.ContextResult:
+        return self._run(self.client.context(session_id, format, model))
 
     def state(self, session_id: str) -> t.StateResult:
         return self._run(self.client.state(session_id))

@@ -31,16 +31,19 @@ def render_context(
     system: str | None,
     fmt: Format,
     opening_compaction: CompactionEntry | None = None,
+    model: str | None = None,
 ) -> dict[str, Any]:
     """The result of contextd/session/context: the messages and, with instructions standing,
     `system`. Provider APIs take a system prompt apart from the turns, so only the neutral
     shape also puts it first among the messages.
 
     `opening_compaction` is the compaction whose summary is `messages[0]`. When OpenAI's own
-    compaction wrote it, the `openai-responses` shape replays the provider's compaction item
-    in the summary's place: the model reads its own encrypted state better than our text.
-    Chat Completions (`openai`) cannot take such an item, so it keeps the readable summary."""
-    if fmt == "openai-responses" and opening_compaction is not None and opening_compaction.preserveData:
+    compaction wrote it and the request is for `model`, the model that made it, the
+    `openai-responses` shape replays what that compaction answered (the user messages it
+    kept and its encrypted item) in the summary's place: the model reads its own state
+    better than our text, and OpenAI decrypts it for that model only. Chat Completions
+    (`openai`) cannot take such an item, so it keeps the readable summary."""
+    if fmt == "openai-responses" and opening_compaction is not None and replays_to(opening_compaction, model):
         rendered = [*_openai_replay(opening_compaction), *to_openai_responses(messages[1:])]
     else:
         rendered = to_format(messages, fmt)
@@ -49,6 +52,15 @@ def render_context(
     if fmt == "neutral":
         rendered = [{"role": "system", "content": system}, *rendered]
     return {"messages": rendered, "system": system}
+
+
+def replays_to(compaction: CompactionEntry, model: str | None) -> bool:
+    """Whether OpenAI's items of `compaction` may go to `model`: only to the model that made
+    them (a request with them for another is refused, `invalid_encrypted_content`)."""
+    preserved = compaction.preserveData
+    if preserved is None or model is None:
+        return False
+    return (preserved.model or compaction.summarizer.model) == model
 
 
 def to_format(messages: Sequence[Message], fmt: Format) -> list[dict[str, Any]]:
@@ -239,10 +251,10 @@ def to_openai_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 
 def _openai_replay(compaction: CompactionEntry) -> list[dict[str, Any]]:
-    """The preserved compaction item, then the summary of a split turn's beginning when the
-    item covers only the history before that turn (summarized on its own)."""
+    """The preserved compaction output, then the summary of a split turn's beginning when the
+    output covers only the history before that turn (summarized on its own)."""
     assert compaction.preserveData is not None
-    replay: list[dict[str, Any]] = [dict(compaction.preserveData.openaiItem)]
+    replay: list[dict[str, Any]] = [dict(item) for item in compaction.preserveData.openaiItems]
     turn = None if compaction.preserveData.coversSplitTurn else split_turn_context(compaction.summary)
     if turn is not None:
         replay.append({"role": "user", "content": turn})

@@ -204,27 +204,49 @@ CompactionReason = Literal["manual", "threshold", "overflow", "incomplete", "idl
 
 
 OPENAI_ITEM_INPUT_KEYS = ("type", "id", "encrypted_content")
+OPENAI_MESSAGE_INPUT_KEYS = ("type", "role", "content", "status")
+"""What the Responses API takes back of the items `/responses/compact` answers: a message's
+`id` is output-only (an input message has none)."""
 
 
 class PreserveData(Strict):
     """What a provider's own compaction returned that only that provider can read, kept with
     the compaction entry and replayed verbatim in that provider's context format
-    (`openai-responses`).
+    (`openai-responses`) to the model that made it.
 
     It is conversation content (encrypted by the provider), so it is never logged, never put
     in a result or a notification, and never sent to another provider."""
 
-    openaiItem: dict[str, Any]
-    """The Responses API compaction item: `{"type": "compaction", "id", "encrypted_content"}`."""
+    openaiItems: list[dict[str, Any]]
+    """The whole output of `POST /responses/compact`, as input items: the user messages it
+    kept, then its `{"type": "compaction", "id", "encrypted_content"}` item (a Codex
+    compaction keeps the item alone: its messages are entries of their own)."""
+    model: str | None = None
+    """The model that made the item: OpenAI decrypts it for that model (and account) only.
+    Absent on entries written before it was kept: the compaction's `summarizer.model` then."""
     coversSplitTurn: bool | None = None
-    """The item also holds the beginning of the turn the compaction split (it compacted one
-    long turn), so the summary's split-turn part is not replayed after it."""
+    """The items also hold the beginning of the turn the compaction split (it compacted one
+    long turn), so the summary's split-turn part is not replayed after them."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_single_item(cls, data: Any) -> Any:
+        """Entries written before the whole output was kept hold the item alone, `openaiItem`."""
+        if isinstance(data, dict) and "openaiItem" in data:
+            data = dict(data)
+            data.setdefault("openaiItems", [data.pop("openaiItem")])
+        return data
 
     @classmethod
-    def of_openai_item(cls, item: dict[str, Any]) -> PreserveData:
-        """From a compaction item as OpenAI answered it (or Codex recorded it), with only the
-        fields the API takes back as input."""
-        return cls(openaiItem={key: item[key] for key in OPENAI_ITEM_INPUT_KEYS if key in item})
+    def of_openai_output(cls, output: list[dict[str, Any]], model: str | None) -> PreserveData:
+        """From the items OpenAI answered (or Codex recorded), with only the fields the API
+        takes back as input."""
+        return cls(openaiItems=[_input_item(item) for item in output], model=model)
+
+
+def _input_item(item: dict[str, Any]) -> dict[str, Any]:
+    keys = OPENAI_ITEM_INPUT_KEYS if item.get("type") == "compaction" else OPENAI_MESSAGE_INPUT_KEYS
+    return {key: item[key] for key in keys if key in item}
 
 
 class CompactionEntry(EntryBase):
@@ -439,7 +461,7 @@ class FollowSettings(SettingsGroup):
 
 
 class Settings(SettingsGroup):
-    defaultModel: str = "claude-sonnet-4-5"
+    defaultModel: str = "claude-sonnet-4-6"
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
     pruning: PruningSettings = Field(default_factory=PruningSettings)
     idle: IdleSettings = Field(default_factory=IdleSettings)

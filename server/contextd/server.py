@@ -170,6 +170,9 @@ class HistorySummarizeParams(SessionParams):
 
 class ContextParams(SessionParams):
     format: Format = "neutral"
+    model: str | None = Field(default=None, min_length=1, max_length=256)
+    """The model the request is for (default: the session's): provider state is replayed to
+    the model that made it only."""
 
 
 class SetInstructionsParams(SessionParams):
@@ -452,7 +455,11 @@ def session_append(connection: ClientConnection, params: AppendParams) -> dict[s
 def session_context(connection: ClientConnection, params: ContextParams) -> dict[str, Any]:
     session = connection.daemon.sessions.get(params.sessionId)
     rendered = render_context(
-        session.context_messages(), session.instructions_text(), params.format, session.opening_compaction()
+        session.context_messages(),
+        session.instructions_text(),
+        params.format,
+        session.opening_compaction(),
+        params.model or session.model_id,
     )
     return {**rendered, "tokens": session.tokens}
 

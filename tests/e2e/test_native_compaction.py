@@ -1,7 +1,8 @@
 """Provider-native compaction end to end: the daemon (its own, over stdio, through the
 Python client) compacts with `openai-native` or `anthropic-native` through the official
 SDKs against the local server, stores what the provider returned, replays it in the right
-context format (`openai-responses`), and falls back to the configured summarizer when the provider fails."""
+context format (`openai-responses`) to the model that made it, and falls back to the
+configured summarizer when the provider fails."""
 
 from __future__ import annotations
 
@@ -38,12 +39,17 @@ def provider():
     fake.stop()
 
 
+MODEL = "test-model"
+
+
 def settings_for(name: str, fake: FakeProvider, **summarizer: Any) -> dict[str, Any]:
+    model = summarizer.pop("model", MODEL)
     return {
+        "defaultModel": model,  # the sessions' model: the one the compaction was made by
         "compaction": {"keepRecentTokens": 3_000},
         "summarizer": {
             "provider": name,
-            "model": "test-model",
+            "model": model,
             "baseUrl": fake.url if name.startswith("anthropic") else fake.openai_url,
             "apiKeyEnv": KEY_ENV,
             "maxRetries": 1,
@@ -119,6 +125,19 @@ def long_turn_steps(steps: range) -> list[dict[str, Any]]:
     return messages
 
 
+def compacted_output(sent: Any, summary: str, model: str = MODEL) -> list[dict[str, Any]]:
+    """What the fake's `/responses/compact` answered to request `sent`, as contextd keeps it:
+    the user messages of its input, then the item."""
+    users = [item for item in sent.body["input"] if item.get("role") == "user"]
+    kept = [
+        {"type": "message", "role": "user", "status": "completed", "content": (
+            [{"type": "input_text", "text": item["content"]}] if isinstance(item["content"], str) else item["content"]
+        )}
+        for item in users
+    ]
+    return [*kept, compaction_item(summary, model)]
+
+
 def compaction_lines(path: Path) -> list[dict[str, Any]]:
     return [
         entry
@@ -136,21 +155,22 @@ async def test_openai_native_stores_its_item_and_replays_it_in_the_openai_format
 
     compacted = await run.client.compact(session)
 
-    item = {
-        "type": "compaction",
-        "id": "cmp_fake_0001",
-        "encrypted_content": fake_encrypted("first"),
-    }
+    output = compacted_output(provider.requests[0], "first")
     assert compacted["summarizer"] == {"provider": "openai-native", "model": "test-model"}
     assert compacted["summary"].startswith("## Goal"), (
         "a readable checkpoint for people and other formats"
     )
     [stored] = compaction_lines(path)
-    assert stored["preserveData"] == {"openaiItem": item}
+    assert stored["preserveData"] == {"openaiItems": output, "model": MODEL}
+    assert len(output) > 1, "the user messages OpenAI kept are stored with its item"
     assert provider.requests[0].path == OPENAI_COMPACT_PATH
 
     openai_view = (await run.client.context(session, "openai-responses"))["messages"]
-    assert openai_view[0] == item
+    assert openai_view[: len(output)] == output, "the whole output replayed, as OpenAI's guide says"
+    other_model = (await run.client.context(session, "openai-responses", model="gpt-5.4-mini"))["messages"]
+    assert other_model[0] == {"role": "user", "content": COMPACTION_PREAMBLE + compacted["summary"] + HISTORY_TOOLS_LINE}, (
+        "another model gets the readable summary: OpenAI decrypts the item for its maker only"
+    )
     assert all(COMPACTION_PREAMBLE not in json.dumps(message) for message in openai_view)
     calls = {m["call_id"] for m in openai_view if m.get("type") == "function_call"}
     outputs = {m["call_id"] for m in openai_view if m.get("type") == "function_call_output"}
@@ -164,21 +184,20 @@ async def test_openai_native_stores_its_item_and_replays_it_in_the_openai_format
     neutral_view = (await run.client.context(session, "neutral"))["messages"]
     assert neutral_view[0]["content"] == COMPACTION_PREAMBLE + compacted["summary"] + HISTORY_TOOLS_LINE
     kept = neutral_view[1:]
-    assert len(openai_view) - 1 >= len([m for m in kept if m["role"] != "assistant"]), (
+    assert len(openai_view) - len(output) >= len([m for m in kept if m["role"] != "assistant"]), (
         "the kept turns follow"
     )
 
-    # The next compaction hands OpenAI its own state first, and keeps the new item.
+    # The next compaction hands OpenAI its own output first, and keeps the new one.
     await run.add_turns(session, range(8, 14))
     provider.default = Reply.with_summary("second")
     await run.client.compact(session)
-    assert provider.requests[-1].body["input"][0] == item
-    assert (await run.client.context(session, "openai-responses"))["messages"][0][
-        "encrypted_content"
-    ] == fake_encrypted("second")
+    assert provider.requests[-1].body["input"][: len(output)] == output
+    second = compacted_output(provider.requests[-1], "second")
+    assert (await run.client.context(session, "openai-responses"))["messages"][: len(second)] == second
 
     shown = run.everything_shown(compacted)
-    assert fake_encrypted("first") not in shown, "the encrypted state is never logged or sent"
+    assert fake_encrypted("first", MODEL) not in shown, "the encrypted state is never logged or sent"
     assert SECRET not in shown and SECRET not in path.read_text()
 
 
@@ -262,23 +281,21 @@ async def test_openai_native_replays_a_split_turn_after_its_item(start, provider
 
     assert "## Turn context (split turn)" in first["summary"]
     openai_view = (await run.client.context(session, "openai-responses"))["messages"]
-    assert openai_view[0] == {
-        "type": "compaction",
-        "id": "cmp_fake_0001",
-        "encrypted_content": fake_encrypted("history"),
-    }
-    assert openai_view[1]["role"] == "user"
-    assert openai_view[1]["content"].startswith("## Turn context (split turn)")
-    assert "Refactor every part under lib/." in openai_view[1]["content"]
-    assert "<read-files>" not in openai_view[1]["content"]
-    assert openai_view[2]["role"] == "assistant", "then the kept part of the turn"
+    output = compacted_output(provider.requests[0], "history")
+    assert openai_view[: len(output)] == output
+    turn = openai_view[len(output)]
+    assert turn["role"] == "user"
+    assert turn["content"].startswith("## Turn context (split turn)")
+    assert "Refactor every part under lib/." in turn["content"]
+    assert "<read-files>" not in turn["content"]
+    assert openai_view[len(output) + 1]["role"] == "assistant", "then the kept part of the turn"
 
 
-def compaction_item(summary: str) -> dict[str, Any]:
+def compaction_item(summary: str, model: str = MODEL) -> dict[str, Any]:
     return {
         "type": "compaction",
         "id": "cmp_fake_0001",
-        "encrypted_content": fake_encrypted(summary),
+        "encrypted_content": fake_encrypted(summary, model),
     }
 
 
@@ -314,15 +331,18 @@ async def test_the_beginning_of_one_long_turn_is_compacted_after_the_previous_it
     second = await run.client.compact(session)
 
     assert "## Turn context (split turn)" in second["summary"], "the readable summary has it"
+    history = compacted_output(provider.requests[0], "history")
     sent = provider.requests[-1].body["input"]
-    assert sent[0] == compaction_item("history"), "OpenAI's own state leads"
-    assert sent[1] == {"role": "user", "content": "Refactor every part under lib/."}
+    assert sent[: len(history)] == history, "OpenAI's own output leads"
+    assert sent[len(history)] == {"role": "user", "content": "Refactor every part under lib/."}
+    turn = compacted_output(provider.requests[-1], "the turn")
     assert compaction_lines(path)[-1]["preserveData"] == {
-        "openaiItem": compaction_item("the turn"),
+        "openaiItems": turn,
+        "model": MODEL,
         "coversSplitTurn": True,
     }
     view = (await run.client.context(session, "openai-responses"))["messages"]
-    assert view[0] == compaction_item("the turn")
+    assert view[: len(turn)] == turn
     assert "## Turn context" not in json.dumps(view), "the item holds the turn's beginning"
 
 
@@ -336,10 +356,11 @@ async def test_when_the_turns_compaction_fails_the_previous_item_stands(start, p
 
     assert second["summarizer"]["provider"] == "offline"
     assert provider.pending == 0, "the native attempt was made, and retried"
-    assert compaction_lines(path)[-1]["preserveData"] == {"openaiItem": compaction_item("history")}
+    history = compacted_output(provider.requests[0], "history")
+    assert compaction_lines(path)[-1]["preserveData"] == {"openaiItems": history, "model": MODEL}
     view = (await run.client.context(session, "openai-responses"))["messages"]
-    assert view[0] == compaction_item("history")
-    assert view[1]["content"].startswith("## Turn context (split turn)"), (
+    assert view[: len(history)] == history
+    assert view[len(history)]["content"].startswith("## Turn context (split turn)"), (
         "then our text of the turn"
     )
 
@@ -378,12 +399,10 @@ async def test_a_session_of_one_long_turn_is_compacted_natively(start, provider)
         "content": "Refactor every part under lib/.",
     }
     [stored] = compaction_lines(path)
-    assert stored["preserveData"] == {
-        "openaiItem": compaction_item("one turn"),
-        "coversSplitTurn": True,
-    }
+    output = compacted_output(provider.requests[0], "one turn")
+    assert stored["preserveData"] == {"openaiItems": output, "model": MODEL, "coversSplitTurn": True}
     view = (await run.client.context(session, "openai-responses"))["messages"]
-    assert view[0] == compaction_item("one turn") and view[1]["role"] == "assistant"
+    assert view[: len(output)] == output and view[len(output)]["role"] == "assistant"
 
 
 @pytest.mark.parametrize("name", ["openai-native", "anthropic-native"])
@@ -421,17 +440,20 @@ async def test_a_codex_rollouts_own_compaction_is_replayed_and_built_on(
     ]
     session, path = save(imported(name), tmp_path / "data", workspace=str(tmp_path), name=name)
     provider.default = Reply.with_summary("after codex")
-    run = await start(settings_for("openai-native", provider))
+    codex_model = "gpt-5.2-codex"  # the rollout's model: the one that made its item
+    run = await start(settings_for("openai-native", provider, model=codex_model))
     await run.open(session)
 
     openai_view = (await run.client.context(session, "openai-responses"))["messages"]
     assert openai_view[0] == codex_item
+    another = (await run.client.context(session, "openai-responses", model="gpt-5.5"))["messages"]
+    assert codex_item not in another, "another model cannot read Codex's item"
 
     await run.add_turns(session, range(8))
     compacted = await run.client.compact(session)
 
     assert provider.requests[0].body["input"][0] == codex_item
     assert compacted["summarizer"]["provider"] == "openai-native"
-    assert compaction_lines(path)[-1]["preserveData"]["openaiItem"][
+    assert compaction_lines(path)[-1]["preserveData"]["openaiItems"][-1][
         "encrypted_content"
-    ] == fake_encrypted("after codex")
+    ] == fake_encrypted("after codex", codex_model)

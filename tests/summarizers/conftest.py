@@ -15,7 +15,7 @@ SECRET = "sk-test-0123456789abcdef-SECRET"
 
 @pytest.fixture
 def provider() -> Iterator[FakeProvider]:
-    server = FakeProvider().start()
+    server = FakeProvider(key=SECRET).start()
     yield server
     server.stop()
 

@@ -15,6 +15,14 @@ unless told otherwise). Every request is recorded in `requests`.
     ...
     provider.stop()
 
+It validates like the real APIs (tests/summarizers/api_rules.py): a request body the SDKs'
+param types or the APIs' rules refuse (unsigned thinking, empty text, a tool id outside the
+pattern, a tool result answering no call, an unknown field), a compaction item replayed to a
+model other than the one that made it, or, with `key` set, a request without that key in the
+header the SDK sends it in gets the 400 or 401 the real API answers, and no scripted reply is
+used up. Anthropic's model endpoint answers from `models` (its input limit and whether it
+takes on-demand compaction), and a compaction reports its own usage under `usage.iterations`.
+
 Servers run in a background thread, so they work with any event loop and with a daemon
 started as a subprocess.
 """
@@ -31,10 +39,19 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.summarizers.api_rules import (
+    anthropic_message_problems,
+    anthropic_problems,
+    openai_chat_problems,
+    openai_compact_problems,
+    sdk_problems,
+)
+
 ANTHROPIC_PATH = "/v1/messages"
 OPENAI_PATH = "/v1/chat/completions"
 OPENAI_COMPACT_PATH = "/v1/responses/compact"
 ANTHROPIC_COUNT_PATH = "/v1/messages/count_tokens"
+ANTHROPIC_MODELS_PATH = "/v1/models/"
 
 _ANTHROPIC_ERROR_TYPES = {
     400: "invalid_request_error",
@@ -60,6 +77,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     compacts: bool = True
     """Whether a compaction request gets its compaction block or item."""
+    truncated: bool = False
+    """Whether the answer stopped at `max_tokens` (Anthropic) or its `length` (OpenAI)."""
 
     @classmethod
     def with_summary(cls, text: str, *, delay: float = 0.0) -> Reply:
@@ -71,6 +90,11 @@ class Reply:
         """A successful answer that did not compact: Anthropic's plain text message (as for a
         conversation under the trigger), OpenAI's compacted output without its item."""
         return cls(summary=text, compacts=False)
+
+    @classmethod
+    def cut_short(cls, text: str) -> Reply:
+        """An answer the output limit cut: `stop_reason: max_tokens`, `finish_reason: length`."""
+        return cls(summary=text, truncated=True)
 
     @classmethod
     def error(cls, status: int, message: str = "scripted failure", **headers: str) -> Reply:
@@ -97,14 +121,46 @@ class RecordedRequest:
     body: Any
 
 
-def fake_encrypted(summary: str) -> str:
-    """The `encrypted_content` the fake server gives a compaction holding `summary`."""
-    return "gAAAAfake" + base64.urlsafe_b64encode(summary.encode()).decode()
+FAKE_ENCRYPTED_PREFIX = "gAAAAfake"
+
+
+def fake_encrypted(summary: str, model: str) -> str:
+    """The `encrypted_content` the fake server gives a compaction of `summary` by `model`."""
+    return FAKE_ENCRYPTED_PREFIX + base64.urlsafe_b64encode(json.dumps([model, summary]).encode()).decode()
+
+
+def _maker_of(encrypted: object) -> str | None:
+    """The model that made a compaction item of this server's (None for anyone else's)."""
+    if not isinstance(encrypted, str) or not encrypted.startswith(FAKE_ENCRYPTED_PREFIX):
+        return None
+    model, _ = json.loads(base64.urlsafe_b64decode(encrypted[len(FAKE_ENCRYPTED_PREFIX):]))
+    return str(model)
 
 
 def _asks_to_compact(request: Any) -> bool:
+    if isinstance(request.get("compaction"), dict):
+        return True
     edits = (request.get("context_management") or {}).get("edits") or []
     return any(isinstance(edit, dict) and edit.get("type") == "compact_20260112" for edit in edits)
+
+
+def _compaction_usage(request: Any) -> dict[str, Any]:
+    """Anthropic reports a compaction's own tokens under `usage.iterations`, not in the
+    top-level fields (which count the sampling that followed, none when it paused)."""
+    compaction = {
+        "type": "compaction",
+        "input_tokens": 60_000,
+        "output_tokens": 900,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+    return {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "iterations": [compaction],
+    }
 
 
 def _anthropic_body(reply: Reply, request: Any) -> dict[str, Any]:
@@ -112,15 +168,16 @@ def _anthropic_body(reply: Reply, request: Any) -> dict[str, Any]:
         kind = _ANTHROPIC_ERROR_TYPES.get(reply.status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": reply.error_message}}
     if reply.compacts and _asks_to_compact(request):
+        block = {"type": "compaction", "content": reply.summary, "encrypted_content": None, "signature": "sig-fake"}
         return {
             "id": "msg_fake_0002",
             "type": "message",
             "role": "assistant",
             "model": request.get("model", "claude-fake"),
-            "content": [{"type": "compaction", "content": reply.summary, "encrypted_content": None}],
+            "content": [block],
             "stop_reason": "compaction",
             "stop_sequence": None,
-            "usage": {"input_tokens": 60_000, "output_tokens": 20},
+            "usage": _compaction_usage(request),
         }
     return {
         "id": "msg_fake_0001",
@@ -128,7 +185,7 @@ def _anthropic_body(reply: Reply, request: Any) -> dict[str, Any]:
         "role": "assistant",
         "model": request.get("model", "claude-fake"),
         "content": [{"type": "text", "text": reply.summary}],
-        "stop_reason": "end_turn",
+        "stop_reason": "max_tokens" if reply.truncated else "end_turn",
         "stop_sequence": None,
         "usage": {"input_tokens": 100, "output_tokens": 20},
     }
@@ -153,7 +210,7 @@ def _openai_body(reply: Reply, request: Any) -> dict[str, Any]:
             {
                 "index": 0,
                 "message": {"role": "assistant", "content": reply.summary, "refusal": None},
-                "finish_reason": "stop",
+                "finish_reason": "length" if reply.truncated else "stop",
                 "logprobs": None,
             }
         ],
@@ -183,7 +240,11 @@ def _openai_compact_body(reply: Reply, request: Any) -> dict[str, Any]:
     ]
     if reply.compacts:
         output.append(
-            {"type": "compaction", "id": "cmp_fake_0001", "encrypted_content": fake_encrypted(reply.summary or "")}
+            {
+                "type": "compaction",
+                "id": "cmp_fake_0001",
+                "encrypted_content": fake_encrypted(reply.summary or "", str(request.get("model"))),
+            }
         )
     return {
         "id": "resp_fake_compact",
@@ -207,7 +268,7 @@ def _remote_body(reply: Reply, request: Any) -> dict[str, Any]:
 
 
 def _shaped_body(path: str, reply: Reply, request: Any) -> dict[str, Any]:
-    if path.endswith(ANTHROPIC_PATH):
+    if path.startswith((ANTHROPIC_PATH, ANTHROPIC_MODELS_PATH)):
         return _anthropic_body(reply, request)
     if path.endswith(OPENAI_PATH):
         return _openai_body(reply, request)
@@ -216,13 +277,71 @@ def _shaped_body(path: str, reply: Reply, request: Any) -> dict[str, Any]:
     return _remote_body(reply, request)
 
 
+def request_problems(path: str, headers: dict[str, str], body: Any) -> list[str]:
+    """What the real API would refuse in this request's body."""
+    if path == ANTHROPIC_PATH:
+        return anthropic_problems(body, beta="anthropic-beta" in headers)
+    if path == ANTHROPIC_COUNT_PATH:
+        messages = body.get("messages") if isinstance(body, dict) else None
+        return sdk_problems("anthropic-count", body) + anthropic_message_problems(messages if isinstance(messages, list) else [])
+    if path == OPENAI_PATH:
+        return openai_chat_problems(body)
+    if path == OPENAI_COMPACT_PATH:
+        return openai_compact_problems(body) + _replay_problems(body)
+    return []
+
+
+def _replay_problems(body: Any) -> list[str]:
+    """OpenAI decrypts a compaction item for the model that made it only."""
+    model = body.get("model") if isinstance(body, dict) else None
+    items = body.get("input") if isinstance(body, dict) else None
+    return [
+        f"invalid_encrypted_content: input.{index} was made by another model than {model}"
+        for index, item in enumerate(items if isinstance(items, list) else [])
+        if isinstance(item, dict) and (maker := _maker_of(item.get("encrypted_content"))) not in (None, model)
+    ]
+
+
+def _model_info(model: str, known: dict[str, Any]) -> dict[str, Any]:
+    """Anthropic's `GET /v1/models/{id}` answer (the fields contextd reads, and the required ones)."""
+    supported = {"supported": True}
+    compaction = {"supported": bool(known.get("summarize")), "summarize": {"supported": bool(known.get("summarize"))}}
+    return {
+        "type": "model",
+        "id": model,
+        "display_name": model,
+        "created_at": "2026-01-01T00:00:00Z",
+        "lifecycle": "active",
+        "max_input_tokens": known.get("max_input_tokens"),
+        "max_tokens": 64_000,
+        "capabilities": {
+            "batch": supported,
+            "citations": supported,
+            "code_execution": supported,
+            "compaction": compaction,
+            "context_management": {"supported": True},
+            "effort": {"supported": True},
+            "image_input": supported,
+            "pdf_input": supported,
+            "server_tools": {"supported": True},
+            "structured_outputs": supported,
+            "thinking": {"supported": True},
+        },
+    }
+
+
 class FakeProvider:
     """A local HTTP server answering scripted replies; see the module docstring."""
 
-    def __init__(self, default: Reply | None = None) -> None:
+    def __init__(self, default: Reply | None = None, *, key: str | None = None) -> None:
         self.default = default or Reply.error(500, "fake provider: no scripted reply")
+        self.key = key
+        """The key Anthropic's and OpenAI's endpoints require (None: a server that needs none)."""
         self.input_tokens = 60_000
         """What Anthropic's token counting answers: enough for the API to compact."""
+        self.models: dict[str, dict[str, Any]] = {}
+        """Anthropic's model endpoint: model id -> `{"max_input_tokens", "summarize"}` (whether
+        it takes on-demand compaction); a model not listed is a 404, as behind a proxy."""
         self.requests: list[RecordedRequest] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -281,6 +400,16 @@ class FakeProvider:
                 raise TimeoutError(f"{len(self.requests)} of {count} requests arrived")
             await asyncio.sleep(0.01)
 
+    def _refusal(self, path: str, headers: dict[str, str], body: Any) -> Reply | None:
+        """The error the real API would answer this request with, or None."""
+        vendor_paths = (ANTHROPIC_PATH, ANTHROPIC_COUNT_PATH, OPENAI_PATH, OPENAI_COMPACT_PATH)
+        if self.key is not None and (path in vendor_paths or path.startswith(ANTHROPIC_MODELS_PATH)):
+            sent = {headers.get("authorization", ""), "Bearer " + headers.get("x-api-key", "")}
+            if f"Bearer {self.key}" not in sent:
+                return Reply.error(401, "invalid authentication: no valid key in the authorization header")
+        problems = request_problems(path, headers, body)
+        return Reply.error(400, "; ".join(problems)) if problems else None
+
     def _next_reply(self) -> Reply:
         with self._lock:
             return self._replies.popleft() if self._replies else self.default
@@ -299,9 +428,11 @@ class FakeProvider:
                 except json.JSONDecodeError:
                     request = raw.decode(errors="replace")
                 path = self.path.split("?", 1)[0]
-                provider.requests.append(
-                    RecordedRequest("POST", path, {k.lower(): v for k, v in self.headers.items()}, request)
-                )
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                provider.requests.append(RecordedRequest("POST", path, headers, request))
+                if (refusal := provider._refusal(path, headers, request)) is not None:
+                    self._answer(refusal.status, "application/json", json.dumps(_shaped_body(path, refusal, {})).encode(), {})
+                    return
                 if path == ANTHROPIC_COUNT_PATH:
                     self._answer(200, "application/json", json.dumps({"input_tokens": provider.input_tokens}).encode(), {})
                     return
@@ -313,6 +444,22 @@ class FakeProvider:
                     payload = request if isinstance(request, dict) else {}
                     body = json.dumps(_shaped_body(path, reply, payload)).encode()
                 self._answer(reply.status, reply.content_type, body, reply.headers)
+
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                provider.requests.append(RecordedRequest("GET", path, headers, None))
+                refusal = provider._refusal(path, headers, None)
+                model = path.removeprefix(ANTHROPIC_MODELS_PATH)
+                known = provider.models.get(model) if path.startswith(ANTHROPIC_MODELS_PATH) else None
+                if refusal is None and known is None:
+                    refusal = Reply.error(404, f"model: {model}")
+                if refusal is not None:
+                    body = _anthropic_body(refusal, {})
+                    self._answer(refusal.status, "application/json", json.dumps(body).encode(), {})
+                    return
+                assert known is not None
+                self._answer(200, "application/json", json.dumps(_model_info(model, known)).encode(), {})
 
             def _answer(self, status: int, content_type: str, body: bytes, headers: dict[str, str]) -> None:
                 try:

@@ -51,7 +51,7 @@ def compaction_request(**changes: object) -> SummaryRequest:
     )
 
 
-async def test_openai_native_keeps_the_compaction_item_and_a_readable_checkpoint(
+async def test_openai_native_keeps_the_whole_output_and_a_readable_checkpoint(
     provider: FakeProvider, api_key: str
 ) -> None:
     provider.script(Reply.with_summary("latent state"))
@@ -59,24 +59,22 @@ async def test_openai_native_keeps_the_compaction_item_and_a_readable_checkpoint
 
     summary = await chain("openai-native", provider).summarize_with_info(request)
 
-    assert summary.preserve_data == PreserveData(
-        openaiItem={
-            "type": "compaction",
-            "id": "cmp_fake_0001",
-            "encrypted_content": fake_encrypted("latent state"),
-        }
-    )
-    assert summary.text == summarize_offline(request), "readers get the offline checkpoint"
-    assert (summary.summarizer.provider, summary.summarizer.model) == (
-        "openai-native",
-        "openai-native-test-model",
-    )
+    model = "openai-native-test-model"
     [sent] = provider.requests
-    assert sent.path == OPENAI_COMPACT_PATH
-    assert any(value.endswith(SECRET) for value in sent.headers.values()), (
-        "the key from the env var"
+    sent_users = [item for item in sent.body["input"] if item.get("role") == "user"]
+    assert summary.preserve_data is not None
+    *kept, item = summary.preserve_data.openaiItems
+    assert item == {"type": "compaction", "id": "cmp_fake_0001", "encrypted_content": fake_encrypted("latent state", model)}
+    assert [message["content"][0]["text"] for message in kept] == [u["content"] for u in sent_users], (
+        "the user messages OpenAI kept are kept too, as input items (no output-only id)"
     )
-    assert sent.body["model"] == "openai-native-test-model"
+    assert kept and all(set(message) <= {"type", "role", "content", "status"} for message in kept)
+    assert summary.preserve_data.model == model, "the model that made the item"
+    assert summary.text == summarize_offline(request), "readers get the offline checkpoint"
+    assert (summary.summarizer.provider, summary.summarizer.model) == ("openai-native", model)
+    assert sent.path == OPENAI_COMPACT_PATH
+    assert sent.headers["authorization"] == f"Bearer {SECRET}", "the key from the env var"
+    assert sent.body["model"] == model
     items = sent.body["input"]
     assert items[0] == {"role": "user", "content": request.messages[0].content}
     calls = [item for item in items if item.get("type") == "function_call"]
@@ -87,21 +85,56 @@ async def test_openai_native_keeps_the_compaction_item_and_a_readable_checkpoint
     assert all(isinstance(call["arguments"], str) for call in calls)
 
 
-async def test_openai_native_builds_on_the_previous_item(
+def previous_output(model: str) -> PreserveData:
+    return PreserveData(
+        openaiItems=[
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Add rate limiting."}]},
+            {"type": "compaction", "id": "cmp_1", "encrypted_content": fake_encrypted("earlier", model)},
+        ],
+        model=model,
+    )
+
+
+async def test_openai_native_builds_on_the_previous_output_of_the_same_model(
     provider: FakeProvider, api_key: str
 ) -> None:
     provider.script(Reply.with_summary("second"))
-    previous = PreserveData(
-        openaiItem={"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAAold"}
-    )
+    previous = previous_output("openai-native-test-model")
     request = compaction_request(
         previous_summary="## Goal\n- earlier", previous_preserve_data=previous
     )
 
     await chain("openai-native", provider).summarize_with_info(request)
 
+    sent = provider.requests[0].body["input"]
+    assert sent[:2] == previous.openaiItems, "OpenAI's own output leads, whole, not our text of it"
+
+
+async def test_openai_native_gives_another_models_output_as_text(
+    provider: FakeProvider, api_key: str
+) -> None:
+    provider.script(Reply.with_summary("second"))
+    request = compaction_request(
+        previous_summary="## Goal\n- earlier", previous_preserve_data=previous_output("gpt-5.2-codex")
+    )
+
+    summary = await chain("openai-native", provider).summarize_with_info(request)
+
     first = provider.requests[0].body["input"][0]
-    assert first == previous.openaiItem, "OpenAI's own state leads, not our text of it"
+    assert first["role"] == "user" and first["content"].endswith("## Goal\n- earlier")
+    assert summary.summarizer.provider == "openai-native"
+
+
+async def test_the_test_server_refuses_an_item_replayed_to_another_model(
+    provider: FakeProvider, api_key: str
+) -> None:
+    provider.script(Reply.with_summary("second"))
+    mislabelled = previous_output("gpt-5.2-codex").model_copy(update={"model": "openai-native-test-model"})
+    request = compaction_request(previous_summary="## Goal\n- earlier", previous_preserve_data=mislabelled)
+
+    with pytest.raises(SummarizerError, match="HTTP 400: invalid_encrypted_content"):
+        await chain("openai-native", provider).summarize(request)
+    assert provider.pending == 1
 
 
 async def test_openai_native_without_a_previous_item_sends_the_previous_summary(
@@ -171,9 +204,7 @@ async def test_anthropic_native_asks_for_server_side_compaction_and_reads_the_bl
     whole = {"role": "user", "content": whole_prompt(request)}
     assert counted.body == {"model": "anthropic-native-test-model", "messages": [whole]}
     assert sent.path == ANTHROPIC_PATH
-    assert any(value.endswith(SECRET) for value in sent.headers.values()), (
-        "the key from the env var"
-    )
+    assert sent.headers["authorization"] == f"Bearer {SECRET}", "the key from the env var"
     assert "compact-2026-01-12" in sent.headers["anthropic-beta"]
     assert sent.body["context_management"] == {
         "edits": [

@@ -237,6 +237,7 @@ async def test_openai_compatible_local_server_needs_no_key(
     provider: FakeProvider, monkeypatch: pytest.MonkeyPatch, summary_request: SummaryRequest
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    provider.key = None  # a local server
     provider.script(Reply.with_summary(SUMMARY))
 
     summarizer = chain("openai", provider, apiKeyEnv=None, model="llama3.1:8b")
@@ -269,3 +270,33 @@ async def test_openai_itself_gets_max_completion_tokens(
     body = provider.requests[0].body
     assert body["max_completion_tokens"] == summary_request.max_tokens
     assert "max_tokens" not in body
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_a_custom_server_gets_no_vendor_key_unless_apikeyenv_names_one(
+    name: str, provider: FakeProvider, monkeypatch: pytest.MonkeyPatch, summary_request: SummaryRequest
+) -> None:
+    vendor_keys = {"ANTHROPIC_API_KEY": "sk-ant-vendor-key-0123456789", "OPENAI_API_KEY": "sk-openai-vendor-key-0123456789"}
+    for variable, value in vendor_keys.items():
+        monkeypatch.setenv(variable, value)
+    provider.key = None  # a third party's server behind summarizer.baseUrl
+    provider.script(Reply.with_summary(SUMMARY))
+
+    await chain(name, provider, apiKeyEnv=None).summarize(summary_request)
+
+    sent = " ".join(provider.requests[0].headers.values())
+    assert all(value not in sent for value in vendor_keys.values())
+    if name == "anthropic":
+        assert "authorization" not in provider.requests[0].headers
+        assert "x-api-key" not in provider.requests[0].headers
+
+
+async def test_the_test_server_refuses_a_request_without_the_key(
+    provider: FakeProvider, api_key: str, summary_request: SummaryRequest
+) -> None:
+    provider.key = "sk-another-key-entirely-0000"
+    provider.script(Reply.with_summary(SUMMARY))
+
+    with pytest.raises(SummarizerError, match="anthropic: HTTP 401"):
+        await chain("anthropic", provider).summarize(summary_request)
+    assert provider.pending == 1, "refused before any scripted reply"

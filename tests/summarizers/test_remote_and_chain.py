@@ -106,7 +106,7 @@ async def test_a_fallback_provider_gets_its_own_defaults(provider: FakeProvider)
 
     assert [s.provider for s in chain.summarizers] == ["openai", "anthropic", "offline"]
     assert chain.summarizers[0].model == "openai-test-model"
-    assert chain.summarizers[1].model == "claude-sonnet-4-5", "not the OpenAI model name"
+    assert chain.summarizers[1].model == "claude-sonnet-4-6", "not the OpenAI model name"
     assert (chain.provider, chain.model) == ("openai", "openai-test-model")
 
 

@@ -105,7 +105,7 @@ def test_token_settings_that_change_the_count_recount_every_row(tmp_path):
     session.append_messages([UserMessage(content="这是一个测试句子，用于比较两种编码。" * 20)])
     manager.close(session.session_id)
     before = by_id(manager.index.rows(None))[session.session_id]["tokens"]
-    manager.apply_settings(Settings.model_validate({"models": {"claude-sonnet-4-5": {"encoding": "cl100k_base"}}}))
+    manager.apply_settings(Settings.model_validate({"models": {Settings().defaultModel: {"encoding": "cl100k_base"}}}))
     after = by_id(manager.index.rows(None))[session.session_id]["tokens"]
     assert after == by_id(fresh_scan(manager))[session.session_id]["tokens"]
     assert after != before

@@ -1,9 +1,12 @@
-"""How a provider-native compaction is replayed: OpenAI's item in the `openai-responses`
-format in place of the summary (with a split turn's beginning after it), the readable
-summary everywhere else (Chat Completions cannot take the item), and the opaque state kept
+"""How a provider-native compaction is replayed: OpenAI's whole output (the user messages it
+kept, then its item) in the `openai-responses` format in place of the summary (with a split
+turn's beginning after it), to the model that made it only; the readable summary everywhere
+else (another model, Chat Completions, which cannot take the item); the opaque state kept
 out of reprs."""
 
 from __future__ import annotations
+
+import json
 
 from contextd.compaction.context import COMPACTION_PREAMBLE, HISTORY_TOOLS_LINE, entry_message
 from contextd.compaction.files import format_file_lists
@@ -22,7 +25,9 @@ from contextd.model import (
 )
 
 ITEM = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAAsecret-state"}
-NATIVE_STATE = PreserveData(openaiItem=ITEM)
+KEPT = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Round the totals."}]}
+MAKER = "gpt-5.5"
+NATIVE_STATE = PreserveData(openaiItems=[KEPT, ITEM], model=MAKER)
 FILES = format_file_lists(FileDetails(readFiles=["src/app.py"], modifiedFiles=["src/cart.py"]))
 
 
@@ -59,9 +64,10 @@ def context_of(entry: CompactionEntry):
 def test_the_responses_format_replays_the_item_in_place_of_the_summary() -> None:
     entry = compaction("## Goal\n- Round totals" + FILES)
 
-    messages = render_context(context_of(entry), None, "openai-responses", entry)["messages"]
+    messages = render_context(context_of(entry), None, "openai-responses", entry, MAKER)["messages"]
 
     assert messages == [
+        KEPT,
         ITEM,
         {"role": "user", "content": "Now make the totals round half-even."},
         {"role": "assistant", "content": "Switching cart.py to Decimal."},
@@ -79,11 +85,11 @@ def test_a_split_turn_beginning_follows_the_item() -> None:
     turn = "- The user asked for half-even rounding\n- cart.py read"
     entry = compaction(f"## Goal\n- Round totals\n\n{TURN_CONTEXT_HEADING}\n\n{turn}{FILES}")
 
-    messages = render_context(context_of(entry), None, "openai-responses", entry)["messages"]
+    messages = render_context(context_of(entry), None, "openai-responses", entry, MAKER)["messages"]
 
-    assert messages[0] == ITEM
-    assert messages[1] == {"role": "user", "content": f"{TURN_CONTEXT_HEADING}\n\n{turn}"}
-    assert "src/app.py" not in messages[1]["content"], "file lists belong to the whole summary"
+    assert messages[:2] == [KEPT, ITEM]
+    assert messages[2] == {"role": "user", "content": f"{TURN_CONTEXT_HEADING}\n\n{turn}"}
+    assert "src/app.py" not in messages[2]["content"], "file lists belong to the whole summary"
     assert split_turn_context("## Goal\n- no split" + FILES) is None
 
 
@@ -91,10 +97,10 @@ def test_an_item_that_holds_the_turns_beginning_is_replayed_alone() -> None:
     turn = "- The user asked for half-even rounding"
     entry = compaction(
         f"## Goal\n- Round totals\n\n{TURN_CONTEXT_HEADING}\n\n{turn}{FILES}",
-        preserve=PreserveData(openaiItem=ITEM, coversSplitTurn=True),
+        preserve=PreserveData(openaiItems=[ITEM], model=MAKER, coversSplitTurn=True),
     )
 
-    messages = render_context(context_of(entry), None, "openai-responses", entry)["messages"]
+    messages = render_context(context_of(entry), None, "openai-responses", entry, MAKER)["messages"]
 
     assert messages[0] == ITEM
     assert messages[1] == {"role": "user", "content": "Now make the totals round half-even."}
@@ -107,7 +113,7 @@ def test_other_formats_and_other_summarizers_use_the_readable_summary() -> None:
     anthropic = render_context(context_of(native), None, "anthropic", native)["messages"]
     neutral = render_context(context_of(native), None, "neutral", native)["messages"]
     chat = render_context(context_of(native), None, "openai", native)["messages"]
-    responses_plain = render_context(context_of(plain), None, "openai-responses", plain)["messages"]
+    responses_plain = render_context(context_of(plain), None, "openai-responses", plain, MAKER)["messages"]
 
     readable = COMPACTION_PREAMBLE + "## Goal\n- Round totals" + HISTORY_TOOLS_LINE
     assert anthropic[0]["content"][0]["text"].startswith(readable)
@@ -120,6 +126,28 @@ def test_the_opaque_state_stays_out_of_reprs() -> None:
     entry = compaction("## Goal\n- Round totals")
 
     assert "secret-state" not in repr(entry) and "secret-state" not in str(entry)
-    assert entry.model_dump(exclude_none=True)["preserveData"] == {"openaiItem": ITEM}, (
-        "but it is stored"
+    assert entry.model_dump(exclude_none=True)["preserveData"] == {
+        "openaiItems": [KEPT, ITEM],
+        "model": MAKER,
+    }, "but it is stored"
+
+
+def test_another_model_gets_the_readable_summary() -> None:
+    entry = compaction("## Goal\n- Round totals")
+
+    for model in ("gpt-5.4-mini", "claude-sonnet-4-6", None):
+        messages = render_context(context_of(entry), None, "openai-responses", entry, model)["messages"]
+        assert messages[0] == {"role": "user", "content": COMPACTION_PREAMBLE + "## Goal\n- Round totals" + HISTORY_TOOLS_LINE}
+        assert "gAAAA" not in json.dumps(messages), f"no encrypted state for {model}"
+
+
+def test_an_entry_written_with_the_item_alone_still_loads_and_replays_to_its_author() -> None:
+    stored = compaction("## Goal\n- Round totals").model_dump(exclude_none=True)
+    stored["preserveData"] = {"openaiItem": ITEM}
+
+    entry = CompactionEntry.model_validate(stored)
+
+    assert entry.preserveData == PreserveData(openaiItems=[ITEM])
+    assert render_context(context_of(entry), None, "openai-responses", entry, MAKER)["messages"][0] == ITEM, (
+        "the compaction's summarizer model made it"
     )

@@ -433,7 +433,7 @@ class _Converter:
             reason="threshold",
             summarizer=SummarizerInfo(provider=SOURCE),
             timestamp=timestamp or utc_now(),
-            preserveData=PreserveData.of_openai_item(native) if native else None,
+            preserveData=PreserveData.of_openai_output([native], self.model) if native else None,
         )
         self.builder.add_node(line, f"L{line}", self.builder.leaf_id, entry, enters_context=True)
         if encrypted:

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from contextd.deprecations import warn_deprecated_models
 from contextd.follow import Follower
 from contextd.model import MAX_CONTENT_DEPTH, Settings, too_deep_setting, unknown_setting_keys
 from contextd.rpc.connection import (
@@ -80,6 +81,7 @@ def parse_settings(raw: Any) -> Settings:
         raise invalid_params(field_errors(error, "settings.")) from None
     for key in unknown_setting_keys(settings):
         log.warning("unknown setting %r ignored", key)
+    warn_deprecated_models(settings)
     return settings
 
 
@@ -251,6 +253,7 @@ class Daemon:
         # each session's new figure goes to the connections that have it open, and the
         # follower's loop, if this starts it, is no request's own.
         requester = current_connection.set(None)
+        warn_deprecated_models(settings)
         try:
             self.settings = settings
             if self._sessions is not None:

@@ -8,11 +8,13 @@ import anthropic
 
 from contextd.model import SummarizerSettings
 from contextd.summarizers.base import SummaryRequest
-from contextd.summarizers.credentials import api_key_from_env
+from contextd.summarizers.credentials import api_key_from_env, key_variable
 from contextd.summarizers.errors import malformed_reply, sdk_failures
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"
+NO_KEY = "no-key"
+"""Given to the SDK for a server that gets no key; its header is omitted, so never sent."""
 
 
 class AnthropicSummarizer:
@@ -21,11 +23,11 @@ class AnthropicSummarizer:
     def __init__(self, settings: SummarizerSettings) -> None:
         self.model: str | None = settings.model or DEFAULT_MODEL
         self._base_url = settings.baseUrl
-        self._api_key_env = settings.apiKeyEnv or DEFAULT_API_KEY_ENV
+        self._api_key_env = key_variable(settings, DEFAULT_API_KEY_ENV)
         self._timeout = settings.timeoutSeconds
 
     async def summarize(self, request: SummaryRequest) -> str:
-        key = api_key_from_env(self.provider, self._api_key_env)
+        key = self._key()
         with sdk_failures(anthropic, self.provider, key, self._timeout):
             async with self._client(key) as client:
                 message = await client.messages.create(
@@ -36,10 +38,24 @@ class AnthropicSummarizer:
                 )
         return _text_of(message)
 
-    def _client(self, key: str) -> anthropic.AsyncAnthropic:
+    def _key(self) -> str | None:
+        return api_key_from_env(self.provider, self._api_key_env) if self._api_key_env else None
+
+    def _client(self, key: str | None) -> anthropic.AsyncAnthropic:
         # The chain retries with its own policy; SDK retries would multiply the attempts.
+        if key is not None:
+            return anthropic.AsyncAnthropic(
+                api_key=key, base_url=self._base_url, timeout=self._timeout, max_retries=0
+            )
+        # No key: the SDK would otherwise take ANTHROPIC_API_KEY, a profile or a federation
+        # token from the environment. A placeholder stops that search, and omitting the
+        # header it would fill sends nothing.
         return anthropic.AsyncAnthropic(
-            api_key=key, base_url=self._base_url, timeout=self._timeout, max_retries=0
+            api_key=NO_KEY,
+            default_headers={"Authorization": anthropic.omit, "X-Api-Key": anthropic.omit},
+            base_url=self._base_url,
+            timeout=self._timeout,
+            max_retries=0,
         )
 
 

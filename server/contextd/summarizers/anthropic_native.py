@@ -23,7 +23,6 @@ from contextd.compaction.serialize import serialize_conversation
 from contextd.model import SummarizerSettings
 from contextd.summarizers.anthropic import AnthropicSummarizer
 from contextd.summarizers.base import SummaryRequest
-from contextd.summarizers.credentials import api_key_from_env
 from contextd.summarizers.errors import ProviderError, malformed_reply, sdk_failures
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
@@ -41,7 +40,7 @@ class AnthropicNativeSummarizer(AnthropicSummarizer):
         self.model = settings.model or DEFAULT_MODEL
 
     async def summarize(self, request: SummaryRequest) -> str:
-        key = api_key_from_env(self.provider, self._api_key_env)
+        key = self._key()
         edit: BetaCompact20260112EditParam = {
             "type": "compact_20260112",
             "trigger": {"type": "input_tokens", "value": MIN_TRIGGER_TOKENS},

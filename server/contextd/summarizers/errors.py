@@ -150,7 +150,7 @@ def malformed_reply(provider: str, what: str) -> ProviderError:
 
 
 @contextmanager
-def sdk_failures(sdk: ModuleType, provider: str, key: str, timeout: float) -> Iterator[None]:
+def sdk_failures(sdk: ModuleType, provider: str, key: str | None, timeout: float) -> Iterator[None]:
     """Turns a failure of an official SDK call (`anthropic` or `openai`: their errors have
     the same names) into the ProviderError the chain retries or falls back on."""
     try:

@@ -9,10 +9,10 @@ import openai
 
 from contextd.model import SummarizerSettings
 from contextd.summarizers.base import SummaryRequest
-from contextd.summarizers.credentials import api_key_from_env
+from contextd.summarizers.credentials import api_key_from_env, key_variable
 from contextd.summarizers.errors import malformed_reply, sdk_failures
 
-DEFAULT_MODEL = "gpt-4.1-mini"
+DEFAULT_MODEL = "gpt-5.4-mini"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 LOCAL_SERVER_KEY = "not-needed"
 """Local OpenAI-compatible servers ignore the key, but the SDK insists on one."""
@@ -27,8 +27,7 @@ class OpenAIConnection:
         self._base_url = settings.baseUrl
         self._official = settings.baseUrl is None
         self._timeout = settings.timeoutSeconds
-        # A custom server without a named key variable is a local one that needs no key.
-        self._api_key_env = settings.apiKeyEnv or (None if settings.baseUrl else DEFAULT_API_KEY_ENV)
+        self._api_key_env = key_variable(settings, DEFAULT_API_KEY_ENV)
 
     def _key(self) -> str:
         if self._api_key_env:
