@@ -447,13 +447,16 @@ async def run_show(args: argparse.Namespace) -> int:
     from contextd_client import datadir
 
     data_dir_only(args, "show")
-    contents = datadir.read_session(datadir.store_of(args.data_dir), args.session)
+    store = datadir.store_of(args.data_dir)
+    contents = datadir.read_session(store, args.session)
     entry = contents.entry(args.entry)
+    usage = datadir.context_usage(store, contents.listing, load_settings(args))
     if args.json:
         emit_json({"sessionId": contents.listing.session_id, "path": str(contents.listing.path),
-                   "entry": datadir.entry_json(entry)})
+                   "entry": datadir.entry_json(entry), "usage": usage})
     else:
         print(datadir.entry_heading(entry, contents.listing.session_id))
+        print(render.figure_lines(usage))
         print()
         print(datadir.entry_text(entry))
     return EXIT_OK

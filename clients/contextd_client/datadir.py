@@ -96,6 +96,15 @@ def read_session(store: Store, wanted: str) -> SessionContents:
     return SessionContents(listing, tree)
 
 
+def context_usage(store: Store, listing: SessionListing, settings: dict[str, Any]) -> dict[str, Any]:
+    """The session's figure as the daemon reports it (a `tokenUsage` body, breakdown
+    included), read from its file without its lock."""
+    from contextd.model import Settings
+    from contextd.session import SessionManager, SilentEvents
+
+    return SessionManager(store, Settings.model_validate(settings), SilentEvents()).peek(listing).usage_body()
+
+
 def find_sessions(store: Store, wanted: list[str]) -> list[SessionListing]:
     """Each named session once; NotFound or Ambiguous for any name before any is used."""
     listings = {listing.session_id: listing for listing in (find_session(store, name) for name in wanted)}

@@ -209,7 +209,20 @@ def stats_table(rows: Sequence[dict[str, Any]]) -> str:
         "ENTRIES, TOKENS: in the context now / on the whole branch. SAVED, PRUNED: tokens taken out.\n"
         "SUMMARY: tokens of the summary the model sees. RATIO: context tokens / branch tokens."
     )
-    return f"{table(STATS_COLUMNS, cells)}\n\n{legend}"
+    parts = [f"{row['sessionId']}  {breakdown_text(row['stats']['breakdown'])}" for row in rows if row.get("stats")]
+    where = "\n".join(["Where the context's tokens are:", *parts]) if parts else ""
+    return "\n\n".join(filter(None, [table(STATS_COLUMNS, cells), where, legend]))
+
+
+def breakdown_text(breakdown: t.Breakdown | dict[str, Any]) -> str:
+    """The figure's parts on one line, as /context splits a window; `unseen` is what the agent
+    sends that contextd never sees (its system prompt, tool schemas), learned from reports."""
+    return " · ".join(f"{name} {tokens(value)}" for name, value in dict(breakdown).items())
+
+
+def figure_lines(usage: t.TokenUsage | dict[str, Any]) -> str:
+    """The figure as a user acts on it (`usage_figure`, and how it was had), then its parts."""
+    return f"{usage_figure(usage).strip()} ({usage['source']})\n{breakdown_text(usage['breakdown'])}"
 
 
 def node_title(node: t.TreeNode, id_width: int = 0) -> str:

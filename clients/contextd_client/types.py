@@ -17,6 +17,16 @@ CompactionReason = Literal[
 ]
 
 
+class Breakdown(TypedDict):
+    """Where the figure's tokens are; the parts add up to `tokens`."""
+
+    instructions: int
+    summary: int
+    messages: int
+    unseen: int
+    """What the agent sends that contextd never sees (system prompt, tool schemas)."""
+
+
 class TokenUsage(TypedDict):
     sessionId: str
     tokens: int
@@ -27,6 +37,7 @@ class TokenUsage(TypedDict):
     calibration: float
     """What counted tokens were multiplied by: 1.0 for OpenAI models (exact counts)."""
     model: str
+    breakdown: Breakdown
 
 
 class ParentSession(TypedDict):
@@ -123,6 +134,7 @@ class StatsResult(TypedDict):
     compactions: CompactionSavings
     prunes: PruneSavings
     ratio: float
+    breakdown: Breakdown
 
 
 class SetModelResult(TypedDict):

@@ -121,11 +121,17 @@ def test_show_prints_the_latest_summary_in_full(data_dir: Path, compacted: dict[
     latest = [entry for entry in entries if entry["type"] == "compaction"][-1]
     done = run(data_dir, "show", compacted["sessionId"][:14])
     assert done.returncode == 0, done.stderr
-    heading, _, *body = done.stdout.splitlines()
+    heading, figure, parts, _, *body = done.stdout.splitlines()
     assert heading.startswith(f"compaction {latest['id']} of session {compacted['sessionId']}")
     assert "\n".join(body) == latest["summary"].rstrip("\n")
     shown = run_json(data_dir, "show", compacted["sessionId"])
     assert shown["entry"] == latest
+    # The session's figure as the daemon had it, and where its tokens are.
+    usage = shown["usage"]
+    assert usage["tokens"] == compacted["state"]["usage"]["tokens"] == sum(usage["breakdown"].values())
+    assert f"{usage['tokens']:,} / {usage['contextWindow']:,} tokens" in figure
+    assert parts == " · ".join(f"{name} {tokens:,}" for name, tokens in usage["breakdown"].items())
+    assert usage["breakdown"]["summary"] > 0
 
 
 def test_show_an_entry_by_id_and_a_message_in_full(data_dir: Path, compacted: dict[str, Any]) -> None:

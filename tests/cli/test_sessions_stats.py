@@ -54,6 +54,7 @@ async def expected_stats(client: ContextdClient, session_id: str) -> dict[str, A
         },
         "prunes": {"count": len(prunes), "tokensSaved": sum(p["tokensSaved"] for p in prunes)},
         "ratio": round(state["usage"]["tokens"] / history_tokens, 4),
+        "breakdown": state["usage"]["breakdown"],
     }
 
 
@@ -120,6 +121,11 @@ async def test_sessions_stats_match_figures_worked_out_from_each_session(data_di
         f"{figures['ratio']:.3f}",
     ):
         assert cell in real_row
+    parts = figures["breakdown"]
+    assert sum(parts.values()) == figures["context"]["tokens"]
+    assert f"{real}  instructions {parts['instructions']:,} · summary {parts['summary']:,} · " \
+        f"messages {parts['messages']:,} · unseen {parts['unseen']:,}" in lines
+    assert parts["unseen"] > 0  # the rollout's reports taught what Codex sends unseen
     held_row = next(line for line in lines if line.startswith(pruned))
     assert held_row.split()[2:] == ["-"] * 8
     assert f"{pruned}: no statistics" in done.stderr and "-32003" in done.stderr

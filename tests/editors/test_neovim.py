@@ -13,6 +13,7 @@ import contextlib
 import gzip
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -527,6 +528,9 @@ def test_status_command_shows_the_session(editor: Editor) -> None:
     note = editor.wait_note("session " + session_id)
     assert note["level"] == INFO
     assert "84,000 / 200,000 tokens (42%)" in note["msg"]
+    parts = re.search(r"instructions ([\d,]+) · summary ([\d,]+) · messages ([\d,]+) · unseen ([\d,]+)", note["msg"])
+    assert parts is not None, note["msg"]
+    assert sum(int(part.replace(",", "")) for part in parts.groups()) == 84_000  # where the tokens are
 
 
 def test_an_unknown_idle_argument_is_an_error(editor: Editor) -> None:

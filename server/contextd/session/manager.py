@@ -227,8 +227,12 @@ class SessionManager:
 
     def summarize_file(self, listing: SessionListing) -> SessionSummary:
         """A session read from disk without taking its lock, for listing only."""
+        return summary_of(self.peek(listing))
+
+    def peek(self, listing: SessionListing) -> LiveSession:
+        """A session read from disk without taking its lock, to read its figures only."""
         file, loaded = self.store.peek(listing)
-        return summary_of(LiveSession(file, tree_of(loaded.entries), self.settings, SilentEvents()))
+        return LiveSession(file, tree_of(loaded.entries), self.settings, SilentEvents())
 
 
 def summary_of(session: LiveSession) -> SessionSummary:

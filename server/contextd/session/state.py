@@ -524,4 +524,9 @@ class LiveState(ABC):
         figures = compression_stats(
             self._path, self.entry_tokens, self.tokens, self._figure.calibration
         ).as_dict()
-        return {"sessionId": self.session_id, "treeNodes": self.node_count, **figures}
+        return {
+            "sessionId": self.session_id,
+            "treeNodes": self.node_count,
+            **figures,
+            "breakdown": self.usage_body()["breakdown"],
+        }

@@ -312,13 +312,26 @@ function M.status_lines(state, server_version)
       M.thousands(usage.thresholdTokens),
       usage.source or "?"
     ),
+  }
+  local parts = usage.breakdown
+  if type(parts) == "table" then
+    -- Where the tokens are; "unseen" is what the agent sends that contextd never sees.
+    table.insert(lines, string.format(
+      "instructions %s · summary %s · messages %s · unseen %s",
+      M.thousands(parts.instructions),
+      M.thousands(parts.summary),
+      M.thousands(parts.messages),
+      M.thousands(parts.unseen)
+    ))
+  end
+  vim.list_extend(lines, {
     string.format(
       "entries %s · leaf %s · compacting: %s",
       present(state.entries) and state.entries or "?",
       present(state.leafId) and state.leafId or "(empty)",
       state.compacting and "yes" or "no"
     ),
-  }
+  })
   if present(state.workspace) then
     table.insert(lines, "workspace " .. state.workspace)
   end
