@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,8 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Any:
 # Clients and CLI commands under test get a daemon of their own, as before the shared
 # daemon; tests that want the shared one take the `shared_env` fixture.
 os.environ.setdefault("CONTEXTD_SHARED", "0")
+# No test reads the user settings file of whoever runs the suite; tests that want one write it here.
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="contextd-config-")
 
 
 @pytest.fixture

@@ -171,6 +171,30 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
     )
     remove.add_argument("sessions", nargs="+", metavar="SESSION", help=SESSION_HELP)
 
+    config = add_command(
+        "config", "the settings in force here and where each comes from (`config set` changes them)",
+        description="The settings in force for the sessions of this folder, each with where its value "
+        "comes from: built in, the user file ($XDG_CONFIG_HOME/contextd/settings.json), the daemon's "
+        "--settings, a change made at run time, or an editor that has the folder open. A running "
+        "daemon reloads the user file when it changes.",
+        epilog="examples:\n  contextd config\n  contextd config set compaction.thresholdPercent 0.5\n"
+        "  contextd config set summarizer.provider anthropic\n  contextd config unset compaction.thresholdPercent\n",
+    )
+    config.add_argument("--workspace", help="the settings of this folder's sessions (default: the current directory)")
+    config_actions = config.add_subparsers(dest="action", metavar="ACTION", title="actions")
+    set_action = config_actions.add_parser(
+        "set", help="write KEY in the user settings file", parents=[global_options],
+        description="Write KEY (dotted, e.g. compaction.thresholdPercent) in the user settings file. "
+        "VALUE is read as JSON when it reads as JSON (0.5, true, [\"a\"]), else taken as text.",
+    )
+    set_action.add_argument("key", metavar="KEY")
+    set_action.add_argument("value", metavar="VALUE")
+    unset_action = config_actions.add_parser(
+        "unset", help="remove KEY from the user settings file", parents=[global_options],
+        description="Remove KEY from the user settings file; its value falls back to the built-in one.",
+    )
+    unset_action.add_argument("key", metavar="KEY")
+
     show = add_command(
         "show", "print a summary, hand-off document or message of a session in full",
         epilog="examples:\n  contextd show 20261123-0912             the latest summary on the current branch\n"
@@ -329,6 +353,47 @@ async def run_status(args: argparse.Namespace) -> int:
         emit_json(status)
     else:
         print(render.daemon_status(status))
+    return EXIT_OK
+
+
+async def run_config(args: argparse.Namespace) -> int:
+    if args.action in ("set", "unset"):
+        return change_user_file(args)
+    workspace = str(Path(args.workspace or os.getcwd()).resolve())
+    async with await connect(args, load_settings(args)) as client:
+        answer = await client.request("contextd/settings", {"workspace": workspace})
+    if args.json:
+        emit_json(answer)
+    else:
+        print(render.settings_in_force(answer))
+    return EXIT_OK
+
+
+def change_user_file(args: argparse.Namespace) -> int:
+    """`config set` / `config unset`: the user file, checked before it is written."""
+    from contextd import settings as layers
+
+    path = layers.user_settings_path()
+    try:
+        layer = layers.read_layer_file(path)
+    except layers.SettingsFileError as error:
+        raise UsageError(f"the settings file {error}; fix it or remove it first") from None
+    if not layers.is_known(args.key):
+        close = layers.suggestion(args.key)
+        raise UsageError(f"no setting is called {args.key}" + (f" (did you mean {close}?)" if close else ""))
+    if args.action == "unset":
+        if not layers.unset_key(layer, args.key):
+            print(f"{args.key} is not set in {path}", file=sys.stderr)
+            return EXIT_OK
+    else:
+        layers.set_key(layer, args.key, layers.parse_value(args.value))
+        try:
+            layers.check_layer(layer, f"{args.key} to {args.value}")
+        except layers.SettingsFileError as error:
+            raise UsageError(f"cannot set {error}".replace(f": {args.key}: ", ": ", 1)) from None
+    layers.write_layer_file(path, layer)
+    done = "removed from" if args.action == "unset" else "written to"
+    print(f"{args.key} {done} {path} (a running daemon applies it within a second)", file=sys.stderr)
     return EXIT_OK
 
 
@@ -683,6 +748,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = 
     "follow": run_follow,
     "status": run_status,
     **agent_commands(connect, load_settings),
+    "config": run_config,
 }
 
 

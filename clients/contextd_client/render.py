@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+import json
 from typing import Any
 
 from contextd_client import types as t
@@ -290,4 +291,19 @@ def daemon_status(status: dict[str, Any]) -> str:
     for session in status["sessions"]:
         clients = " ".join(f"#{number}" for number in session["connections"]) or "no client"
         lines.append(f"  {session['sessionId']} {session['name'] or ''} {session['tokens']} tokens, {clients}")
+    return "\n".join(lines)
+
+
+def settings_in_force(answer: dict[str, Any]) -> str:
+    """`contextd config`: each setting's value, and where it comes from when not built in."""
+    from contextd.settings import leaves
+
+    sources = answer["sources"]
+    lines = [f"settings for the sessions of {answer['workspace']}:"]
+    for key, value in leaves(answer["settings"]).items():
+        source = next((where for set_key, where in sources.items() if key == set_key or key.startswith(set_key + ".")), "built in")
+        lines.append(f"  {key} = {json.dumps(value)}  ({source})")
+    lines.append(f"user file: {answer['userFile']}")
+    if answer.get("userFileError"):
+        lines.append(f"  error: {answer['userFileError']}")
     return "\n".join(lines)

@@ -12,6 +12,7 @@ import inspect
 import json
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
@@ -316,6 +317,11 @@ def request(params_model: type[Params], function: Callable[..., Any], *, opens: 
 # --- lifecycle ----------------------------------------------------------------------------
 
 
+class SettingsParams(Params):
+    workspace: str | None = Field(default=None, min_length=1, max_length=4096)
+    """Whose sessions' settings; the connection's workspace when omitted."""
+
+
 class WorkspaceFolder(BaseModel):
     uri: str
     name: str | None = None
@@ -345,7 +351,6 @@ def initialize(connection: ClientConnection, raw: Any) -> dict[str, Any]:
         params = InitializeParams.model_validate(raw)
     except ValidationError as error:
         raise invalid_params(field_errors(error)) from None
-    connection.daemon.apply_settings(connection, params.initializationOptions)
     connection.client_info = params.clientInfo or {}
     connection.capabilities = params.capabilities
     folders = params.workspaceFolders or []
@@ -354,6 +359,7 @@ def initialize(connection: ClientConnection, raw: Any) -> dict[str, Any]:
         connection.default_workspace = workspace
     opened = [path_of_uri(folder.uri) for folder in folders] or [workspace]
     connection.open_workspaces = {path for path in opened if path}
+    connection.daemon.apply_settings(connection, params.initializationOptions)
     return {
         "capabilities": {"experimental": {"contextd": {"version": __version__}}},
         "serverInfo": {"name": "contextd", "version": __version__},
@@ -361,6 +367,9 @@ def initialize(connection: ClientConnection, raw: Any) -> dict[str, Any]:
 
 
 async def initialized(connection: ClientConnection, params: Any) -> None:
+    user_file = connection.daemon.user_file
+    if user_file.error is not None:
+        connection.tell(user_file.error, error=True)
     if connection.can_pull_configuration:
         await pull_configuration(connection)
 
@@ -377,28 +386,45 @@ def did_change_configuration(connection: ClientConnection, params: Any) -> None:
 
 
 async def pull_configuration(connection: ClientConnection) -> None:
-    """`workspace/configuration` for section `contextd`; nothing (null or {}) keeps what we have."""
+    """`workspace/configuration` for section `contextd`, one item per workspace folder the
+    client has open (its `scopeUri`), as LSP servers ask; an item answered null keeps what
+    that folder had, `{}` means the user set nothing there."""
+    folders = sorted(connection.open_workspaces)
+    items = [{"scopeUri": Path(folder).as_uri(), "section": "contextd"} for folder in folders]
     try:
-        answer = await connection.request(
-            "workspace/configuration", {"items": [{"section": "contextd"}]}
-        )
+        answer = await connection.request("workspace/configuration", {"items": items or [{"section": "contextd"}]})
     except (RpcError, ConnectionLost) as error:
         log.warning("workspace/configuration failed: %s", error)
         return
-    section = answer[0] if isinstance(answer, list) and answer else None
-    if isinstance(section, dict) and section:
-        apply_notified_settings(connection, section)
+    answers = answer if isinstance(answer, list) else []
+    if not folders:
+        if answers and isinstance(answers[0], dict) and answers[0]:
+            apply_notified_settings(connection, answers[0])
+        return
+    for folder, section in zip(folders, answers, strict=False):
+        if isinstance(section, dict):
+            apply_notified_settings(connection, section, [folder])
 
 
-def apply_notified_settings(connection: ClientConnection, raw: Any) -> None:
+def apply_notified_settings(connection: ClientConnection, raw: Any, folders: list[str] | None = None) -> None:
     try:
-        connection.daemon.apply_settings(connection, raw)
+        connection.daemon.apply_settings(connection, raw, folders)
     except RpcError as error:
         # A notification has no reply: say it where the user will see it.
-        log.error("settings not applied: %s", error.message)
-        connection.notify(
-            "window/showMessage", {"type": 1, "message": f"contextd: {error.message}"}
-        )
+        connection.tell(error.message, error=True)
+
+
+def settings_of(connection: ClientConnection, params: SettingsParams) -> dict[str, Any]:
+    """The settings in force for a workspace's sessions, and where each set key came from."""
+    daemon = connection.daemon
+    workspace = params.workspace or connection.default_workspace
+    return {
+        "workspace": workspace,
+        "settings": daemon.settings_for(workspace).model_dump(mode="json", by_alias=True),
+        "sources": daemon.sources(workspace),
+        "userFile": str(daemon.user_file.path),
+        "userFileError": daemon.user_file.error,
+    }
 
 
 def shutdown(connection: ClientConnection, params: Any) -> None:
@@ -654,6 +680,7 @@ REQUESTS: dict[str, Handler] = {
     "contextd/history/get": request(HistoryGetParams, history_get),
     "contextd/history/sources": request(HistorySourcesParams, history_sources),
     "contextd/history/summarize": request(HistorySummarizeParams, history_summarize),
+    "contextd/settings": request(SettingsParams, settings_of),
 }
 
 NOTIFICATIONS: dict[str, Handler] = {

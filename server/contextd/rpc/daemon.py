@@ -11,6 +11,7 @@ keys too; a daemon that serves many connections takes them from `--settings` onl
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import time
@@ -22,7 +23,23 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contextd.deprecations import warn_deprecated_models
 from contextd.follow import Follower
-from contextd.model import MAX_CONTENT_DEPTH, Settings, too_deep_setting, unknown_setting_keys
+from contextd.model import MAX_CONTENT_DEPTH, Settings, too_deep_setting
+from contextd.settings import (
+    Layer,
+    SettingsFile,
+    covers,
+    describe_unknown,
+    explicit_part,
+    is_known,
+    is_owner_only,
+    is_per_connection,
+    keep_keys,
+    leaves,
+    resolve,
+    set_key,
+    unknown_keys,
+    user_settings_path,
+)
 from contextd.rpc.connection import (
     DEFAULT_MAX_WRITE_BUFFER_BYTES,
     Connection,
@@ -38,21 +55,11 @@ from contextd.tokens import get_encoding, resolve_model
 
 log = logging.getLogger(__name__)
 
-PER_CONNECTION_KEYS = ("defaultModel", "compaction.hookTimeoutSeconds")
-"""Settings a connection sends that apply to that connection only, in every daemon."""
+USER_FILE_POLL_SECONDS = 1.0
 
 
-def daemon_wide_part(settings: Settings) -> dict[str, Any]:
-    """`settings` without its `PER_CONNECTION_KEYS`: what governs the shared sessions."""
-    dumped = settings.model_dump()
-    for key in PER_CONNECTION_KEYS:
-        *groups, name = key.split(".")
-        holder = dumped
-        for group in groups:
-            holder = holder[group]
-        holder.pop(name, None)
-    return dumped
-
+def inside(workspace: str, folder: str) -> bool:
+    return workspace == folder or workspace.startswith(folder.rstrip(os.sep) + os.sep)
 
 def field_errors(error: ValidationError, prefix: str = "") -> list[dict[str, str]]:
     return [
@@ -69,27 +76,21 @@ def invalid_params(errors: list[dict[str, str]]) -> RpcError:
     return RpcError(INVALID_PARAMS, f"invalid params: {summary}", {"errors": errors})
 
 
-def parse_settings(raw: Any) -> Settings:
-    """A settings object, or -32602 naming the bad keys; unknown keys are logged."""
+def parse_settings(raw: Any) -> Layer:
+    """A client's settings as a layer of explicit keys, or -32602 naming the bad keys."""
+    layer = raw if isinstance(raw, dict) else {}
+    if raw is not None and not isinstance(raw, dict):
+        raise invalid_params([{"field": "settings", "message": "settings must be an object"}])
     too_deep = too_deep_setting(raw)
     if too_deep is not None:
         message = f"nests deeper than {MAX_CONTENT_DEPTH} levels"
         raise invalid_params([{"field": f"settings.{too_deep}", "message": message}])
     try:
-        settings = Settings.model_validate(raw or {})
+        settings = Settings.model_validate(layer)
     except ValidationError as error:
         raise invalid_params(field_errors(error, "settings.")) from None
-    for key in unknown_setting_keys(settings):
-        log.warning("unknown setting %r ignored", key)
     warn_deprecated_models(settings)
-    return settings
-
-
-def setting(settings: Settings, dotted: str) -> Any:
-    value: Any = settings
-    for part in dotted.split("."):
-        value = getattr(value, part)
-    return value
+    return layer
 
 
 class ClientConnection(Connection):
@@ -100,7 +101,13 @@ class ClientConnection(Connection):
         self.daemon = daemon
         self.client_info: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
-        self.settings = Settings()
+        self.settings = daemon.settings
+        """The daemon's settings with this connection's own keys (PER_CONNECTION_KEYS) on top."""
+        self.own_layer: Layer = {}
+        self.workspace_layers: dict[str, Layer] = {}
+        """Per workspace folder, the keys this client set for it that apply to its sessions."""
+        self.told: set[str] = set()
+        """Warnings already shown to this client (each is shown once)."""
         self.default_workspace = os.getcwd()
         self.open_workspaces: set[str] = set()
         """The workspace folders (or root) the client named in `initialize`."""
@@ -128,6 +135,14 @@ class ClientConnection(Connection):
     @property
     def can_pull_configuration(self) -> bool:
         return self.capability("workspace", "configuration") is True
+
+    def tell(self, message: str, *, error: bool = False) -> None:
+        """`window/showMessage`, once per message: what the user must see, not a log line."""
+        if message in self.told:
+            return
+        self.told.add(message)
+        log.warning("%s: %s", self, message)
+        self.notify("window/showMessage", {"type": 1 if error else 2, "message": f"contextd: {message}"})
 
     def watches_workspace(self, workspace: str) -> bool:
         return self.watches_all_workspaces or workspace in self.watched_workspaces
@@ -160,7 +175,17 @@ class Daemon:
         self.requests = requests
         self.notifications = notifications
         self.cli_data_dir = data_dir
-        self.settings = settings or Settings()
+        self.start_layer: Layer = explicit_part(settings) if settings is not None else {}
+        """The daemon's `--settings` file."""
+        self.client_owner_layer: Layer = {}
+        """A dedicated daemon's one client's settings: that client is the owner."""
+        self.runtime_layer: Layer = {}
+        self.user_file = SettingsFile(user_settings_path())
+        if self.user_file.error is not None:
+            log.error("%s; built-in settings apply instead", self.user_file.error)
+        self.settings = resolve(self.owner_layers())
+        warn_deprecated_models(self.settings)
+        self._watching_user_file: asyncio.Task[None] | None = None
         self.dedicated = dedicated
         self.max_frame_bytes = max_frame_bytes
         self.max_write_buffer_bytes = max_write_buffer_bytes
@@ -177,7 +202,7 @@ class Daemon:
     @property
     def sessions(self) -> SessionManager:
         if self._sessions is None:
-            self._sessions = SessionManager(self._store(), self.settings, self.events)
+            self._sessions = SessionManager(self._store(), self.settings, self.events, self.settings_for)
         return self._sessions
 
     @property
@@ -233,40 +258,137 @@ class Daemon:
 
     # --- settings ---------------------------------------------------------------------
 
-    def apply_settings(self, connection: ClientConnection, raw: Any) -> None:
-        """A connection's settings: its per-connection keys always; the daemon-wide keys too
-        when this daemon is dedicated to it, else they are logged and left alone."""
-        settings = parse_settings(raw)
-        connection.settings = settings
-        if self.dedicated:
-            self.apply_daemon_settings(settings)
-            return
-        if daemon_wide_part(settings) != daemon_wide_part(self.settings):
-            log.info(
-                "%s: daemon-wide settings of a client ignored (this daemon is shared; "
-                "give them to it with --settings)",
-                connection,
-            )
+    def owner_layers(self) -> list[Layer]:
+        """The layers the daemon's owner set, lowest first (contextd.settings)."""
+        return [self.user_file.layer, self.start_layer, self.client_owner_layer, self.runtime_layer]
 
-    def apply_daemon_settings(self, settings: Settings) -> None:
-        # A daemon-wide change concerns no session of the connection that asked for it:
-        # each session's new figure goes to the connections that have it open, and the
+    def workspace_layers(self, workspace: str) -> list[tuple[str, ClientConnection, Layer]]:
+        """The layers the editors that have `workspace` (or a folder holding it) open set for
+        it, lowest first: a deeper folder wins over one holding it, and for one folder the
+        client connected first wins."""
+        found = [
+            (folder, connection, layer)
+            for connection in self.connections
+            for folder, layer in connection.workspace_layers.items()
+            if layer and not connection.closed and inside(workspace, folder)
+        ]
+        found.sort(key=lambda item: (len(item[0]), -item[1].number))
+        return found
+
+    def settings_for(self, workspace: str) -> Settings:
+        """What governs the sessions of `workspace`: the owner's layers and its editors' settings."""
+        layers = self.workspace_layers(workspace)
+        if not layers:
+            return self.settings
+        return resolve([*self.owner_layers(), *(layer for _, _, layer in layers)])
+
+    def sources(self, workspace: str | None) -> dict[str, str]:
+        """Where each explicitly set key's value for `workspace` comes from (the rest is built in)."""
+        named = [
+            ("user file", self.user_file.layer), ("--settings", self.start_layer),
+            ("client", self.client_owner_layer), ("run time", self.runtime_layer),
+        ]
+        if workspace is not None:
+            named += [
+                (f"workspace {folder} ({connection.client_info.get('name') or connection})", layer)
+                for folder, connection, layer in self.workspace_layers(workspace)
+            ]
+        found: dict[str, str] = {}
+        for source, layer in named:
+            for key in leaves(layer):
+                found[key] = source
+        return found
+
+    def apply_settings(self, connection: ClientConnection, raw: Any, folders: list[str] | None = None) -> None:
+        """A client's settings (`initializationOptions`, `didChangeConfiguration`, or its answer
+        to `workspace/configuration` for `folders`; None: every folder it has open).
+
+        Its per-connection keys apply to it; on a dedicated daemon the rest is the owner's;
+        on a shared one the rest apply to the sessions of its workspace folders, but for
+        the owner-only keys, which it is told cannot apply (as it is of unknown keys)."""
+        layer = parse_settings(raw)
+        for key in unknown_keys(layer):
+            connection.tell(describe_unknown(key))
+        layer = keep_keys(layer, is_known)
+        connection.own_layer = keep_keys(layer, is_per_connection)
+        shared_part = keep_keys(layer, lambda key: not is_per_connection(key))
+        if self.dedicated:
+            self.client_owner_layer = shared_part
+        else:
+            self._set_workspace_layers(connection, shared_part, folders)
+        self.refresh_settings()
+        if not self.dedicated:
+            self._warn_conflicts()
+
+    def _set_workspace_layers(self, connection: ClientConnection, layer: Layer, folders: list[str] | None) -> None:
+        for key in leaves(layer):
+            # follow: any connection changes it with contextd/follow, as the editors do.
+            if is_owner_only(key) and not covers("follow", key):
+                connection.tell(
+                    f"{key} cannot be set by an editor on the shared daemon (it is the daemon "
+                    f"owner's): set it in {self.user_file.path} (contextd config set {key} VALUE)"
+                )
+        layer = keep_keys(layer, lambda key: not is_owner_only(key))
+        targets = sorted(connection.open_workspaces) if folders is None else folders
+        if layer and not targets:
+            connection.tell("settings for sessions ignored: this client has no workspace folder open")
+        for folder in targets:
+            connection.workspace_layers[folder] = layer
+
+    def _warn_conflicts(self) -> None:
+        """Tell each client whose workspace setting loses to another client's for the same
+        folder (the one connected first wins), once per key and pair of values."""
+        for loser in self.connections:
+            for folder, layer in loser.workspace_layers.items():
+                for other in self.connections:
+                    if other.number >= loser.number or other.closed:
+                        continue
+                    theirs = leaves(other.workspace_layers.get(folder, {}))
+                    for key, value in leaves(layer).items():
+                        if key in theirs and theirs[key] != value:
+                            loser.tell(
+                                f"{key} for {folder}: {json.dumps(value)} from this editor does not "
+                                f"apply; {json.dumps(theirs[key])} from "
+                                f"{other.client_info.get('name') or other} (connected first) does"
+                            )
+
+    def refresh_settings(self) -> None:
+        """Recompute every settings object after a layer changed, and apply what changed."""
+        self.settings = resolve(self.owner_layers())
+        for connection in self.connections:
+            connection.settings = resolve([*self.owner_layers(), connection.own_layer])
+        # A settings change concerns no session of the connection that caused it: each
+        # session's new figure goes to the connections that have it open, and the
         # follower's loop, if this starts it, is no request's own.
         requester = current_connection.set(None)
-        warn_deprecated_models(settings)
         try:
-            self.settings = settings
             if self._sessions is not None:
-                self._sessions.apply_settings(settings)
-            self.follower.apply(settings.follow)
+                self._sessions.apply_settings(self.settings)
+            self.follower.apply(self.settings.follow)
         finally:
             current_connection.reset(requester)
 
     def change_daemon_settings(self, group: str, changes: dict[str, Any]) -> None:
         """Change some keys of one daemon-wide settings group at run time, from any
         connection (`contextd/idle/configure` without a session, `contextd/follow`)."""
-        updated = getattr(self.settings, group).model_copy(update=changes)
-        self.apply_daemon_settings(self.settings.model_copy(update={group: updated}))
+        for key, value in changes.items():
+            set_key(self.runtime_layer, f"{group}.{key}", value)
+        self.refresh_settings()
+
+    async def watch_user_file(self) -> None:
+        """The user file is looked at every USER_FILE_POLL_SECONDS; a change applies at once,
+        a file that cannot be used is shown to every client and the settings in force stay."""
+        while True:
+            await asyncio.sleep(USER_FILE_POLL_SECONDS)
+            if not self.user_file.reload():
+                continue
+            if self.user_file.error is not None:
+                for connection in self.connections:
+                    connection.tell(self.user_file.error, error=True)
+                continue
+            log.info("settings reloaded from %s", self.user_file.path)
+            self.refresh_settings()
+            warn_deprecated_models(self.settings)
 
     def build_tokenizer(self) -> None:
         """Build the encoding of the daemon's default model now. tiktoken holds the GIL for
@@ -289,6 +411,8 @@ class Daemon:
             on_close=self._detach,
         )
         self.connections.append(connection)
+        if self._watching_user_file is None:
+            self._watching_user_file = asyncio.ensure_future(self.watch_user_file())
         log.info("%s attached (%d connected)", connection, len(self.connections))
         self.follower.apply(self.settings.follow)  # a daemon started with following on starts it here
         return connection
@@ -296,6 +420,8 @@ class Daemon:
     def _detach(self, connection: Connection) -> None:
         if connection in self.connections:
             self.connections.remove(connection)  # type: ignore[arg-type]
+            if connection.workspace_layers:  # type: ignore[attr-defined]
+                self.refresh_settings()  # its workspaces' sessions fall back to the owner's settings
         log.info("%s detached (%d connected)", connection, len(self.connections))
         if not self.connections:
             self.on_idle()

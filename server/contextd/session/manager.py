@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from contextd.compaction.short_summary import clip
@@ -35,9 +35,17 @@ log = logging.getLogger(__name__)
 class SessionManager:
     """Every session this daemon has open, loaded on demand and evicted when unused."""
 
-    def __init__(self, store: Store, settings: Settings, events: SessionEvents) -> None:
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        events: SessionEvents,
+        settings_for: Callable[[str], Settings] | None = None,
+    ) -> None:
         self.store = store
         self.settings = settings
+        self.settings_for = settings_for or (lambda workspace: self.settings)
+        """The settings of a workspace's sessions (its editors' settings over the daemon's)."""
         self.events = events
         self.max_loaded = settings.storage.maxLoadedSessions
         """Sessions kept in memory; the least recently used beyond this without work under way
@@ -59,7 +67,7 @@ class SessionManager:
         header = SessionHeader(
             id=new_session_id(), workspace=workspace, name=name, parentSession=parent
         )
-        session = LiveSession(self.store.create(header), EntryTree(), self.settings, self.events)
+        session = LiveSession(self.store.create(header), EntryTree(), self.settings_for(workspace), self.events)
         session.record_model(model or self.settings.defaultModel)
         if name:
             session.append_node(SessionInfoEntry, name=name)
@@ -69,7 +77,7 @@ class SessionManager:
     def create_mirror(self, session_id: str, workspace: str, source: MirrorSource) -> LiveSession:
         """An empty session that will mirror another agent's transcript (contextd.follow)."""
         header = SessionHeader(id=session_id, workspace=workspace, source=source)
-        session = LiveSession(self.store.create(header), EntryTree(), self.settings, self.events)
+        session = LiveSession(self.store.create(header), EntryTree(), self.settings_for(workspace), self.events)
         self._remember(session)
         return session
 
@@ -86,7 +94,7 @@ class SessionManager:
         file = self.store.create(header)
         for entry in path:
             file.append(entry)
-        session = LiveSession(file, tree_of(path), self.settings, self.events)
+        session = LiveSession(file, tree_of(path), self.settings_for(header.workspace), self.events)
         self._remember(session)
         return session
 
@@ -134,7 +142,7 @@ class SessionManager:
             file, loaded = self.store.reload(listing)
         else:
             file, loaded = self.store.open(listing)
-        return LiveSession(file, tree_of(loaded.entries), self.settings, self.events)
+        return LiveSession(file, tree_of(loaded.entries), self.settings_for(file.header.workspace), self.events)
 
     def _remember(self, session: LiveSession) -> LiveSession:
         session.hand_off = lambda: self.handoff(session, None)
@@ -209,8 +217,10 @@ class SessionManager:
         self.max_loaded = settings.storage.maxLoadedSessions
         self.index.set_counting(counting_key(settings))
         for session in self._loaded.values():
-            session.apply_settings(settings)
-            session.events.token_usage(session.usage_body())
+            own = self.settings_for(session.header.workspace)
+            if own != session.settings:
+                session.apply_settings(own)
+                session.events.token_usage(session.usage_body())
 
     async def listing(self, workspace: str | None) -> list[dict[str, Any]]:
         """Every session, most recently updated first. Live sessions are listed from memory;
