@@ -1458,14 +1458,25 @@ def test_health_check_starts_a_daemon_before_setup(editor: Editor) -> None:
         "require('contextd.config').set(...)",
         {
             **editor.base_options(),
-            "settings": {"summarizer": {"apiKeyEnv": "CONTEXTD_TEST_NO_SUCH_KEY"}, "colour": 1},
+            "settings": {
+                "summarizer": {"apiKeyEnv": "CONTEXTD_TEST_NO_SUCH_KEY"},
+                "colour": 1,
+                "compaction": {"keepRecent": 2000, "thresholdPercent": 0.5},
+                "models": {"my-model": {"contextWindow": 32768}},
+            },
         },
     )
     report = health_report(editor)
     assert "ERROR" not in report, report
     assert "daemon starts: contextd" in report
-    assert "unknown settings: colour" in report
+    assert "unknown settings: colour, compaction.keepRecent" in report
     assert "CONTEXTD_TEST_NO_SUCH_KEY is not set" in report
+
+
+def test_health_checks_every_setting_the_daemon_knows(editor: Editor) -> None:
+    from contextd.settings import KNOWN_KEYS
+
+    assert editor.lua("return require('contextd.health').known_settings") == list(KNOWN_KEYS)
 
 
 def test_health_check_reports_a_missing_python(editor: Editor) -> None:
@@ -1498,3 +1509,31 @@ def test_help_contextd_opens_the_introduction(editor: Editor, tmp_path: Path) ->
     assert editor.lua("return vim.fn.expand('%:t')") == "contextd.txt"
     assert "*contextd*" in editor.lua("return vim.api.nvim_get_current_line()")
     assert "INTRODUCTION" in editor.lua("return vim.api.nvim_get_current_line()")
+
+
+# --- settings on the shared daemon ---------------------------------------------------------
+
+
+def threshold_is(tokens: int) -> str:
+    return f"(require('contextd').state().usage or {{}}).thresholdTokens == {tokens}"
+
+
+def test_setup_settings_set_the_shared_daemons_threshold_over_the_user_file(editor: Editor, tmp_path: Path) -> None:
+    user_file = tmp_path / "home" / "config" / "contextd" / "settings.json"
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text(json.dumps({"compaction": {"thresholdPercent": 0.6}}))
+    editor.setup(shared=True, settings={"compaction": {"thresholdPercent": 0.5}})
+    editor.wait(threshold_is(100_000), 30000)
+
+    # Without it in setup(), the user file's value applies, and a change to the file at once.
+    editor.setup(shared=True, settings={})
+    editor.wait(threshold_is(120_000), 30000)
+    user_file.write_text(json.dumps({"compaction": {"thresholdPercent": 0.25}}))
+    editor.wait(threshold_is(50_000), 30000)
+    assert not [note for note in editor.notes() if "contextd:" in note["msg"]], editor.notes()
+
+
+def test_a_typo_in_setup_is_shown_by_the_shared_daemon(editor: Editor) -> None:
+    editor.setup(shared=True, settings={"compaction": {"keepRecent": 2000}})
+    note = editor.wait_note("compaction.keepRecent ignored (did you mean compaction.keepRecentTokens?)")
+    assert note["level"] == WARN

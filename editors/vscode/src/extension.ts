@@ -28,7 +28,7 @@ import { DaemonStatus, FollowResult, Method } from "./protocol";
 import { errorText } from "./rpc";
 import { ContextdSessions } from "./sessions";
 import { SESSION_TREE_VIEW, SessionTreeView } from "./sessionTree";
-import { buildDaemonSettings, configurationChange, DAEMON_WIDE_KEYS, followParams, LAUNCH_KEYS, RUNTIME_FOLLOW_KEYS, SECTION } from "./settings";
+import { explicitSettings, followParams, LAUNCH_KEYS, OWNER_KEYS, RUNTIME_FOLLOW_KEYS, SECTION } from "./settings";
 import { EntryElement, SessionTreeElement } from "./treeItems";
 import { RESTART_COMMAND, SessionStatusBar, SHOW_ACTIONS_COMMAND } from "./statusBar";
 import { handoffDocuments, vscodeSettings, vscodeUi } from "./vscodeUi";
@@ -165,11 +165,11 @@ function createClient(
         const routed = routeProgress(token, params);
         if (!routed || params.kind === "end") next(token, params);
       },
-      // The daemon may pull its settings; answer with the same object we push.
+      // The daemon pulls each folder's settings (scopeUri): the values the user set there.
       workspace: {
         configuration: (params, token, next) =>
           params.items.every((item) => item.section === SECTION)
-            ? params.items.map(() => currentSettings())
+            ? params.items.map((item) => settingsFor(item.scopeUri))
             : next(params, token),
       },
     },
@@ -208,9 +208,14 @@ function launchOptions(storage: string): LaunchOptions {
   };
 }
 
+/** The settings the user set for the first folder (or the window): what initialize and a started daemon get. */
 function currentSettings() {
-  const configuration = vscode.workspace.getConfiguration(SECTION);
-  return buildDaemonSettings((key) => configuration.get(key));
+  return settingsFor(vscode.workspace.workspaceFolders?.[0]?.uri.toString());
+}
+
+function settingsFor(scopeUri: string | undefined) {
+  const configuration = vscode.workspace.getConfiguration(SECTION, scopeUri ? vscode.Uri.parse(scopeUri) : undefined);
+  return explicitSettings((key) => configuration.inspect(key));
 }
 
 function interpreter(): string {
@@ -285,8 +290,6 @@ function reopenSessionsAfterRestart(
   });
 }
 
-let sharedSettingsNoticeShown = false;
-
 function isShared(): boolean {
   return vscode.workspace.getConfiguration(SECTION).get<boolean>("sharedDaemon") ?? true;
 }
@@ -316,24 +319,14 @@ async function onConfigurationChange(
     await daemon.restart();
     return;
   }
-  await daemon.sendNotification(DidChangeConfigurationNotification.type.method, configurationChange(currentSettings()));
+  // No settings in it: the daemon asks for each folder's (workspace/configuration).
+  await daemon.sendNotification(DidChangeConfigurationNotification.type.method, { settings: null });
   if (!isShared()) return;
   const affects = (key: string) => event.affectsConfiguration(`${SECTION}.${key}`);
-  // What is followed changes on a running daemon too (contextd/follow); the rest waits for the next one.
+  // What is followed changes on a running daemon too (contextd/follow).
   if (RUNTIME_FOLLOW_KEYS.some(affects)) applyFollowSettings(daemon, output);
-  if (!DAEMON_WIDE_KEYS.some((key) => affects(key) && !RUNTIME_FOLLOW_KEYS.includes(key))) return;
-  // The shared daemon serves other clients too: it keeps its settings; the next one it starts gets these.
-  writeDaemonSettings(storage, currentSettings());
-  if (sharedSettingsNoticeShown) return;
-  sharedSettingsNoticeShown = true;
-  const choice = await vscode.window.showInformationMessage(
-    "contextd: the shared daemon keeps the settings it started with (other editors and scripts use it too); " +
-      "this change applies when it next starts. Turn off contextd.sharedDaemon for a daemon with this window's settings.",
-    "Open Settings",
-  );
-  if (choice === "Open Settings") {
-    await vscode.commands.executeCommand("workbench.action.openSettings", `${SECTION}.sharedDaemon`);
-  }
+  // These are the shared daemon owner's (it tells the user so): a daemon this window starts gets them.
+  if (OWNER_KEYS.some(affects)) writeDaemonSettings(storage, currentSettings());
 }
 
 /** Says in the log which daemon this window talks to: its own, or the shared one and who else uses it. */
@@ -345,7 +338,7 @@ function logWhichDaemon(daemon: DaemonConnection, output: vscode.LogOutputChanne
         status.dedicated
           ? `a daemon of this window's own (pid ${status.pid}, data in ${status.dataDir})`
           : `attached to the shared daemon (pid ${status.pid}, socket ${status.address}, data in ${status.dataDir}, ` +
-              `started ${status.startedAt}, ${status.connections.length} client(s)); it keeps the settings it started with`,
+              `started ${status.startedAt}, ${status.connections.length} client(s)); this window's workspace settings apply to its sessions`,
       ),
     )
     .catch((error) => output.debug(`daemon status: ${errorText(error)}`));

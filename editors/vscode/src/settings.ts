@@ -23,12 +23,36 @@ export const DAEMON_SETTING_KEYS: readonly string[] = Object.keys(contributes.co
   .filter((key) => !CLIENT_ONLY.has(key));
 
 /**
- * The settings a shared daemon takes only when it starts (from `--settings FILE`): every
- * daemon setting but the per-connection ones and the data dir, which picks the daemon.
+ * The settings a shared daemon takes only from its owner (the user settings file, or
+ * `--settings FILE` when this window starts it), never from an editor's workspace settings
+ * (protocol.md, Where settings come from): where data is kept, which models exist, and where
+ * a summarizer sends the conversation with which key. The data dir, which picks the daemon, is
+ * a launch key.
  */
-export const DAEMON_WIDE_KEYS: readonly string[] = DAEMON_SETTING_KEYS.filter(
-  (key) => !PER_CONNECTION_KEYS.includes(key) && !LAUNCH_KEYS.includes(key),
+export const OWNER_KEYS: readonly string[] = DAEMON_SETTING_KEYS.filter(
+  (key) =>
+    !LAUNCH_KEYS.includes(key) &&
+    (key.startsWith("storage.") || key === "models" || ["summarizer.baseUrl", "summarizer.apiKeyEnv", "summarizer.remoteEndpoint"].includes(key)),
 );
+
+/** What `WorkspaceConfiguration.inspect(key)` tells of a key: the value set in each scope. */
+export interface InspectedValue {
+  globalValue?: unknown;
+  workspaceValue?: unknown;
+  workspaceFolderValue?: unknown;
+}
+
+/**
+ * The settings the user set explicitly, the most specific scope winning (folder, workspace,
+ * user), never the contributed defaults: the daemon lays them over its own settings, so a
+ * default sent as if chosen would hide the user's settings file.
+ */
+export function explicitSettings(inspect: (key: string) => InspectedValue | undefined): DaemonSettings {
+  return buildDaemonSettings((key) => {
+    const inspected = inspect(key);
+    return inspected?.workspaceFolderValue ?? inspected?.workspaceValue ?? inspected?.globalValue;
+  });
+}
 
 /**
  * The settings object for `initializationOptions` and `didChangeConfiguration`.

@@ -15,16 +15,57 @@ local report = {
   error = health.error or health.report_error,
 }
 
+-- Every setting the daemon knows, by dotted name (the suite checks it against the daemon's
+-- list); under `models` and `follow.roots` the keys are the user's own names.
 local KNOWN_SETTINGS = {
-  defaultModel = true,
-  compaction = true,
-  pruning = true,
-  idle = true,
-  branchSummary = true,
-  summarizer = true,
-  models = true,
-  storage = true,
+  "defaultModel",
+  "compaction.enabled", "compaction.strategy", "compaction.reserveTokens",
+  "compaction.keepRecentTokens", "compaction.thresholdPercent", "compaction.thresholdTokens",
+  "compaction.hookTimeoutSeconds", "compaction.readTools", "compaction.modifyTools",
+  "compaction.promotion",
+  "pruning.enabled", "pruning.protectTokens", "pruning.minimumSavings", "pruning.protectedTools",
+  "idle.enabled", "idle.timeoutSeconds", "idle.thresholdTokens", "idle.thresholdPercent",
+  "branchSummary.reserveTokens",
+  "summarizer.provider", "summarizer.model", "summarizer.baseUrl", "summarizer.apiKeyEnv",
+  "summarizer.remoteEndpoint", "summarizer.maxRetries", "summarizer.timeoutSeconds",
+  "summarizer.fallback",
+  "storage.dataDir", "storage.maxLoadedSessions",
+  "follow.enabled", "follow.agents", "follow.allWorkspaces", "follow.intervalSeconds",
+  "models", "follow.roots",
 }
+M.known_settings = KNOWN_SETTINGS
+
+local function is_group(dotted)
+  for _, key in ipairs(KNOWN_SETTINGS) do
+    if key:sub(1, #dotted + 1) == dotted .. "." then
+      return true
+    end
+  end
+  return false
+end
+
+-- The dotted names in `settings` that no setting has, e.g. "compaction.keepRecent".
+function M.unknown_settings(settings)
+  local known = {}
+  for _, key in ipairs(KNOWN_SETTINGS) do
+    known[key] = true
+  end
+  local unknown = {}
+  local function walk(tbl, prefix)
+    for key, value in pairs(tbl) do
+      local dotted = prefix .. tostring(key)
+      if known[dotted] then -- a setting (its value is the daemon's to check)
+      elseif type(value) == "table" and is_group(dotted) then
+        walk(value, dotted .. ".")
+      else
+        table.insert(unknown, dotted)
+      end
+    end
+  end
+  walk(settings, "")
+  table.sort(unknown)
+  return unknown
+end
 
 local function run(argv)
   local output = vim.fn.system(argv)
@@ -128,13 +169,7 @@ end
 
 local function check_settings()
   local settings = config.options.settings or {}
-  local unknown = {}
-  for key in pairs(settings) do
-    if not KNOWN_SETTINGS[key] then
-      table.insert(unknown, key)
-    end
-  end
-  table.sort(unknown)
+  local unknown = M.unknown_settings(settings)
   if #unknown > 0 then
     report.warn("unknown settings: " .. table.concat(unknown, ", "), { "see :help contextd-settings" })
   else

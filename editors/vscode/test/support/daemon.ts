@@ -114,7 +114,8 @@ export class TestDaemon {
       new StreamMessageWriter(child.stdin!),
     );
     const daemon = new TestDaemon(child, connection, dataDir, workspace, !options.dataDir);
-    daemon.settings = options.settings ?? defaultSettings();
+    // What the extension sends: the values the user set explicitly (none here), never the defaults.
+    daemon.settings = options.settings ?? {};
     connection.listen();
     await daemon.initialize();
     return daemon;

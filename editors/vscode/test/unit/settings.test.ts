@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import manifest from "../../package.json";
-import { buildDaemonSettings, configurationChange, DAEMON_SETTING_KEYS, DAEMON_WIDE_KEYS, followParams } from "../../src/settings";
+import { buildDaemonSettings, configurationChange, DAEMON_SETTING_KEYS, explicitSettings, followParams, OWNER_KEYS } from "../../src/settings";
 import { defaultSettings } from "../support/daemon";
 
 const properties = manifest.contributes.configuration.properties as Record<string, { default?: unknown }>;
@@ -45,14 +45,15 @@ describe("contributed settings", () => {
     expect(properties["contextd.sharedDaemon"].default).toBe(true);
   });
 
-  it("tell the per-connection settings from those a shared daemon takes only when it starts (protocol.md)", () => {
+  it("tell the per-connection settings and the owner's from those a workspace sets (protocol.md)", () => {
     const protocol = readFileSync(new URL("../../../../protocol.md", import.meta.url), "utf8");
     const perConnection = protocol.match(/Settings: `(\w+)` and `([\w.]+)` are \*\*per connection\*\*/)!.slice(1);
     expect(perConnection).toEqual(["defaultModel", "compaction.hookTimeoutSeconds"]);
-    for (const key of perConnection) expect(DAEMON_WIDE_KEYS).not.toContain(key);
-    expect(DAEMON_WIDE_KEYS).toEqual(expect.arrayContaining(["compaction.keepRecentTokens", "summarizer.provider", "idle.enabled"]));
+    for (const key of perConnection) expect(OWNER_KEYS).not.toContain(key);
+    expect(OWNER_KEYS).toEqual(expect.arrayContaining(["models", "storage.maxLoadedSessions", "summarizer.baseUrl", "summarizer.apiKeyEnv"]));
+    for (const key of ["compaction.keepRecentTokens", "summarizer.provider", "idle.enabled"]) expect(OWNER_KEYS).not.toContain(key);
     // The data dir chooses which shared daemon runs: it goes on the command line.
-    expect(DAEMON_WIDE_KEYS).not.toContain("storage.dataDir");
+    expect(OWNER_KEYS).not.toContain("storage.dataDir");
   });
 
   it("give each setting a description", () => {
@@ -94,6 +95,16 @@ describe("the daemon's settings object", () => {
     };
     expect(followParams(buildDaemonSettings((key) => values[key]))).toEqual({ enabled: true, agents: ["codex"], roots: { codex: "/srv/codex" } });
     expect(followParams(defaultSettings())).toEqual({ enabled: false, agents: ["claude-code", "codex", "pi"], roots: {}, allWorkspaces: false });
+  });
+
+  it("holds only what the user set, the folder's value over the workspace's over the user's", () => {
+    const scopes: Record<string, { globalValue?: unknown; workspaceValue?: unknown; workspaceFolderValue?: unknown }> = {
+      "compaction.thresholdPercent": { globalValue: 0.7, workspaceValue: 0.6, workspaceFolderValue: 0.5 },
+      "idle.enabled": { globalValue: true },
+      "compaction.keepRecentTokens": {},
+    };
+    expect(explicitSettings((key) => scopes[key])).toEqual({ compaction: { thresholdPercent: 0.5 }, idle: { enabled: true } });
+    expect(explicitSettings(() => undefined)).toEqual({});
   });
 
   it("is sent on change under settings.contextd", () => {
