@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from contextd.compaction.context import build_context, instructions_text
+from contextd.compaction.request import max_summary_tokens
 from contextd.compaction.prepare import (
     CompactionPreparation,
     assemble_compaction_summary,
@@ -50,8 +51,9 @@ from contextd.model import (
     Settings,
     SummarizerInfo,
 )
+from contextd.summarizers.base import SummaryRequest
 from contextd.summarizers.checkpoint import count_tokens
-from contextd.summarizers.offline import OfflineSummarizer
+from contextd.summarizers.offline import OfflineSummarizer, summarize_offline
 from contextd.tokens import count_entry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,6 +70,19 @@ AUTONOMOUS = {
 }
 CURRENT_SECTIONS = ("goal", "in progress", "blocked", "next steps")
 HEADING = re.compile(r"^#{2,3} (.+?)\s*$", re.MULTILINE)
+
+
+AGENT_SECTION = re.compile(
+    r"^\s*(?:#{1,3}\s*)?\d+\.\s+(Primary Request and Intent|Key Technical Concepts|Files and Code Sections|"
+    r"Errors and fixes|Problem Solving|All user messages|Pending Tasks|Current Work|Optional Next Step)\b.*$",
+    re.MULTILINE | re.IGNORECASE,
+)
+"""The sections of Claude Code's own compaction summary."""
+AGENT_CURRENT = ("primary request and intent", "pending tasks", "current work", "optional next step")
+"""Its sections that present things as current, as Goal / In Progress / Next Steps do ours."""
+READABLE_AGENT_SUMMARIES = ("claude-code", "pi")
+"""Agents whose own compaction summary is readable text (Codex's is stored encrypted)."""
+AGENT_SIZE_RATIO = 1.5
 
 
 def normalized(text: str) -> str:
@@ -88,6 +103,16 @@ def current_sections(summary: str) -> str:
         if heading.group(1).strip().lower() in CURRENT_SECTIONS:
             parts.append(summary[heading.end():end])
     return "\n".join(parts)
+
+
+def agent_current_sections(summary: str) -> str:
+    """The text of an agent's own summary under its sections that present things as current."""
+    heads = list(AGENT_SECTION.finditer(summary))
+    return "\n".join(
+        summary[head.end():heads[i + 1].start() if i + 1 < len(heads) else len(summary)]
+        for i, head in enumerate(heads)
+        if head.group(1).lower() in AGENT_CURRENT
+    )
 
 
 def load_transcript(name: str, agent: str) -> tuple[list[Entry], str | None]:
@@ -268,6 +293,92 @@ async def run_one(facts: dict[str, Any], keep: int, later: int, show: bool) -> l
     return results
 
 
+@dataclass
+class AgentComparison:
+    """One of the agent's own compactions beside contextd's summary of the same span."""
+
+    index: int
+    present: int
+    agent_facts: int
+    agent_tokens: int
+    agent_stale: int
+    ours_facts: int
+    ours_tokens: int
+    ours_stale: int
+    fitted_facts: int
+    fitted_tokens: int
+    fitted_stale: int
+
+
+def compare_with_agent(facts: dict[str, Any], reserve: int = 16384) -> list[AgentComparison]:
+    """For every compaction the agent wrote itself (readable ones only), contextd's offline
+    summary of the same span, from the same earlier summary: at its default budget, and at
+    AGENT_SIZE_RATIO times the agent's size. Facts count when the context before the
+    agent's compaction held them; stale items when shown as current once stale."""
+    entries, leaf = load_transcript(facts["transcript"], facts["agent"])
+    path = path_to(entries, leaf)
+    tokens = {entry.id: count_entry(entry, ENCODING) for entry in path}
+    rows: list[AgentComparison] = []
+    previous: int | None = None
+    for index, entry in enumerate(path):
+        if not isinstance(entry, CompactionEntry):
+            continue
+        start, earlier = (0, None) if previous is None else (previous + 1, path[previous])
+        previous = index
+        if entry.summarizer is None or entry.summarizer.provider not in READABLE_AGENT_SUMMARIES:
+            continue
+        before = context_text(path[:index], tokens)
+        present = [f for f in facts["facts"] if found(f["any"], before)]
+        messages = [e.message for e in path[start:index] if isinstance(e, MessageEntry)]
+        agent_tokens = count_tokens(entry.summary)
+
+        def ours(max_tokens: int) -> str:
+            return summarize_offline(SummaryRequest(
+                kind="compaction", messages=messages, system_prompt="", prompt="", max_tokens=max_tokens,
+                previous_summary=earlier.summary if isinstance(earlier, CompactionEntry) else None,
+            ))
+
+        def stale(current: str) -> int:
+            return sum(
+                1 for item in facts.get("stale", []) if found(item["any"], current) and _stale_by_then(item, before, "")
+            )
+
+        default, fitted = ours(max_summary_tokens(reserve)), ours(int(agent_tokens * AGENT_SIZE_RATIO))
+        rows.append(AgentComparison(
+            index=index, present=len(present),
+            agent_facts=sum(found(f["any"], entry.summary) for f in present), agent_tokens=agent_tokens,
+            agent_stale=stale(agent_current_sections(entry.summary)),
+            ours_facts=sum(found(f["any"], default) for f in present), ours_tokens=count_tokens(default),
+            ours_stale=stale(current_sections(default)),
+            fitted_facts=sum(found(f["any"], fitted) for f in present), fitted_tokens=count_tokens(fitted),
+            fitted_stale=stale(current_sections(fitted)),
+        ))
+    return rows
+
+
+def print_agent_comparisons(files: list[Path], only: str | None) -> int:
+    """The table of the agent's own compactions beside contextd's; returns how many miss the
+    target (at least the agent's facts, at most 1.5x its size, fewer stale items)."""
+    print(f"\nthe agent's own compactions beside contextd's offline summary of the same span "
+          f"(default budget, and {AGENT_SIZE_RATIO}x the agent's size)\n")
+    print(f"{'transcript':30} {'entry':>5} {'facts':>5} | {'agent':>5} {'tok':>5} {'stale':>5} | "
+          f"{'ours':>5} {'tok':>5} {'stale':>5} | {'1.5x':>5} {'tok':>5} {'stale':>5}")
+    missed = 0
+    for file in files:
+        facts = json.loads(file.read_text())
+        if only and facts["transcript"] != only:
+            continue
+        for row in compare_with_agent(facts):
+            print(f"{facts['transcript']:30} {row.index:>5} {row.present:>5} | {row.agent_facts:>5} "
+                  f"{row.agent_tokens:>5} {row.agent_stale:>5} | {row.ours_facts:>5} {row.ours_tokens:>5} "
+                  f"{row.ours_stale:>5} | {row.fitted_facts:>5} {row.fitted_tokens:>5} {row.fitted_stale:>5}")
+            missed += not (row.fitted_facts >= row.agent_facts and row.fitted_stale <= row.agent_stale
+                           and (row.fitted_stale < row.agent_stale or row.agent_stale == 0))
+    print(f"agent compactions where contextd at {AGENT_SIZE_RATIO}x keeps fewer facts or more stale items: "
+          f"{missed} (target 0)")
+    return missed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", type=int, default=4000, help="keepRecentTokens")
@@ -283,6 +394,7 @@ def main() -> None:
     worst: dict[tuple[str, int], float] = {}
     stale_total = 0
     over_budget = 0
+    largest = 0
     for file in files:
         facts = json.loads(file.read_text())
         if args.only and facts["transcript"] != args.only:
@@ -296,6 +408,7 @@ def main() -> None:
             worst[key] = min(worst.get(key, 1.0), m.kept)
             stale_total += len(m.stale_current)
             over_budget += m.summary_tokens > m.budget
+            largest = max(largest, m.summary_tokens)
     print()
     for (group, number), kept in sorted(worst.items()):
         target = TARGETS[group.split()[1]][number - 1]
@@ -303,6 +416,8 @@ def main() -> None:
         print(f"{group:26} compaction {number}: worst {kept:.0%} (target {target:.0%}) {verdict}")
     print(f"stale items presented as current: {stale_total} (target 0)")
     print(f"summaries over budget: {over_budget} (target 0)")
+    print(f"largest summary: {largest} tokens (target <= 6000)")
+    print_agent_comparisons(files, args.only)
 
 
 if __name__ == "__main__":

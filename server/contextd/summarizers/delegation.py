@@ -87,10 +87,12 @@ def report(call: ToolCall, text: str) -> str:
     return f"Sub-agent report ({subagent_name(call)}): " + "; ".join(_unique(found)[:MAX_REPORT_ITEMS])
 
 
-def plan_written(call: ToolCall) -> Plan | None:
-    """The plan a call writes whole (a plan file, or the plan presented for approval)."""
+def plan_written(call: ToolCall, latest: Plan | None = None) -> Plan | None:
+    """The plan a call writes whole (a plan file, or the plan presented for approval, which
+    is the latest plan file's text when it names no file)."""
     if call.name.lower() in PLAN_TOOLS and isinstance(call.arguments.get("plan"), str):
-        return read_plan(str(call.arguments.get("planFilePath") or "plan"), call.arguments["plan"])
+        path = call.arguments.get("planFilePath") or (latest.path if latest else "presented for approval")
+        return read_plan(str(path), call.arguments["plan"])
     path = next((str(call.arguments[k]) for k in ("file_path", "path") if isinstance(call.arguments.get(k), str)), "")
     content = call.arguments.get("content")
     if path and PLAN_FILE.search(path) and isinstance(content, str):

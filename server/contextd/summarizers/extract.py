@@ -307,6 +307,9 @@ class Facts:
     """What the agent required of its sub-agents, one line per brief."""
     reports: list[str] = field(default_factory=list)
     """What sub-agents reported back that names something exactly."""
+    definitions: list[str] = field(default_factory=list)
+    """What the agent's writes define (functions, tables, schema changes), file by file:
+    the names the next session looks for, which prose rarely repeats."""
     plan: Plan | None = None
     """The latest plan the agent wrote whole (plan file or plan presented for approval)."""
 
@@ -345,6 +348,8 @@ class _Walk:
     turn_ended_once: bool = False
     purposes: dict[str, str] = field(default_factory=dict)
     """Edit calls and what the text before them said they change, by call id."""
+    last_report: list[str] = field(default_factory=list)
+    """The sentences of the latest finished turn's closing report."""
 
 
 def extract_facts(messages: Sequence[Message]) -> Facts:
@@ -352,8 +357,8 @@ def extract_facts(messages: Sequence[Message]) -> Facts:
     walk = _Walk()
     for index, message in enumerate(messages):
         if isinstance(message, UserMessage):
-            walk.turn_ended = False
             _end_turn(walk, facts)
+            walk.turn_ended = False
             _read_user(message, facts, walk)
         elif isinstance(message, AssistantMessage):
             _read_assistant(message, index, facts, walk)
@@ -363,6 +368,7 @@ def extract_facts(messages: Sequence[Message]) -> Facts:
             answered_call = walk.calls.get(message.toolCallId)
             _read_result(message, answered_call, index, facts, walk)
     _end_turn(walk, facts)
+    facts.findings += walk.last_report
     _mark_resolved(facts.errors, walk.successes)
     facts.checks_passed = [_check_done(command, tail) for command, tail in walk.checks.items()]
     facts.done = _dedupe(facts.done)[-MAX_DONE_CLAIMS:]
@@ -462,12 +468,18 @@ def _end_turn(walk: _Walk, facts: Facts) -> None:
             and bool(DONE_CLAIM.search(_first_sentences(text, 2))) and not STILL_FAILING.search(text)
         )
     walk.turn_ended_once = True
+    question = _closing_question(text)
+    if walk.turn_ended and not question:
+        # The latest finished turn's report states where the work stands (one that asks
+        # reports nothing yet); earlier reports are superseded by it.
+        walk.last_report = [
+            s for s in sentences(text)
+            if _is_prose(s) and not (_asks(s) or _narrates(s) or OFFER.match(s) or TABLE_ROW.match(s))
+        ]
     for sentence in sentences(text):
         if ROOT_CAUSE.search(sentence) and not _asks(sentence) and not NARRATION.match(sentence):
             facts.root_causes.append(sentence)
-        elif walk.turn_ended and _is_prose(sentence) and not (_asks(sentence) or _narrates(sentence) or OFFER.match(sentence)):
-            facts.findings.append(sentence)  # a finished turn's report states where the work stands
-    facts.question = _closing_question(text)
+    facts.question = question
 
 
 def _assistant_text(message: AssistantMessage) -> str:
@@ -560,9 +572,11 @@ def _read_call(call: ToolCall, facts: Facts) -> None:
         facts.read_files += shown  # `sed -n '1,80p' a.ts` reads a.ts
     elif command:
         facts.mentioned_files += FILE_PATH.findall(command)
+    if _modifies(call) and paths and (defined := _definitions(call.arguments)):
+        facts.definitions.append(f"`{paths[0]}` defines: " + "; ".join(defined))
     if is_subagent_call(call) and (required := brief(call)):
         facts.briefs.append(required)
-    if plan := plan_written(call):
+    if plan := plan_written(call, facts.plan):
         facts.plan = plan
     if call.name.lower() in TODO_TOOLS and isinstance(call.arguments.get("todos"), list):
         facts.todos = [
@@ -570,6 +584,27 @@ def _read_call(call: ToolCall, facts: Facts) -> None:
             for todo in call.arguments["todos"]
             if isinstance(todo, dict) and str(todo.get("content", "")).strip()
         ]
+
+
+DEFINITION = re.compile(
+    r"^\s*(?:(?:CREATE|ALTER|DROP)\s+(?:OR\s+REPLACE\s+)?(?:TABLE|FUNCTION|VIEW|POLICY|INDEX|TRIGGER|TYPE|COLUMN)\b.*"
+    r"|ALTER\s+COLUMN\b.*"
+    r"|(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:function|class|interface|def)\s+\w+.*"
+    r"|(?:export\s+)?(?:const|type)\s+\w+\s*(?::[^=]*)?=\s*(?:\(|async|function|\{|z\.).*)",
+    re.IGNORECASE,
+)
+"""A line of written code that defines something other code or a later session names."""
+MAX_DEFINITIONS = 4
+MAX_DEFINITION_CHARS = 120
+
+
+def _definitions(arguments: dict[str, Any]) -> list[str]:
+    """The definitions a write or edit adds (new text only: a patch's `+` lines)."""
+    text = next((arguments[k] for k in ("content", "new_string", "new_str") if isinstance(arguments.get(k), str)), "")
+    if not text and (patch := _patch_text(arguments)):
+        text = "\n".join(line[1:] for line in patch.splitlines() if line.startswith("+"))
+    found = [_clip(" ".join(line.split()).rstrip("{( "), MAX_DEFINITION_CHARS) for line in text.splitlines() if DEFINITION.match(line)]
+    return _dedupe(found)[:MAX_DEFINITIONS]
 
 
 def _read_result(

@@ -224,7 +224,11 @@ def _add_user_messages(
         used += count_tokens(text)
         if used > budget and position > 0:
             break
-        rank = ESSENTIAL if position == 0 else IMPORTANT if position < RECENT_USER_MESSAGES else BACKGROUND
+        # Listed newest first, so the insertion order cannot say which to drop first: the
+        # rank falls with age, and the oldest messages go before the newer ones.
+        rank = ESSENTIAL if position == 0 else IMPORTANT if position < RECENT_USER_MESSAGES else (
+            USEFUL if position < 2 * RECENT_USER_MESSAGES else BACKGROUND if position < 3 * RECENT_USER_MESSAGES else DETAIL
+        )
         if position >= len(quoted):
             rank = min(rank, USEFUL)
         checkpoint.add(USER_MESSAGES, text, rank)
@@ -239,6 +243,7 @@ def _add_delegation(checkpoint: Checkpoint, facts: Facts) -> None:
         checkpoint.add_all(CRITICAL, [f"Plan exit criterion: {item}" for item in plan.criteria], IMPORTANT)
     checkpoint.add_all(CONSTRAINTS, facts.briefs, IMPORTANT)
     checkpoint.add_all(CRITICAL, facts.reports, USEFUL)
+    checkpoint.add_all(CRITICAL, facts.definitions, DETAIL)
 
 
 def _quoted(text: str) -> str:
