@@ -148,6 +148,10 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
     )
     import_cmd.add_argument("--name", help="the session's name (default: the file's name)")
     import_cmd.add_argument("--workspace", help="the session's workspace (default: the one recorded in the file)")
+    import_cmd.add_argument(
+        "--verbose", action="store_true",
+        help="list every line that was not imported as it stood (default: one line per kind of problem)",
+    )
 
     sessions = add_command(
         "sessions", "list sessions, newest first (`sessions rm` deletes)",
@@ -621,6 +625,7 @@ async def discard_if_empty(client: ContextdClient, args: argparse.Namespace, ses
 
 async def run_import(args: argparse.Namespace) -> int:
     from contextd.importers import IMPORTERS, save
+    from contextd.importers.common import grouped
 
     from contextd_client import datadir
 
@@ -647,14 +652,15 @@ async def run_import(args: argparse.Namespace) -> int:
                    "messages": imported.message_count, "entries": len(imported.entries), "problems": report,
                    "usage": opened["usage"], "state": state})
         return EXIT_OK
-    for problem in problems:
+    for problem in problems if args.verbose else grouped(problems):
         print(f"{args.file}: {problem}", file=sys.stderr)
     print(f"Imported {imported.message_count} messages ({len(imported.entries)} entries) from {args.file}")
     print(f"Session {session_id} in {workspace}")
     print(render.usage_line(opened["usage"]))
     print(f"Session file: {path}")
     if problems:
-        print(f"{len(problems)} lines were not imported as they stood (listed on stderr).")
+        listed = "listed" if args.verbose else "by kind; --verbose lists every line"
+        print(f"{len(problems)} lines were not imported as they stood ({listed}, on stderr).")
     return EXIT_OK
 
 

@@ -5,6 +5,7 @@ the exit codes scripts rely on (0 ok, 1 refused, 2 usage error, 3 no daemon)."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import threading
@@ -125,7 +126,9 @@ def test_handoff_prints_the_new_session(data_dir: Path, replayed: dict[str, Any]
 def test_import_writes_a_session_and_reports_problems(data_dir: Path, source: str, fixture: str, bad_line: int) -> None:
     done = run(data_dir, "import", str(FIXTURES / fixture), "--from", source)
     assert done.returncode == 0, done.stderr
-    assert f"line {bad_line}: corrupt" in done.stderr
+    assert re.search(rf"corrupt: .* \((\d+ lines .*\b|line ){bad_line}\b", done.stderr), done.stderr
+    verbose = run(data_dir, "import", str(FIXTURES / fixture), "--from", source, "--verbose")
+    assert f"line {bad_line}: corrupt" in verbose.stderr
     assert done.stdout.startswith("Imported ")
     result = run_json(data_dir, "import", str(FIXTURES / fixture), "--from", source, "--name", "again")
     assert {"line": bad_line, "kind": "corrupt"}.items() <= next(

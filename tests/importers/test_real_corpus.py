@@ -130,8 +130,8 @@ def codex_fingerprints(raw: dict[str, Any]) -> list[Fingerprint] | None:
     kind, payload = raw.get("type"), raw.get("payload") or {}
     if kind == "session_meta":
         return _text("text", payload.get("instructions"))
-    if kind == "turn_context":
-        return [("model", payload["model"])]
+    if kind == "turn_context":  # the model is imported; the other settings must be reported
+        return [("model", payload["model"]), ("settings", json.dumps(payload, sort_keys=True))]
     if kind == "event_msg" and payload.get("type") == "token_count":
         last = (payload.get("info") or {}).get("last_token_usage") or {}
         return [] if last.get("input_tokens") else None  # usage goes onto its answer
@@ -445,13 +445,27 @@ def run_import(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_command_imports_a_real_transcript(tmp_path: Path) -> None:
-    name = by_agent("codex")[0]
+def test_the_command_imports_a_real_transcript_and_reports_one_line_per_kind_of_problem(tmp_path: Path) -> None:
+    """A Codex rollout has hundreds of lines that are not conversation: a user reads one
+    line per kind, with its count and first lines, the real repairs first; `--verbose`
+    (and `--json`) list every line."""
+    name = "codex-voice-assistant.jsonl.gz"
     source = tmp_path / "rollout.jsonl"
     source.write_text("\n".join(source_lines(name)) + "\n")
     done = run_import("--from", "codex", str(source), data_dir=tmp_path / "data")
     assert done.returncode == 0, done.stderr
     assert "Imported" in done.stdout and "Traceback" not in done.stderr
+    problems = imported(name).problems
+    kinds = {(p.kind, re.sub(r"'[^']*\d[^']*'", "…", p.message)) for p in problems}
+    reported = done.stderr.splitlines()
+    assert len(problems) > 300 and len(reported) == len(kinds) < 20
+    assert reported[0].startswith(f"{source}: repaired: tool call … (")  # the real problem first
+    for kind, message in kinds:
+        lines = sorted(p.line for p in problems if (p.kind, re.sub(r"'[^']*\d[^']*'", "…", p.message)) == (kind, message))
+        shown = f"{len(lines)} lines {', '.join(map(str, lines[:5]))}" if len(lines) > 1 else f"line {lines[0]}"
+        assert any(line.startswith(f"{source}: {kind}: {message} ({shown}") for line in reported), (kind, message)
+    verbose = run_import("--from", "codex", str(source), "--verbose", data_dir=tmp_path / "data")
+    assert len(verbose.stderr.splitlines()) == len(problems)
 
 
 BAD_FILES = {

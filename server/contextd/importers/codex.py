@@ -220,8 +220,18 @@ class _Converter:
             self.problems.append(Problem(line, "unknown", f"unknown line type {kind!r}"))
 
     def turn_context(self, line: int, payload: dict[str, Any], timestamp: str | None) -> None:
+        """A turn's settings: a new model becomes a `model_change` entry; the rest (working
+        directory, approval and sandbox policies, reasoning effort) has no place in a
+        session, so every line is reported."""
         model = payload.get("model")
-        if isinstance(model, str) and model and model != self.model:
+        settings = ", ".join(sorted(key for key in payload if key != "model")) or "none"
+        changed = isinstance(model, str) and model and model != self.model
+        self.problems.append(
+            Problem(line, "dropped", f"turn_context: its model is kept as a model_change; its other settings are not ({settings})")
+            if changed
+            else Problem(line, "skipped", f"turn_context: a turn's settings with the model unchanged ({settings})")
+        )
+        if changed:
             self.flush_answer()
             self.model = model
             entry = ModelChangeEntry(id=PLACEHOLDER_ID, parentId=None, model=model, timestamp=timestamp or utc_now())

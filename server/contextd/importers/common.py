@@ -14,6 +14,7 @@ is saved beside the mirror (`snapshot`) and a restart continues from the byte it
 from __future__ import annotations
 
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -66,6 +67,39 @@ class Problem:
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.kind}: {self.message}"
+
+
+SEVERITY: tuple[ProblemKind, ...] = ("corrupt", "unknown", "repaired", "dropped", "skipped")
+"""The order a report lists problems in: what lost or changed data before what was left out
+by design."""
+FIRST_LINES = 5
+"""How many line numbers a problem group names."""
+_SPECIFIC = re.compile(r"'[^']*\d[^']*'")
+"""A quoted id or number (a tool call id, a parent uuid): what makes one line's message its own."""
+
+
+@dataclass(frozen=True)
+class ProblemGroup:
+    """Problems of one kind with one message (ids left out), and the lines they were found on."""
+
+    kind: ProblemKind
+    message: str
+    lines: tuple[int, ...]
+
+    def __str__(self) -> str:
+        shown = ", ".join(str(line) for line in self.lines[:FIRST_LINES])
+        more = ", …" if len(self.lines) > FIRST_LINES else ""
+        where = "line" if len(self.lines) == 1 else f"{len(self.lines)} lines"
+        return f"{self.kind}: {self.message} ({where} {shown}{more})"
+
+
+def grouped(problems: Iterable[Problem]) -> list[ProblemGroup]:
+    """One group per kind of problem, the worst kinds first, then the most frequent."""
+    lines: dict[tuple[ProblemKind, str], list[int]] = {}
+    for problem in sorted(problems, key=lambda problem: problem.line):
+        lines.setdefault((problem.kind, _SPECIFIC.sub("…", problem.message)), []).append(problem.line)
+    groups = [ProblemGroup(kind, message, tuple(found)) for (kind, message), found in lines.items()]
+    return sorted(groups, key=lambda group: (SEVERITY.index(group.kind), -len(group.lines), group.lines[0]))
 
 
 @dataclass
