@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from contextd.compaction.files import collect_files, named_paths, patched_paths
 from contextd.importers import IMPORTERS, ImportedSession, save
 from contextd.importers.common import MISSING_RESULT_TEXT
 from contextd.model import (
@@ -30,6 +31,7 @@ from contextd.model import (
     MessageEntry,
     ModelChangeEntry,
     SessionInfoEntry,
+    Settings,
     TextContent,
     ThinkingContent,
     ToolResultMessage,
@@ -363,6 +365,23 @@ def test_claude_code_records_of_one_answer_stay_one_message_with_their_results(n
         m.toolCallId for m in messages if isinstance(m, ToolResultMessage) and message_text(m.content) == MISSING_RESULT_TEXT
     }
     assert not stand_ins & answered
+
+
+@pytest.mark.parametrize("name", CORPUS)
+def test_a_file_whose_every_write_failed_is_not_a_modified_file(name: str) -> None:
+    """claude-code-atlas-short's orchestrator.ts and codex-knearme-two-compactions'
+    reader.ts were only ever written by edits that failed: nothing of them changed."""
+    settings = Settings().compaction
+    messages = [entry.message for entry in imported(name).entries if isinstance(entry, MessageEntry)]
+    failed = {m.toolCallId for m in messages if isinstance(m, ToolResultMessage) and m.isError}
+    written: dict[bool, set[str]] = {True: set(), False: set()}
+    for message in messages:
+        for call in message.tool_calls if isinstance(message, AssistantMessage) else []:
+            if call.name in settings.modifyTools:
+                written[call.id not in failed].update({*named_paths(call), *patched_paths(call)})
+    modified = set(collect_files(messages, settings).modifiedFiles)
+    assert modified == written[True]
+    assert not modified & (written[False] - written[True])
 
 
 # --- through the daemon: pairing and the figure -------------------------------------------

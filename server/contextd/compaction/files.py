@@ -16,6 +16,7 @@ from contextd.model import (
     FileDetails,
     Message,
     ToolCall,
+    ToolResultMessage,
 )
 
 FILE_ARGUMENT_KEYS = ("path", "file_path", "filePath", "file", "filename")
@@ -84,9 +85,13 @@ def collect_files(
 
     `carried` are the details of earlier summaries (a previous compaction, branch summaries)
     whose conversation is no longer visible, so their files are not forgotten. A tool counts
-    as reading or modifying by its name (`settings.readTools` / `settings.modifyTools`). A file
-    both read and modified is listed as modified only. Both lists are sorted and unique.
+    as reading or modifying by its name (`settings.readTools` / `settings.modifyTools`); a
+    write whose result is an error modified nothing, so a file whose every write failed is not
+    listed as modified. A file both read and modified is listed as modified only. Both lists
+    are sorted and unique.
     """
+    messages = list(messages)
+    failed = {m.toolCallId for m in messages if isinstance(m, ToolResultMessage) and m.isError}
     read_tools = set(settings.readTools)
     modify_tools = set(settings.modifyTools)
     read: set[str] = set()
@@ -96,6 +101,8 @@ def collect_files(
         modified.update(details.modifiedFiles)
     for call in _tool_calls(messages):
         if call.name in modify_tools:
+            if call.id in failed:
+                continue
             modified.update(named_paths(call))
             modified.update(patched_paths(call))
         elif call.name in read_tools:
