@@ -253,3 +253,16 @@ def test_shell_reads_count_as_read_files() -> None:
     files = collect_files(messages, CompactionSettings())
 
     assert files.readFiles == ["docs/09-agent/README.md", "src/lib/agents/story-extractor.ts"]
+
+
+def test_a_split_turns_request_answers_what_the_history_offered() -> None:
+    # codex-knearme-agent-review: the first compaction splits the turn that "both" opens, so
+    # the history is summarized apart from the reply to its offers.
+    history = offers_then_reply()[:2]
+
+    plain = sections(summary_of(history))
+    followed = sections(summary_of(history, followed_by_request=True))
+
+    assert "mirror these changes" in plain["## Next Steps"]
+    assert "mirror these changes" not in followed["## Next Steps"]
+    assert "answered by the request that follows: If you want, I can mirror" in followed["## Key Decisions"]

@@ -25,11 +25,6 @@ import bench_real_retention as bench  # noqa: E402
 
 FACTS = sorted((BENCHMARKS / "real_facts").glob("*.json"))
 MAX_SUMMARY_TOKENS = 6000
-KNOWN_STALE = {
-    # The first compaction splits the turn that the user's "both" opens: the history part is
-    # summarized without the reply that settles its offers (see benchmarks/README.md).
-    ("codex-knearme-agent-review", 1),
-}
 
 
 @cache
@@ -39,12 +34,7 @@ def compacted(name: str) -> tuple[dict[str, Any], list[bench.Measure]]:
 
 
 def cases() -> list[Any]:
-    found = []
-    for file in FACTS:
-        for number in (1, 2):
-            marks = [pytest.mark.xfail(strict=True, reason="known: split turn")] if (file.stem, number) in KNOWN_STALE else []
-            found.append(pytest.param(file.stem, number, marks=marks, id=f"{file.stem}-{number}"))
-    return found
+    return [pytest.param(file.stem, number, id=f"{file.stem}-{number}") for file in FACTS for number in (1, 2)]
 
 
 @pytest.mark.parametrize(("name", "number"), cases())

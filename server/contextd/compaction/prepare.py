@@ -9,7 +9,7 @@ and `instructions`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from contextd.compaction.context import build_context, visible_entries
@@ -299,6 +299,8 @@ def _summary_requests(
             instructions=instructions,
             previous_preserve_data=previous_preserve_data,
         )
+        # A split turn opens with the user's request: the history's questions are answered.
+        history_request = replace(history_request, followed_by_request=bool(prefix))
     turn_prefix_request = None
     if prefix:
         # Without history, the turn's beginning is all there is to summarize after the

@@ -33,6 +33,9 @@ class SummaryRequest:
     files: FileDetails = field(default_factory=FileDetails)
     previous_preserve_data: PreserveData | None = field(default=None, repr=False)
     """The previous compaction's provider state, for a native compaction to build on."""
+    followed_by_request: bool = False
+    """The user's next request follows these messages (a split turn's beginning is summarized
+    apart): what the messages ask or offer the user at their end is answered already."""
     whole_history: bool = False
     """A split turn's beginning with no history before it: these messages, after
     `previous_preserve_data` if any, are all the context holds before the kept part, so a

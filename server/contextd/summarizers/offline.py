@@ -149,6 +149,8 @@ class OfflineSummarizer:
 def summarize_offline(request: SummaryRequest) -> str:
     """The checkpoint for `request`: the same request always gives the same text."""
     facts = extract_facts(request.messages)
+    if request.followed_by_request:
+        _answered_by_the_next_request(facts)
     budget = min(request.max_tokens, MAX_SUMMARY_TOKENS)
     earlier: dict[str, list[str]] = {}
     carried_text: list[str] = []
@@ -179,6 +181,18 @@ def summarize_offline(request: SummaryRequest) -> str:
     _add_earlier_text(checkpoint, [*earlier.get(EARLIER, []), *_carried_lines(carried_text)])
     _add_files(checkpoint, request, facts, earlier)
     return fit(checkpoint, LAYOUTS[request.kind], budget)
+
+
+def _answered_by_the_next_request(facts: Facts) -> None:
+    """The messages end where the user's next request begins: the question the assistant
+    ended on and what it offered are answered, not next steps; they stay on record, since
+    the request ("both", "yes") may mean nothing without them."""
+    offered = [step for step in facts.next_steps if OFFER.match(step)]
+    asked = [facts.question] if facts.question else []
+    if offered or asked:
+        facts.decisions.append("Put to the user, answered by the request that follows: " + "; ".join([*offered, *asked]))
+    facts.question = ""
+    facts.next_steps = [step for step in facts.next_steps if step not in offered]
 
 
 def _add_goals(
