@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -230,8 +231,12 @@ async def test_summarizer_failure_leaves_the_session_untouched(make_daemon, prov
     finished = await daemon.wait_for("contextd/compactionFinished", sessionId=session)
     assert finished["outcome"] == "failed" and "500" in finished["error"]
     assert Path(opened["path"]).stat().st_size == size
-    prompts = [request.body["prompt"] for request in provider.requests]
-    assert all(prompts.count(prompt) == 2 for prompt in prompts)  # each: a first try and one retry
+    # Two prompts are in flight (the history and a split turn's prefix). The first to fail
+    # its retry ends the compaction and cancels the other, which may not have reached its
+    # own retry yet (under load it often has not): so the prompt that ended it was sent
+    # exactly twice, a first try and one retry, and none more often.
+    tries = Counter(request.body["prompt"] for request in provider.requests)
+    assert 2 in tries.values() and set(tries.values()) <= {1, 2}, tries.values()
 
 
 async def start_slow_compaction(daemon, provider, session: str) -> asyncio.Task[Any]:
