@@ -810,6 +810,7 @@ class Failure:
 
 
 def classify(error: BaseException) -> Failure:
+    from contextd.rpc.access import AccessRefused
     from contextd.store import SessionLocked
 
     from contextd_client.datadir import Ambiguous, NotFound, locked_message
@@ -839,6 +840,8 @@ def classify(error: BaseException) -> Failure:
         return Failure("refused", f"the daemon refused: {error.message} (code {error.code})", EXIT_REFUSED, details)
     if isinstance(error, DaemonUnavailable):
         return Failure("no-daemon", str(error), EXIT_NO_DAEMON)
+    if isinstance(error, AccessRefused):
+        return Failure("refused", f"refused: {error}", EXIT_REFUSED)
     if isinstance(error, ConnectionLost):
         return Failure("no-daemon", f"lost the daemon: {error}", EXIT_NO_DAEMON)
     if isinstance(error, OSError) and error.filename:

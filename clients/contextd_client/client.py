@@ -132,6 +132,8 @@ class ContextdClient:
             reader, writer, self._dispatch, self._serve_request, self._end_streams
         )
         self._closed = False
+        self._token: str | None = None
+        """What `initialize` carries for a daemon on TCP."""
 
     # --- lifecycle -----------------------------------------------------------------
 
@@ -195,13 +197,20 @@ class ContextdClient:
         before_compact: BeforeCompactHandler | None = None,
         before_navigate: BeforeNavigateHandler | None = None,
         work_done_progress: bool = False,
+        token: str | None = None,
     ) -> ContextdClient:
-        """Connect to a daemon started with `contextd serve --tcp HOST:PORT`."""
+        """Connect to a daemon started with `contextd serve --tcp HOST:PORT`. `token` is the
+        one it wrote for its user; by default it is read from that daemon's token file
+        (`contextd.rpc.access.tcp_token_path(port)`)."""
+        from contextd.rpc.access import read_tcp_token
+
         reader, writer = await asyncio.open_connection(host, port, limit=2**24)
-        return await cls(
+        client = cls(
             reader, writer, settings=settings, before_compact=before_compact,
             before_navigate=before_navigate, work_done_progress=work_done_progress,
-        )._handshake(workspace)
+        )
+        client._token = token if token is not None else read_tcp_token(port)
+        return await client._handshake(workspace)
 
     @classmethod
     async def connect_unix(
@@ -216,7 +225,14 @@ class ContextdClient:
     ) -> ContextdClient:
         """Connect to a daemon on a Unix socket (`contextd serve --socket PATH`, or the
         shared daemon's socket) without starting one; the hooks as for `spawn`."""
+        from contextd.rpc.access import check_same_user
+
         reader, writer = await asyncio.open_unix_connection(str(path), limit=2**24)
+        try:
+            check_same_user(writer.get_extra_info("socket"), f"the daemon on {path}")
+        except Exception:
+            writer.close()
+            raise
         return await cls(
             reader, writer, settings=settings, before_compact=before_compact,
             before_navigate=before_navigate, work_done_progress=work_done_progress,
@@ -258,6 +274,7 @@ class ContextdClient:
                     },
                 },
                 "initializationOptions": self.settings,
+                **({"authToken": self._token} if self._token is not None else {}),
             },
         )
         self.server_info = result.get("serverInfo") or {}

@@ -130,6 +130,10 @@ def add_serve_options(serve: argparse.ArgumentParser) -> None:
         help="speak stdio, forwarded to the per-user shared daemon (started if none runs)",
     )
     serve.add_argument(
+        "--allow-remote", action="store_true",
+        help="--tcp: accept a host that is not a loopback address (127.0.0.1, ::1, localhost)",
+    )
+    serve.add_argument(
         "--grace", metavar="SECONDS", type=float,
         help="a daemon serving many clients stops after this long with none "
         "(default: never; 300 for the shared daemon)",
@@ -192,18 +196,40 @@ def configure_logging(level: str) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    import asyncio
-    from pathlib import Path
-
-    from contextd.rpc import listen, shared
-    from contextd.server import create_daemon
+    from contextd.rpc import access
 
     if args.json:
         raise UsageError("--json is for client commands")
     if args.tcp and args.shared:
         raise UsageError("--tcp and --shared exclude each other")
     address = parse_host_port(args.tcp) if args.tcp else None
+    remote = address is not None and not access.is_loopback(address[0])
+    if remote and not args.allow_remote:
+        raise UsageError(
+            f"--tcp {args.tcp} is not a loopback address: other machines could reach the "
+            "daemon (with its token); add --allow-remote if that is what you want"
+        )
     configure_logging(args.log_level or SERVE_LOG_LEVEL)
+    if remote:
+        assert address is not None
+        logging.getLogger("contextd").warning(
+            "listening on %s, beyond this machine: anyone who can reach it and holds the token "
+            "reads and writes every session (the connection is not encrypted)", address[0],
+        )
+    try:
+        return serve_where_asked(args, address)
+    except access.AccessRefused as refused:
+        print(f"contextd: refused: {refused}", file=sys.stderr)
+        return 1
+
+
+def serve_where_asked(args: argparse.Namespace, address: tuple[str, int] | None) -> int:
+    import asyncio
+    from pathlib import Path
+
+    from contextd.rpc import listen, shared
+    from contextd.server import create_daemon
+
     if args.shared:
         return shared.forward_stdio(args)
     settings = shared.read_settings_file(args.settings)

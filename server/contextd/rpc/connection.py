@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
+from contextd.rpc.access import TcpToken
 from contextd.rpc.framing import (
     DEFAULT_MAX_FRAME_BYTES,
     FrameReader,
@@ -84,12 +85,16 @@ class Connection:
         *,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         max_write_buffer_bytes: int = DEFAULT_MAX_WRITE_BUFFER_BYTES,
+        token: TcpToken | None = None,
         on_close: Callable[[Connection], None] = lambda connection: None,
     ) -> None:
         self.number = next(self._numbers)
         self._frames = FrameReader(reader, max_frame_bytes)
         self._writer = writer
         self._max_write_buffer_bytes = max_write_buffer_bytes
+        self._token = token
+        self._refused = False
+        """True once `initialize` came without the token: the connection ends after the reply."""
         self._requests = requests
         self._notifications = notifications
         self._on_close = on_close
@@ -201,6 +206,8 @@ class Connection:
         answered = [item for item in replies if item is not None]
         if answered:
             self.send(answered)
+        if self._refused:
+            self.close()
 
     def _start(self, message: Any) -> None:
         """Each message runs as a task, started in arrival order: handlers that do not wait
@@ -234,6 +241,8 @@ class Connection:
         outcome = await self._outcome(message)
         if outcome is not None:
             self.send(outcome)
+        if self._refused:
+            self.close()
 
     def _refuse(self, invalid: Invalid) -> None:
         log.debug("%s: refused: %s", self, invalid.error.message)
@@ -268,6 +277,7 @@ class Connection:
         if request.method == "initialize":
             if self.initialized:
                 raise RpcError(INVALID_REQUEST, "initialize was already sent on this connection")
+            self._authenticate(request.params)
         elif self.shut_down:
             raise RpcError(INVALID_REQUEST, "the server is shutting down: only exit is accepted")
         elif not self.initialized and request.method != "shutdown":
@@ -282,6 +292,17 @@ class Connection:
         elif request.method == "shutdown":
             self.shut_down = True
         return result
+
+    def _authenticate(self, params: Any) -> None:
+        """On TCP, nothing is served before an `initialize` that carries the token."""
+        if self._token is None:
+            return
+        try:
+            self._token.check(params)
+        except RpcError:
+            log.warning("%s: refused: initialize without the TCP token", self)
+            self._refused = True
+            raise
 
     async def _invoke(self, handler: Handler, params: Any) -> Any:
         token = current_connection.set(self)

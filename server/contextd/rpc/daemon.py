@@ -40,6 +40,7 @@ from contextd.settings import (
     unknown_keys,
     user_settings_path,
 )
+from contextd.rpc.access import TcpToken
 from contextd.rpc.connection import (
     DEFAULT_MAX_WRITE_BUFFER_BYTES,
     Connection,
@@ -189,6 +190,8 @@ class Daemon:
         self.dedicated = dedicated
         self.max_frame_bytes = max_frame_bytes
         self.max_write_buffer_bytes = max_write_buffer_bytes
+        self.token: TcpToken | None = None
+        """On TCP: what every connection's initialize must carry."""
         self.connections: list[ClientConnection] = []
         self.started_at = time.time()
         self.address: str | None = None
@@ -408,6 +411,7 @@ class Daemon:
             self.notifications,
             max_frame_bytes=self.max_frame_bytes,
             max_write_buffer_bytes=self.max_write_buffer_bytes,
+            token=self.token,
             on_close=self._detach,
         )
         self.connections.append(connection)

@@ -15,6 +15,7 @@ import socket
 import sys
 from pathlib import Path
 
+from contextd.rpc.access import AccessRefused, check_same_user, write_tcp_token
 from contextd.rpc.daemon import Daemon
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,12 @@ async def serve_sockets(
 
     async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         nonlocal grace
+        try:
+            check_same_user(writer.get_extra_info("socket"), "a client")
+        except AccessRefused as refused:
+            log.warning("connection refused: %s", refused)
+            writer.transport.abort()
+            return
         if grace is not None:
             grace.cancel()
             grace = None
@@ -100,14 +107,22 @@ async def serve_sockets(
     daemon.on_idle = arm_grace
     daemon.build_tokenizer()  # before the first client can be kept waiting by it
     if unix_path is not None:
-        server = await asyncio.start_unix_server(on_connect, path=str(unix_path), limit=STREAM_LIMIT)
-        os.chmod(unix_path, 0o600)
+        previous = os.umask(0o177)  # the socket is 0600 from the start, not after a chmod
+        try:
+            server = await asyncio.start_unix_server(on_connect, path=str(unix_path), limit=STREAM_LIMIT)
+        finally:
+            os.umask(previous)
         daemon.address = str(unix_path)
     else:
         assert tcp is not None
-        server = await asyncio.start_server(on_connect, tcp[0], tcp[1], limit=STREAM_LIMIT)
+        # Bound first (the port is then ours, and so is its token file), serving only once
+        # the token is set: no connection is ever attached without it.
+        server = await asyncio.start_server(on_connect, tcp[0], tcp[1], limit=STREAM_LIMIT, start_serving=False)
+        daemon.token = write_tcp_token(tcp[1])
+        await server.start_serving()
         host, port = server.sockets[0].getsockname()[:2]
         daemon.address = f"{host}:{port}"
+        log.info("the token for TCP clients is in %s", daemon.token.path)
     log.info("contextd listening on %s (pid %d)", daemon.address, os.getpid())
     arm_grace()
     try:
@@ -120,9 +135,10 @@ async def serve_sockets(
         for connection in list(daemon.connections):
             connection.close()
         daemon.close_sessions()
-        if unix_path is not None:
-            with contextlib.suppress(FileNotFoundError):
-                unix_path.unlink()
+        for left in (unix_path, daemon.token.path if daemon.token else None):
+            if left is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    left.unlink()
     return 0
 
 

@@ -18,6 +18,8 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 SERVER_NOT_INITIALIZED = -32002
 REQUEST_CANCELLED = -32800
+UNAUTHORIZED = -32020
+"""A TCP connection whose `initialize` lacks the daemon's token (the connection then ends)."""
 
 RequestId = int | str
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from contextd.model import MAX_CONTENT_DEPTH, Settings, too_deep_setting
+from contextd.rpc.access import check_same_user, open_private_file, private_folder
 from contextd.rpc.framing import encode_frame
 from contextd.rpc.listen import socket_in_use, stdio_streams
 from contextd.store import default_data_dir
@@ -63,7 +64,7 @@ def read_settings_file(path: str | None) -> Settings | None:
 
 @contextlib.contextmanager
 def start_lock(path: Path) -> Iterator[None]:
-    fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_private_file(path.with_suffix(".lock"), os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -75,9 +76,9 @@ def ensure_daemon(data_dir: Path, *, log_level: str = "INFO", options: list[str]
     """The socket of a running shared daemon for `data_dir`, started when none answers;
     `options` are the `serve` options of the daemon it starts (`--grace`, `--settings`)."""
     path = socket_path(data_dir)
+    private_folder(path.parent)  # before anything is sent there
     if socket_in_use(path):
         return path
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     with start_lock(path):
         if socket_in_use(path):  # another editor started it while we waited for the lock
             return path
@@ -85,7 +86,7 @@ def ensure_daemon(data_dir: Path, *, log_level: str = "INFO", options: list[str]
             sys.executable, "-m", "contextd", "--data-dir", str(data_dir), "--log-level", log_level,
             "serve", "--socket", str(path), *(options or []),
         ]
-        with open(path.with_suffix(".log"), "ab") as log_file:
+        with os.fdopen(open_private_file(path.with_suffix(".log"), os.O_WRONLY | os.O_APPEND), "ab") as log_file:
             daemon = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log_file,
                 start_new_session=True,  # it outlives the editor that started it
@@ -122,6 +123,7 @@ async def forward(path: Path) -> int:
     stdin ended and the daemon saw it): 0 when it did so while still running, 1 when it
     went away (killed, crashed, stopped), so the editor shows the failure."""
     daemon_reader, daemon_writer = await asyncio.open_unix_connection(str(path))
+    check_same_user(daemon_writer.get_extra_info("socket"), f"the daemon on {path}")
     editor_reader, editor_writer = await stdio_streams()
 
     async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, half_close: bool) -> None:
