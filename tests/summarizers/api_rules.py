@@ -95,9 +95,23 @@ def _names_its_type(error: Any) -> bool:
 # --- Anthropic Messages ----------------------------------------------------------------------
 
 
-def anthropic_problems(body: Any, *, beta: bool = False) -> list[str]:
-    problems = sdk_problems("anthropic-beta" if beta else "anthropic", body)
-    messages = body.get("messages") if isinstance(body, dict) else None
+BETA_OF_PARAMETER = {"compaction": "compact-2026-09-04", "context_management": "compact-2026-01-12"}
+"""The beta a compaction parameter needs in the `anthropic-beta` header (the SDK sends it
+from `betas=[...]`)."""
+
+
+def anthropic_problems(body: Any, betas: frozenset[str] | None = None) -> list[str]:
+    """The Messages API's checks; `betas`, the request's `anthropic-beta` names (None: not a
+    beta request)."""
+    problems = sdk_problems("anthropic" if betas is None else "anthropic-beta", body)
+    if not isinstance(body, dict):
+        return problems
+    for parameter, beta in BETA_OF_PARAMETER.items():
+        if parameter in body and beta not in (betas or ()):
+            problems.append(f"{parameter}: requires the beta header {beta}")
+    if "compaction" in body and "context_management" in body:
+        problems.append("compaction: cannot be combined with context_management")
+    messages = body.get("messages")
     return problems + (anthropic_message_problems(messages) if isinstance(messages, list) else [])
 
 

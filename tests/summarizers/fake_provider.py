@@ -280,7 +280,8 @@ def _shaped_body(path: str, reply: Reply, request: Any) -> dict[str, Any]:
 def request_problems(path: str, headers: dict[str, str], body: Any) -> list[str]:
     """What the real API would refuse in this request's body."""
     if path == ANTHROPIC_PATH:
-        return anthropic_problems(body, beta="anthropic-beta" in headers)
+        beta = headers.get("anthropic-beta")
+        return anthropic_problems(body, None if beta is None else frozenset(b.strip() for b in beta.split(",")))
     if path == ANTHROPIC_COUNT_PATH:
         messages = body.get("messages") if isinstance(body, dict) else None
         return sdk_problems("anthropic-count", body) + anthropic_message_problems(messages if isinstance(messages, list) else [])

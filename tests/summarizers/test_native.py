@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 
+import anthropic
 import pytest
 from contextd.compaction.request import build_request
 from contextd.model import FileDetails, PreserveData
@@ -36,8 +37,9 @@ def chain(name: str, provider: FakeProvider, **changes: object):
 
 
 def calls(provider: FakeProvider) -> list:
-    """The requests that ask for a summary (Anthropic's token counting left out)."""
-    return [sent for sent in provider.requests if sent.path != ANTHROPIC_COUNT_PATH]
+    """The requests that ask for a summary (Anthropic's free model description and token
+    counting left out)."""
+    return [sent for sent in provider.requests if sent.method == "POST" and sent.path != ANTHROPIC_COUNT_PATH]
 
 
 def compaction_request(**changes: object) -> SummaryRequest:
@@ -197,7 +199,8 @@ async def test_anthropic_native_asks_for_server_side_compaction_and_reads_the_bl
         "the computed trail is appended"
     )
     assert summary.preserve_data is None
-    counted, sent = provider.requests
+    described, counted, sent = provider.requests
+    assert (described.method, described.path) == ("GET", "/v1/models/anthropic-native-test-model")
     assert counted.path == ANTHROPIC_COUNT_PATH, (
         "counted first: the API compacts from 50,000 tokens"
     )
@@ -311,10 +314,11 @@ async def test_a_timeout_is_retried_then_falls_back(
     assert len(calls(provider)) == 2
 
 
-async def test_anthropic_native_does_not_ask_under_the_trigger(
-    provider: FakeProvider, api_key: str, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("tokens", [1_234, 52_000])
+async def test_anthropic_native_does_not_ask_under_the_trigger_and_its_margin(
+    provider: FakeProvider, api_key: str, caplog: pytest.LogCaptureFixture, tokens: int
 ) -> None:
-    provider.input_tokens = 1_234
+    provider.input_tokens = tokens  # 52,000: over the trigger by the estimate, not surely by the API's count
     provider.script(Reply.with_summary("would have been a paid answer"))
 
     summary = await chain("anthropic-native", provider, fallback=["offline"]).summarize_with_info(
@@ -322,10 +326,79 @@ async def test_anthropic_native_does_not_ask_under_the_trigger(
     )
 
     assert summary.summarizer.provider == "offline"
-    assert [sent.path for sent in provider.requests] == [ANTHROPIC_COUNT_PATH], (
-        "counted once, never asked"
+    assert calls(provider) == [] and provider.pending == 1, "described and counted, never asked"
+    assert f"{tokens:,} input tokens, under the 55,000 from which the API surely compacts" in caplog.text
+
+
+ON_DEMAND = {"max_input_tokens": 1_000_000, "summarize": True}
+
+
+@pytest.mark.parametrize("tokens", [1_234, 600_000])
+async def test_anthropic_native_compacts_on_demand_when_the_model_takes_it(
+    provider: FakeProvider, api_key: str, tokens: int
+) -> None:
+    provider.models["anthropic-native-test-model"] = ON_DEMAND
+    provider.input_tokens = tokens  # on demand, any size compacts: no trigger to clear
+    provider.script(Reply.with_summary(BLOCK))
+    request = compaction_request()
+
+    summary = await chain("anthropic-native", provider).summarize_with_info(request)
+
+    assert summary.text.startswith(BLOCK)
+    [sent] = calls(provider)
+    assert sent.body["compaction"] == {"type": "summarize", "instructions": request.system_prompt}
+    assert "context_management" not in sent.body
+    assert "compact-2026-09-04" in sent.headers["anthropic-beta"]
+
+
+async def test_anthropic_native_refuses_a_history_over_the_models_input_limit(
+    provider: FakeProvider, api_key: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider.models["anthropic-native-test-model"] = {"max_input_tokens": 200_000, "summarize": True}
+    provider.input_tokens = 250_000
+    provider.script(Reply.with_summary("would have been a 400"))
+
+    summary = await chain("anthropic-native", provider, fallback=["offline"]).summarize_with_info(
+        compaction_request()
     )
-    assert "1,234 input tokens, under the 50,000 from which the API compacts" in caplog.text
+
+    assert summary.summarizer.provider == "offline"
+    assert calls(provider) == [], "no paid request the API would refuse"
+    assert "250,000 input tokens, over the model's limit of 200,000" in caplog.text
+
+
+async def test_the_test_server_refuses_compaction_without_its_beta_or_beside_the_edit(
+    provider: FakeProvider, api_key: str
+) -> None:
+    client = anthropic.AsyncAnthropic(api_key=api_key, base_url=provider.url, max_retries=0)
+    user = [{"role": "user", "content": "Summarize this."}]
+    edit = {"edits": [{"type": "compact_20260112"}]}
+    async with client:
+        with pytest.raises(anthropic.BadRequestError, match="requires the beta header compact-2026-09-04"):
+            await client.beta.messages.create(model="m", max_tokens=10, messages=user, compaction={"type": "summarize"})
+        with pytest.raises(anthropic.BadRequestError, match="cannot be combined with context_management"):
+            await client.beta.messages.create(
+                model="m", max_tokens=10, messages=user, compaction={"type": "summarize"},
+                context_management=edit, betas=["compact-2026-09-04", "compact-2026-01-12"],
+            )
+
+
+async def test_anthropic_compaction_usage_is_reported_under_iterations(
+    provider: FakeProvider, api_key: str
+) -> None:
+    provider.script(Reply.with_summary(BLOCK))
+    client = anthropic.AsyncAnthropic(api_key=api_key, base_url=provider.url, max_retries=0)
+    async with client:
+        message = await client.beta.messages.create(
+            model="m", max_tokens=10, messages=[{"role": "user", "content": "Summarize this."}],
+            compaction={"type": "summarize"}, betas=["compact-2026-09-04"],
+        )
+
+    assert message.stop_reason == "compaction"
+    assert message.usage.iterations is not None
+    [compaction] = message.usage.iterations
+    assert (compaction.type, compaction.input_tokens) == ("compaction", 60_000)
+    assert message.usage.input_tokens == 0, "a compaction's tokens are not in the top-level fields"
 
 
 @pytest.mark.parametrize("name", NATIVE)

@@ -119,13 +119,55 @@ async def test_a_slow_answer_times_out_and_is_retried(
 
 
 @pytest.mark.parametrize("name", PROVIDERS)
-async def test_timeouts_until_the_retries_run_out(
-    name: str, provider: FakeProvider, api_key: str, summary_request: SummaryRequest
+async def test_a_timed_out_paid_call_is_retried_with_twice_the_time(
+    name: str,
+    provider: FakeProvider,
+    api_key: str,
+    summary_request: SummaryRequest,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     provider.script(Reply.hang(10), Reply.hang(10))
 
-    with pytest.raises(SummarizerError, match=r"no answer within 0.3s \(after 2 attempts\)"):
+    with pytest.raises(SummarizerError, match=r"no answer within 0.6s \(after 2 attempts\)"):
         await chain(name, provider, timeoutSeconds=0.3, maxRetries=1).summarize(summary_request)
+    assert f"{name}: no answer within 0.3s; retry 1 of 1" in caplog.text, (
+        "the same deadline would lose the answer again"
+    )
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_a_summary_cut_at_the_output_limit_falls_back(
+    name: str, provider: FakeProvider, api_key: str, summary_request: SummaryRequest
+) -> None:
+    provider.script(Reply.cut_short("## Goal\n- Add rate limiting\n## Next St"), Reply.with_summary(SUMMARY))
+
+    summary = await chain(name, provider, fallback=["offline"]).summarize_with_info(summary_request)
+
+    assert summary.summarizer.provider == "offline"
+    assert len(provider.requests) == 1, "the same request would be cut again"
+
+
+@pytest.mark.parametrize("name", [*PROVIDERS, "remote"])
+@pytest.mark.parametrize(
+    ("reply", "tries"),
+    [
+        (Reply.error(429, "slow down", **{"retry-after-ms": "10"}), 2),
+        (Reply.error(429, "slow down", **{"retry-after": "3600"}), 1),  # longer than held: fall back
+        (Reply.error(503, "overloaded", **{"x-should-retry": "false"}), 1),
+        (Reply.error(409, "conflict", **{"x-should-retry": "false"}), 1),
+        (Reply.error(400, "try again", **{"x-should-retry": "true"}), 2),
+    ],
+    ids=["retry-after-ms", "retry-after-too-long", "should-retry-false-5xx", "should-retry-false-409", "should-retry-true-400"],
+)
+async def test_the_providers_retry_headers_are_honoured(
+    name: str, reply: Reply, tries: int, provider: FakeProvider, api_key: str, summary_request: SummaryRequest
+) -> None:
+    provider.script(reply, Reply.with_summary(SUMMARY))
+
+    summary = await chain(name, provider, fallback=["offline"]).summarize_with_info(summary_request)
+
+    assert len(provider.requests) == tries
+    assert summary.summarizer.provider == (name if tries == 2 else "offline")
 
 
 MALFORMED = {

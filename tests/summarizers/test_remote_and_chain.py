@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import email.utils
+
 import pytest
 from contextd.model import SummarizerSettings
 from contextd.summarizers.base import SummarizerError, SummaryRequest
 from contextd.summarizers.chain import SummarizerChain, build_summarizer
-from contextd.summarizers.errors import SummarizerFailed
+from contextd.summarizers.errors import ProviderError, SummarizerFailed, retry_after_seconds
 
 from tests.summarizers.conftest import SECRET, settings_for
 from tests.summarizers.fake_provider import FakeProvider, Reply
@@ -116,7 +118,7 @@ def test_the_default_is_offline_alone() -> None:
     assert [s.provider for s in chain.summarizers] == ["offline"]
 
 
-def test_backoff_doubles_up_to_the_cap() -> None:
+def test_backoff_doubles_up_to_the_cap_less_a_random_quarter() -> None:
     chain = SummarizerChain(
         build_summarizer(SummarizerSettings()).summarizers,
         max_retries=6,
@@ -125,7 +127,38 @@ def test_backoff_doubles_up_to_the_cap() -> None:
         max_delay=3,
     )
 
-    assert [chain.backoff(attempt) for attempt in range(1, 7)] == [0.5, 1, 2, 3, 3, 3]
+    for attempt, full in zip(range(1, 7), [0.5, 1, 2, 3, 3, 3]):
+        delays = [chain.backoff(attempt) for _ in range(200)]
+        assert all(0.75 * full <= delay <= full for delay in delays)
+        assert len(set(delays)) > 100, "clients that failed together do not retry together"
+
+
+def test_a_providers_wait_is_used_as_asked() -> None:
+    chain = build_summarizer(SummarizerSettings())
+    asked = ProviderError("openai", "slow down", retryable=True, status=429, retry_after=2.5)
+
+    assert chain.delay_after(asked, 1) == 2.5
+    assert chain.delay_after(ProviderError("openai", "no", retryable=False, retry_after=1), 1) is None
+    assert chain.delay_after(ProviderError("openai", "later", retryable=True, retry_after=3600), 1) is None
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"retry-after": "7"}, 7.0),
+        ({"retry-after": "1.5"}, 1.5),
+        ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),
+        ({"retry-after": "Wed, 25 Nov 2026 18:00:30 GMT"}, 30.0),
+        ({"retry-after": "Wed, 25 Nov 2026 17:00:00 GMT"}, None),
+        ({"retry-after": "soon"}, None),
+        ({"retry-after": "-3"}, None),
+        ({}, None),
+    ],
+)
+def test_retry_after_in_every_form(headers: dict[str, str], seconds: float | None) -> None:
+    now = email.utils.parsedate_to_datetime("Wed, 25 Nov 2026 18:00:00 GMT").timestamp()
+
+    assert retry_after_seconds(headers, now) == seconds
 
 
 class Broken:

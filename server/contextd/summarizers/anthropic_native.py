@@ -1,14 +1,21 @@
-"""Anthropic's server-side compaction as a summarizer: the Messages API (beta) with the
-`compact_20260112` context-management edit, through the official SDK.
+"""Anthropic's server-side compaction as a summarizer, through the official SDK: on demand
+(the Messages API's `compaction: {type: "summarize"}`, beta `compact-2026-09-04`) when the
+model takes it, else the `compact_20260112` context-management edit (beta
+`compact-2026-01-12`), which compacts only past its input-token trigger.
 
 The conversation is sent as one user turn, the serialized transcript and the checkpoint
 task, as the anthropic summarizer sends it but with tool outputs whole: the API reads all
-of what it compacts, and compacts only from 50,000 input tokens. Our system prompt is the
-compaction's instructions, and the API pauses right after compacting: its readable
-`compaction` block is the summary. Below the trigger the API would answer the prompt in
-full instead, so the conversation is counted first (the free token-counting endpoint) and
-a shorter one fails at once, for the chain to fall back. A reply without the block (a
-compaction that produced nothing) is a failure too.
+of what it compacts. Our system prompt is the compaction's instructions, and the API stops
+right after compacting: its readable `compaction` block is the summary. A reply without the
+block (a compaction that produced nothing) is a failure.
+
+Before any paid request, two free ones: the model's description (its input limit, and
+whether it takes on-demand compaction; a server without it, a proxy, gets neither) and the
+conversation's token count. A conversation over the model's input limit fails at once (the
+API would refuse it, 400). With the edit, the count is an estimate and the API decides by
+its own: near the 50,000-token trigger it may answer the prompt in full instead of
+compacting, so a conversation without a margin above the trigger fails at once too. Either
+failure is not retried: the chain's fallbacks take over.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
-from anthropic.types.beta import BetaCompact20260112EditParam
+from anthropic.types.beta import BetaCompact20260112EditParam, BetaCompactionConfigParam
 
 from contextd.compaction.request import with_conversation
 from contextd.compaction.serialize import serialize_conversation
@@ -28,8 +35,12 @@ from contextd.summarizers.errors import ProviderError, malformed_reply, sdk_fail
 DEFAULT_MODEL = "claude-sonnet-4-6"
 """Compaction needs a model that supports it (Sonnet 4.6, Opus 4.6 and later)."""
 COMPACT_BETA = "compact-2026-01-12"
+ON_DEMAND_BETA = "compact-2026-09-04"
 MIN_TRIGGER_TOKENS = 50_000
 """The lowest trigger the API accepts: compact whenever it allows."""
+TRIGGER_MARGIN = 1.1
+"""How far over the trigger the estimated count must be for the edit to be asked: the
+count endpoint estimates, the API compacts by its own count."""
 
 
 class AnthropicNativeSummarizer(AnthropicSummarizer):
@@ -41,26 +52,58 @@ class AnthropicNativeSummarizer(AnthropicSummarizer):
 
     async def summarize(self, request: SummaryRequest) -> str:
         key = self._key()
-        edit: BetaCompact20260112EditParam = {
-            "type": "compact_20260112",
-            "trigger": {"type": "input_tokens", "value": MIN_TRIGGER_TOKENS},
-            "pause_after_compaction": True,
-            "instructions": request.system_prompt,  # replaces the API's own summary prompt
-        }
         model = self.model or DEFAULT_MODEL
         messages: list[Any] = [{"role": "user", "content": whole_prompt(request)}]
-        with sdk_failures(anthropic, self.provider, key, self._timeout):
+        with sdk_failures(anthropic, self.provider, key):
             async with self._client(key) as client:
+                described = await _model_description(client, model)
                 counted = await client.beta.messages.count_tokens(model=model, messages=messages)
-                _require_trigger(getattr(counted, "input_tokens", None))
-                message = await client.beta.messages.create(
-                    model=model,
-                    messages=messages,
-                    max_tokens=request.max_tokens,
-                    betas=[COMPACT_BETA],
-                    context_management={"edits": [edit]},
-                )
+                tokens = _input_tokens(counted)
+                _require_within_limit(tokens, getattr(described, "max_input_tokens", None))
+                if _compacts_on_demand(described):
+                    on_demand: BetaCompactionConfigParam = {
+                        "type": "summarize",
+                        "instructions": request.system_prompt,  # replaces the API's own prompt
+                    }
+                    message = await client.beta.messages.create(
+                        model=model,
+                        messages=messages,
+                        max_tokens=request.max_tokens,
+                        betas=[ON_DEMAND_BETA],
+                        compaction=on_demand,
+                    )
+                else:
+                    _require_trigger(tokens)
+                    message = await client.beta.messages.create(
+                        model=model,
+                        messages=messages,
+                        max_tokens=request.max_tokens,
+                        betas=[COMPACT_BETA],
+                        context_management={"edits": [_compact_edit(request)]},
+                    )
         return _compaction_text(message)
+
+
+def _compact_edit(request: SummaryRequest) -> BetaCompact20260112EditParam:
+    return {
+        "type": "compact_20260112",
+        "trigger": {"type": "input_tokens", "value": MIN_TRIGGER_TOKENS},
+        "pause_after_compaction": True,
+        "instructions": request.system_prompt,  # replaces the API's own summary prompt
+    }
+
+
+async def _model_description(client: anthropic.AsyncAnthropic, model: str) -> Any:
+    """The model's description, or None where the server has none (a proxy's 404)."""
+    try:
+        return await client.beta.models.retrieve(model)
+    except anthropic.NotFoundError:
+        return None
+
+
+def _compacts_on_demand(described: Any) -> bool:
+    compaction = getattr(getattr(described, "capabilities", None), "compaction", None)
+    return bool(getattr(getattr(compaction, "summarize", None), "supported", False))
 
 
 def whole_prompt(request: SummaryRequest) -> str:
@@ -70,16 +113,31 @@ def whole_prompt(request: SummaryRequest) -> str:
     )
 
 
-def _require_trigger(input_tokens: object) -> None:
-    """Fail at once, before paying for an answer, when the API would not compact."""
-    if not isinstance(input_tokens, int):
-        raise malformed_reply(
-            AnthropicNativeSummarizer.provider, "no input_tokens in the token count"
-        )
-    if input_tokens < MIN_TRIGGER_TOKENS:
+def _input_tokens(counted: Any) -> int:
+    tokens = getattr(counted, "input_tokens", None)
+    if not isinstance(tokens, int):
+        raise malformed_reply(AnthropicNativeSummarizer.provider, "no input_tokens in the token count")
+    return tokens
+
+
+def _require_within_limit(input_tokens: int, limit: object) -> None:
+    """Fail at once, before paying, when the API would refuse the conversation as too long."""
+    if isinstance(limit, int) and input_tokens > limit:
         raise ProviderError(
             AnthropicNativeSummarizer.provider,
-            f"{input_tokens:,} input tokens, under the {MIN_TRIGGER_TOKENS:,} from which the API compacts",
+            f"{input_tokens:,} input tokens, over the model's limit of {limit:,}",
+            retryable=False,
+        )
+
+
+def _require_trigger(input_tokens: int) -> None:
+    """Fail at once, before paying for an answer, when the API might not compact."""
+    least = round(MIN_TRIGGER_TOKENS * TRIGGER_MARGIN)
+    if input_tokens < least:
+        raise ProviderError(
+            AnthropicNativeSummarizer.provider,
+            f"{input_tokens:,} input tokens, under the {least:,} from which the API surely compacts"
+            f" (its trigger is {MIN_TRIGGER_TOKENS:,}, counted its own way)",
             retryable=False,
         )
 

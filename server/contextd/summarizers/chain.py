@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -31,6 +32,12 @@ WRITES_OWN_TRAIL = frozenset({"offline", "openai-native"})
 summary is that checkpoint: the API's own state is encrypted)."""
 DEFAULT_BASE_DELAY = 0.5
 DEFAULT_MAX_DELAY = 8.0
+JITTER = 0.25
+"""Each backoff is shortened by up to this fraction, at random, so that clients that failed
+together do not all retry at the same moment (the SDKs' own policy)."""
+MAX_RETRY_AFTER = 60.0
+"""The longest wait a provider's `retry-after` gets before a retry; asked for longer, the
+chain falls back instead of holding the compaction."""
 
 _PROVIDERS: dict[str, tuple[str, str]] = {
     "offline": ("contextd.summarizers.offline", "OfflineSummarizer"),
@@ -53,7 +60,10 @@ class Summary:
 
 
 class SummarizerChain:
-    """Tries each summarizer in order; a retryable failure is retried with backoff first."""
+    """Tries each summarizer in order; a retryable failure is retried first, after the wait
+    the provider asked for (`retry-after`) or a jittered doubling backoff. An attempt that
+    timed out is retried with twice the time: the answer may have been on its way, and the
+    same deadline would lose it (and its cost) again."""
 
     def __init__(
         self,
@@ -101,13 +111,16 @@ class SummarizerChain:
 
     async def _with_retries(self, summarizer: Summarizer, request: SummaryRequest) -> str | PreservedSummary:
         attempts = 1 + self._max_retries
+        timeout = self._timeout
         for attempt in range(1, attempts + 1):
             try:
-                return await self._attempt(summarizer, request)
+                return await self._attempt(summarizer, request, timeout)
             except ProviderError as failure:
-                if not failure.retryable or attempt == attempts:
+                delay = self.delay_after(failure, attempt)
+                if delay is None or attempt == attempts:
                     raise failure.after_attempts(attempt) from None
-                delay = self.backoff(attempt)
+                if failure.timed_out:
+                    timeout *= 2
                 log.warning(
                     "summarizer %s; retry %d of %d in %.2fs",
                     failure, attempt, self._max_retries, delay,
@@ -115,14 +128,18 @@ class SummarizerChain:
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    async def _attempt(self, summarizer: Summarizer, request: SummaryRequest) -> str | PreservedSummary:
+    async def _attempt(
+        self, summarizer: Summarizer, request: SummaryRequest, timeout: float
+    ) -> str | PreservedSummary:
         provider = summarizer.provider
         try:
-            # A hard deadline too: the SDKs' timeouts bound each read, not the whole answer.
-            async with asyncio.timeout(self._timeout):
+            # The deadline of the whole answer: the SDKs' timeouts bound each read only.
+            async with asyncio.timeout(timeout):
                 answer = await summarizer.summarize(request)
         except TimeoutError:
-            raise ProviderError(provider, f"no answer within {self._timeout:g}s", retryable=True) from None
+            raise ProviderError(
+                provider, f"no answer within {timeout:g}s", retryable=True, timed_out=True
+            ) from None
         except ProviderError:
             raise
         except SummarizerError as exc:
@@ -136,9 +153,19 @@ class SummarizerChain:
             raise ProviderError(provider, "malformed reply: empty summary", retryable=False)
         return answer
 
+    def delay_after(self, failure: ProviderError, attempt: int) -> float | None:
+        """Seconds to wait before retrying after `failure` of attempt `attempt`, or None when
+        it is not worth retrying (or the provider asks for a longer wait than we hold)."""
+        if not failure.retryable:
+            return None
+        if failure.retry_after is not None:
+            return failure.retry_after if failure.retry_after <= MAX_RETRY_AFTER else None
+        return self.backoff(attempt)
+
     def backoff(self, attempt: int) -> float:
-        """Seconds to wait after failed attempt number `attempt` (1-based): doubling, capped."""
-        return min(self._max_delay, self._base_delay * 2 ** (attempt - 1))
+        """Seconds to wait after failed attempt number `attempt` (1-based): doubling, capped,
+        less a random part of up to JITTER of it."""
+        return min(self._max_delay, self._base_delay * 2 ** (attempt - 1)) * (1 - JITTER * random.random())
 
 
 def build_summarizer(

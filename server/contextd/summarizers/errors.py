@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import email.utils
 import json
+import time
 import urllib.parse
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import ModuleType
 
@@ -97,7 +99,9 @@ def body_message(body: object) -> str:
 
 
 class ProviderError(SummarizerError):
-    """One provider's attempt failed; `retryable` says whether trying again may help."""
+    """One provider's attempt failed; `retryable` says whether trying again may help,
+    `retry_after` how long the provider asked to wait first, `timed_out` that no answer came
+    in time (a paid call that may still be running: the next try gets longer)."""
 
     def __init__(
         self,
@@ -107,12 +111,16 @@ class ProviderError(SummarizerError):
         retryable: bool,
         status: int | None = None,
         secret: str | None = None,
+        retry_after: float | None = None,
+        timed_out: bool = False,
     ) -> None:
         detail = redact(detail, secret)[:MAX_DETAIL_CHARS]
         self.provider = provider
         self.detail = detail
         self.retryable = retryable
         self.status = status
+        self.retry_after = retry_after
+        self.timed_out = timed_out
         self.attempts = 1
         super().__init__(self.describe())
 
@@ -136,12 +144,59 @@ class SummarizerFailed(SummarizerError):
         super().__init__("summarizer failed: " + "; then ".join(f.describe() for f in failures))
 
 
-def status_error(provider: str, status: int, body: object, secret: str | None) -> ProviderError:
-    """The error for an HTTP error answer: retryable for 408/409/429 and 5xx."""
+def status_error(
+    provider: str,
+    status: int,
+    body: object,
+    secret: str | None,
+    headers: Mapping[str, str] | None = None,
+) -> ProviderError:
+    """The error for an HTTP error answer: retryable for 408/409/429 and 5xx unless the
+    provider's `x-should-retry` header says otherwise, after the wait its `retry-after-ms`
+    or `retry-after` asks for."""
+    headers = headers or {}
     detail = body_message(body).strip() or "the provider refused the request"
     return ProviderError(
-        provider, detail, retryable=is_retryable_status(status), status=status, secret=secret
+        provider,
+        detail,
+        retryable=should_retry(status, headers),
+        status=status,
+        secret=secret,
+        retry_after=retry_after_seconds(headers),
     )
+
+
+def should_retry(status: int, headers: Mapping[str, str]) -> bool:
+    """What the provider's `x-should-retry` says (both vendors send it), else the status."""
+    verdict = (headers.get("x-should-retry") or "").strip().lower()
+    if verdict in ("true", "false"):
+        return verdict == "true"
+    return is_retryable_status(status)
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """The wait a provider asks for: `retry-after-ms`, else `retry-after` in seconds or as an
+    HTTP date; None when it names none (or nonsense, or a moment past)."""
+    milliseconds = _number(headers.get("retry-after-ms"))
+    if milliseconds is not None:
+        return milliseconds / 1000
+    value = (headers.get("retry-after") or "").strip()
+    seconds = _number(value)
+    if seconds is None and value:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now) if when.tzinfo else None
+    return seconds if seconds is not None and seconds >= 0 else None
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        number = float((value or "").strip())
+    except ValueError:
+        return None
+    return number if number == number and number >= 0 else None  # not NaN, not negative
 
 
 def malformed_reply(provider: str, what: str) -> ProviderError:
@@ -149,16 +204,22 @@ def malformed_reply(provider: str, what: str) -> ProviderError:
     return ProviderError(provider, f"malformed reply: {what}", retryable=False)
 
 
+def cut_short(provider: str, max_tokens: int) -> ProviderError:
+    """A summary the output limit cut (`max_tokens`, `length`): its end, often the next
+    steps, is missing. The same request would be cut again, so the fallbacks take over."""
+    return ProviderError(
+        provider, f"the summary was cut short at its limit of {max_tokens:,} output tokens", retryable=False
+    )
+
+
 @contextmanager
-def sdk_failures(sdk: ModuleType, provider: str, key: str | None, timeout: float) -> Iterator[None]:
+def sdk_failures(sdk: ModuleType, provider: str, key: str | None) -> Iterator[None]:
     """Turns a failure of an official SDK call (`anthropic` or `openai`: their errors have
     the same names) into the ProviderError the chain retries or falls back on."""
     try:
         yield
     except sdk.APIStatusError as exc:
-        raise status_error(provider, exc.status_code, exc.body, key) from None
-    except sdk.APITimeoutError:
-        raise ProviderError(provider, f"no answer within {timeout:g}s", retryable=True) from None
+        raise status_error(provider, exc.status_code, exc.body, key, exc.response.headers) from None
     except sdk.APIConnectionError:
         raise ProviderError(provider, "cannot reach the API (connection failed)", retryable=True) from None
     except (sdk.APIError, ValueError) as exc:

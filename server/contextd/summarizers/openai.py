@@ -10,7 +10,7 @@ import openai
 from contextd.model import SummarizerSettings
 from contextd.summarizers.base import SummaryRequest
 from contextd.summarizers.credentials import api_key_from_env, key_variable
-from contextd.summarizers.errors import malformed_reply, sdk_failures
+from contextd.summarizers.errors import cut_short, malformed_reply, sdk_failures
 
 DEFAULT_MODEL = "gpt-5.4-mini"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
@@ -19,14 +19,13 @@ LOCAL_SERVER_KEY = "not-needed"
 
 
 class OpenAIConnection:
-    """How every OpenAI summarizer reaches the API: its key, server and timeout."""
+    """How every OpenAI summarizer reaches the API: its key and server."""
 
     provider: str
 
     def __init__(self, settings: SummarizerSettings) -> None:
         self._base_url = settings.baseUrl
         self._official = settings.baseUrl is None
-        self._timeout = settings.timeoutSeconds
         self._api_key_env = key_variable(settings, DEFAULT_API_KEY_ENV)
 
     def _key(self) -> str:
@@ -36,9 +35,9 @@ class OpenAIConnection:
 
     def _client(self, key: str) -> openai.AsyncOpenAI:
         # The chain retries with its own policy; SDK retries would multiply the attempts.
-        return openai.AsyncOpenAI(
-            api_key=key, base_url=self._base_url, timeout=self._timeout, max_retries=0
-        )
+        # No timeout of the SDK's own: the chain's deadline bounds the whole answer, and grows
+        # when an attempt runs out of time (the SDK's would cut a longer retry short).
+        return openai.AsyncOpenAI(api_key=key, base_url=self._base_url, timeout=None, max_retries=0)
 
 
 class OpenAISummarizer(OpenAIConnection):
@@ -50,7 +49,7 @@ class OpenAISummarizer(OpenAIConnection):
 
     async def summarize(self, request: SummaryRequest) -> str:
         key = self._key()
-        with sdk_failures(openai, self.provider, key, self._timeout):
+        with sdk_failures(openai, self.provider, key):
             async with self._client(key) as client:
                 completion = await client.chat.completions.create(
                     model=self.model or DEFAULT_MODEL,
@@ -62,13 +61,15 @@ class OpenAISummarizer(OpenAIConnection):
                     max_tokens=openai.omit if self._official else request.max_tokens,
                     max_completion_tokens=request.max_tokens if self._official else openai.omit,
                 )
-        return _text_of(completion)
+        return _text_of(completion, request.max_tokens)
 
 
-def _text_of(completion: Any) -> str:
+def _text_of(completion: Any, max_tokens: int) -> str:
     choices = getattr(completion, "choices", None)
     if not isinstance(choices, list) or not choices:
         raise malformed_reply(OpenAISummarizer.provider, "no choices")
+    if getattr(choices[0], "finish_reason", None) == "length":
+        raise cut_short(OpenAISummarizer.provider, max_tokens)
     text = getattr(getattr(choices[0], "message", None), "content", None)
     if not isinstance(text, str) or not text.strip():
         raise malformed_reply(OpenAISummarizer.provider, "no text in the answer")

@@ -43,7 +43,7 @@ class OpenAINativeSummarizer(OpenAIConnection):
             return await self._readable.summarize(request)
         key = self._key()
         model = self.model or DEFAULT_MODEL
-        with sdk_failures(openai, self.provider, key, self._timeout):
+        with sdk_failures(openai, self.provider, key):
             async with self._client(key) as client:
                 compacted = await client.responses.compact(
                     model=model, input=compact_input(request, model)

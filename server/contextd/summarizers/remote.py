@@ -21,7 +21,6 @@ class RemoteSummarizer:
         self.model: str | None = settings.model
         self._endpoint = settings.remoteEndpoint
         self._api_key_env = settings.apiKeyEnv
-        self._timeout = settings.timeoutSeconds
 
     async def summarize(self, request: SummaryRequest) -> str:
         if not self._endpoint:
@@ -36,18 +35,17 @@ class RemoteSummarizer:
             "maxTokens": request.max_tokens,
         }
         try:
-            async with httpx2.AsyncClient(timeout=self._timeout) as client:
+            # No timeout of httpx's own: the chain's deadline bounds the whole answer.
+            async with httpx2.AsyncClient(timeout=None) as client:
                 response = await client.post(self._endpoint, json=payload, headers=headers)
-        except httpx2.TimeoutException:
-            raise ProviderError(
-                self.provider, f"no answer within {self._timeout:g}s", retryable=True
-            ) from None
         except httpx2.TransportError:
             raise ProviderError(
                 self.provider, "cannot reach the endpoint (connection failed)", retryable=True
             ) from None
         if response.status_code >= 400:
-            raise status_error(self.provider, response.status_code, _json_or_text(response), key)
+            raise status_error(
+                self.provider, response.status_code, _json_or_text(response), key, response.headers
+            )
         return _summary_of(response)
 
 
