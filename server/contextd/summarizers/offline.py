@@ -257,7 +257,7 @@ def _add_delegation(checkpoint: Checkpoint, facts: Facts) -> None:
         checkpoint.add_all(CRITICAL, [f"Plan exit criterion: {item}" for item in plan.criteria], IMPORTANT)
     checkpoint.add_all(CONSTRAINTS, facts.briefs, IMPORTANT)
     checkpoint.add_all(CRITICAL, facts.reports, USEFUL)
-    checkpoint.add_all(CRITICAL, facts.definitions, DETAIL)
+    checkpoint.add_all(CRITICAL, facts.definitions, BACKGROUND)
 
 
 def _quoted(text: str) -> str:
