@@ -39,7 +39,7 @@ from contextd.model import (
     nesting_depth,
 )
 from contextd.rpc.connection import ConnectionLost, Handler
-from contextd.rpc.daemon import ClientConnection, Daemon, field_errors, invalid_params
+from contextd.rpc.daemon import ClientConnection, Daemon, check_follow_roots, field_errors, invalid_params
 from contextd.rpc.messages import REQUEST_CANCELLED, RpcError
 from contextd.session import (
     ClientVetoed,
@@ -622,6 +622,7 @@ def workspace_unwatch(connection: ClientConnection, params: WorkspaceWatchParams
 def follow(connection: ClientConnection, params: FollowParams) -> dict[str, Any]:
     """Turn following on or off for the whole daemon, or change what it follows."""
     daemon = connection.daemon
+    check_follow_roots(params.roots or {}, daemon.owner_file_settings())
     changes = params.model_dump(exclude_none=True)
     if changes:
         daemon.change_daemon_settings("follow", changes)

@@ -1153,6 +1153,15 @@ def mirror_statusline(usage: dict[str, Any]) -> str:
     return f"Claude Code {tokens}/{window} {percent(usage['percent'])}"
 
 
+def owner_names_claude_root(tmp_path: Path) -> None:
+    """A followed root beyond ~/.claude/projects is the daemon owner's to name, not a
+    client's (protocol.md, Who may connect): the user settings file names the test's
+    folder before the shared daemon starts, and the plugin's contextd/follow may then use it."""
+    user_file = tmp_path / "home" / "config" / "contextd" / "settings.json"
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text(json.dumps({"follow": {"roots": {"claude-code": str(tmp_path / "claude")}}}))
+
+
 def follow_claude_code(
     editor: Editor, driver: Script, tmp_path: Path
 ) -> tuple[str, FollowedTranscript]:
@@ -1193,6 +1202,7 @@ def wait_for_mirror_figure(editor: Editor, driver: Script, mirror: str) -> str:
 def test_a_mirrored_claude_code_session_shows_in_the_statusline_with_the_agents_name(
     editor: Editor, script: Callable[[], Script], tmp_path: Path
 ) -> None:
+    owner_names_claude_root(tmp_path)
     own = editor.setup(shared=True)
     editor.append(SMALL_CONVERSATION)
     editor.wait("require('contextd').statusline() == 'ctx 30k/200k 15%'")
@@ -1210,6 +1220,7 @@ def test_a_mirrored_claude_code_session_shows_in_the_statusline_with_the_agents_
 def test_a_mirror_is_picked_by_its_agents_name_and_refuses_writes_clearly(
     editor: Editor, script: Callable[[], Script], tmp_path: Path
 ) -> None:
+    owner_names_claude_root(tmp_path)
     own = editor.setup(shared=True, session_name="the editor's session")
     editor.append(SMALL_CONVERSATION)
     driver = script()
@@ -1270,6 +1281,7 @@ def test_an_unnamed_mirror_is_listed_by_its_transcripts_file_name(editor: Editor
 
 
 def test_follow_settings_of_setup_reach_the_shared_daemon(editor: Editor, tmp_path: Path) -> None:
+    owner_names_claude_root(tmp_path)
     # The shared daemon does not take daemon-wide settings from an editor's initialize: the
     # plugin asks it to follow (contextd/follow), and the agent's session shows.
     transcript = FollowedTranscript(tmp_path / "claude", editor.workspace)
@@ -1287,6 +1299,7 @@ def test_follow_settings_of_setup_reach_the_shared_daemon(editor: Editor, tmp_pa
 def test_a_mirrors_own_compactions_are_announced_and_shown_in_its_tree(
     editor: Editor, tmp_path: Path
 ) -> None:
+    owner_names_claude_root(tmp_path)
     # A real Claude Code session that compacted itself twice (two compact boundaries).
     transcript = FollowedTranscript(
         tmp_path / "claude", editor.workspace, "claude-code-atlas-sonnet45"

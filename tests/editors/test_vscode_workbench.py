@@ -230,6 +230,11 @@ class Workbench:
         (self.user_data / "Machine" / "settings.json").write_text(
             json.dumps(machine, indent=2)
         )
+        # A followed root beyond ~/.claude/projects is the daemon owner's to name, not an
+        # editor's (protocol.md, Who may connect): the user settings file names it too.
+        owner = self.xdg / "config" / "contextd" / "settings.json"
+        owner.parent.mkdir(parents=True, exist_ok=True)
+        owner.write_text(json.dumps({"follow": {"roots": {"claude-code": str(self.claude_projects)}}}))
         user = {**USER_SETTINGS, "contextd.pythonPath": "/nonexistent/python"}
         (self.user_data / "User" / "settings.json").write_text(
             json.dumps(user, indent=2)

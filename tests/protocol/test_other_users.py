@@ -21,7 +21,7 @@ import pytest
 from contextd.rpc.access import AccessRefused
 from contextd_client import ContextdClient, ContextdError
 
-from tests.protocol.wire import frame
+from tests.protocol.wire import TRANSPORTS, frame, open_wire
 from tests.shared_daemon import shared_environment
 
 OTHER_UID = 65534
@@ -312,3 +312,25 @@ async def test_9_the_daemon_refuses_a_peer_of_another_user(tmp_path):
     finally:
         if daemon.poll() is None:
             daemon.kill()
+
+
+# --- 8: follow.roots beyond the user's agent folders come from the owner's settings only -----
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_8_a_client_cannot_point_following_at_another_folder(transport, tmp_path):
+    owners = tmp_path / "owners-transcripts"
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"follow": {"roots": {"codex": str(owners)}}}))
+    async with open_wire(transport, tmp_path / "data", "--settings", str(settings)) as wire:
+        secret = tmp_path / "only-the-owner-reads-this"
+        for roots in ({"claude-code": str(secret)}, {"pi": "~/.pi/agent/sessions/../../../.ssh"}, {"pi": "a\u0000b"}):
+            refused = await wire.call("contextd/follow", {"enabled": True, "roots": roots})
+            assert refused["error"]["code"] == -32602, refused
+            field = refused["error"]["data"]["errors"][0]["field"]
+            assert field == f"roots.{next(iter(roots))}"
+        described = await wire.result("contextd/follow", {})
+        assert described["enabled"] is False and described["roots"] == {"codex": str(owners)}
+        for roots in ({"claude-code": "~/.claude/projects"}, {"pi": "~/.pi/agent/sessions/some-project"}, {"codex": str(owners)}):
+            accepted = await wire.call("contextd/follow", {"roots": roots})
+            assert "result" in accepted, accepted

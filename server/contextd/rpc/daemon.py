@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contextd.deprecations import warn_deprecated_models
 from contextd.follow import Follower
+from contextd.follow.transcripts import DEFAULT_ROOTS
 from contextd.model import MAX_CONTENT_DEPTH, Settings, too_deep_setting
 from contextd.settings import (
     Layer,
@@ -92,6 +93,30 @@ def parse_settings(raw: Any) -> Layer:
         raise invalid_params(field_errors(error, "settings.")) from None
     warn_deprecated_models(settings)
     return layer
+
+
+def check_follow_roots(requested: dict[str, str], owner: Settings) -> None:
+    """Roots a client asks to follow must be the user's own agent folders (the defaults, or
+    inside them) or roots the owner's own settings name: any other folder could be one only
+    the daemon's user can read, whose files a mirror would then show. -32602 naming it."""
+    allowed = [real_path(root) for root in (*DEFAULT_ROOTS.values(), *owner.follow.roots.values())]
+    for agent, root in requested.items():
+        path = real_path(root)
+        if path is None or not any(base and (path == base or path.startswith(base + os.sep)) for base in allowed):
+            defaults = ", ".join(DEFAULT_ROOTS.values())
+            raise invalid_params([{
+                "field": f"roots.{agent}",
+                "message": f"{root!r} is outside this user's agent folders ({defaults}); only the "
+                "daemon owner's settings (the user settings file, or serve --settings) can name it",
+            }])
+
+
+def real_path(root: str) -> str | None:
+    """`root` with `~` and symlinks resolved; None for a path no file system can hold."""
+    try:
+        return os.path.realpath(os.path.expanduser(root))
+    except ValueError:  # a NUL byte, a lone surrogate
+        return None
 
 
 class ClientConnection(Connection):
@@ -260,6 +285,10 @@ class Daemon:
         return [c for c in self.connections if c.watches_workspace(workspace) and not c.closed]
 
     # --- settings ---------------------------------------------------------------------
+
+    def owner_file_settings(self) -> Settings:
+        """What the owner set where no client reaches: the user settings file and --settings."""
+        return resolve([self.user_file.layer, self.start_layer])
 
     def owner_layers(self) -> list[Layer]:
         """The layers the daemon's owner set, lowest first (contextd.settings)."""

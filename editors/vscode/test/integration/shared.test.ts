@@ -25,8 +25,13 @@ describe("on the shared daemon", () => {
     dataDir = mkdtempSync(join(tmpdir(), "contextd-vscode-shared-"));
     runtimeDir = mkdtempSync(join(tmpdir(), "ctxd-rt-"));
     const workspace = join(dataDir, "workspace");
-    // What the extension writes to its workspace storage: small budgets, so a short conversation compacts.
-    const settingsFile = writeDaemonSettings(join(dataDir, "storage"), settingsWith({ compaction: { keepRecentTokens: 1500 } }));
+    // What the extension writes to its workspace storage: small budgets, so a short conversation compacts;
+    // the followed root a client may then ask for (one beyond ~/.claude/projects is the owner's to name).
+    const ownerRoots = { "claude-code": join(dataDir, "claude-projects") };
+    const settingsFile = writeDaemonSettings(
+      join(dataDir, "storage"),
+      settingsWith({ compaction: { keepRecentTokens: 1500 }, follow: { roots: ownerRoots } }),
+    );
     window = await TestDaemon.start({ dataDir, workspace, sharedRuntimeDir: runtimeDir, sharedSettingsFile: settingsFile });
     script = await TestDaemon.start({ dataDir, workspace, sharedRuntimeDir: runtimeDir });
     sharedPid = (await window.connection.sendRequest<DaemonStatus>(Method.daemonStatus, {})).pid;
