@@ -8,6 +8,14 @@ session's own usage taught (and the family's prior), the figure before, the dry 
 estimate and upper bound, and the figure the compaction actually ended at. Targets: the
 estimate within 30% of the result; the figure after a compaction well below the figure
 before (it used to freeze at the last kept answer's usage).
+
+Then, per transcript, the figure error against the provider (issue 30): for every compaction
+the agent made itself, the figure contextd showed right after it (the transcript imported up
+to the next answer) against the prompt the provider reported for that answer, with and
+without the learned unseen part (system prompt, tool schemas); and over every report, the
+figure the session would show if no report anchored it (counted context plus the unseen
+part) against the report. Target: within 15% right after every compaction that follows a
+report contextd saw from the start of its stretch.
 """
 
 from __future__ import annotations
@@ -19,7 +27,11 @@ from importlib import resources
 from pathlib import Path
 
 from contextd.importers import IMPORTERS, save
-from contextd.model import Message, Settings
+from contextd.model import CompactionEntry, Entry, Message, MessageEntry, Settings
+from contextd.tokens.calibration import prompt_tokens
+from contextd.compaction.context import standing_instructions, visible_entries
+from contextd.tokens.context_size import context_tokens_of, reports_context
+from contextd.tokens.unseen import learn_unseen
 from contextd.session import (
     LiveSession,
     NothingToCompactError,
@@ -59,7 +71,7 @@ def row(name: str, session: LiveSession) -> str:
     prior_text = "exact" if prior is None else f"{prior:.2f}"
     head = f"{name:<36} {session.model_id[:26]:<26} {prior_text:>6} {session.calibration:>6.3f} {session.tokens:>9,}"
     try:
-        preview = session.preview_compaction()
+        preview = asyncio.run(session.preview_compaction())
     except NothingToCompactError:
         return f"{head}  nothing to compact"
     result = asyncio.run(session.compact("manual")).tokensAfter
@@ -69,14 +81,68 @@ def row(name: str, session: LiveSession) -> str:
     )
 
 
+def predicted(session: LiveSession, before: list[Entry]) -> tuple[int, int]:
+    """The figure no report anchors at the end of `before` (what the context holds, counted
+    and calibrated), and the unseen part the session had learned by then."""
+    learned = learn_unseen(before, session.entry_tokens, session._pruned_tokens)
+    unseen = learned.evidence.tokens(session.calibration) if learned.evidence else 0
+    tokens_of = context_tokens_of(before, session.entry_tokens, session._pruned_tokens)
+    counted = sum(tokens_of(entry) for entry in [*standing_instructions(before), *visible_entries(before)])
+    return round(counted * session.calibration), unseen
+
+
+def off_by(figure: int, reported: int) -> str:
+    return f"{100 * (figure - reported) / reported:+.1f}%"
+
+
+def figure_errors(name: str, session: LiveSession) -> list[str]:
+    """One line per agent compaction (figure after it against the next report), then the
+    error over every report of the transcript."""
+    path, rows, compacted, errors = session.path, [], False, []
+    for index, entry in enumerate(path):
+        if isinstance(entry, CompactionEntry):
+            compacted = True
+            continue
+        if not (isinstance(entry, MessageEntry) and reports_context(entry.message) and entry.message.usage):
+            continue
+        reported = prompt_tokens(entry.message.usage)
+        counted, unseen = predicted(session, path[:index])
+        if compacted:
+            rows.append(
+                f"{name:<44} {'compaction':<12} {reported:>9,} {counted:>9,} {off_by(counted, reported):>8} "
+                f"{counted + unseen:>9,} {off_by(counted + unseen, reported):>8}"
+            )
+        elif unseen:
+            errors.append(abs(counted + unseen - reported) / reported)
+        compacted = False
+    if errors:
+        errors.sort()
+        rows.append(
+            f"{name:<44} {'every report':<12} {len(errors):>9} reports: median {100 * errors[len(errors) // 2]:.1f}%, "
+            f"90th percentile {100 * errors[int(0.9 * len(errors))]:.1f}%, max {100 * errors[-1]:.1f}%"
+        )
+    return rows
+
+
 def main() -> None:
     print("default settings (keepRecentTokens 20000), offline summarizer; tokens as contextd reports them")
     print()
     print(f"{'session':<36} {'model':<26} {'prior':>6} {'calib':>6} {'before':>9} {'estimate':>9} {'max':>9} {'after':>9} {'error':>7}")
     with tempfile.TemporaryDirectory() as scratch:
         print(row("demo", demo(Path(scratch) / "demo")))
-        for path in sorted(REAL.glob("*.jsonl.gz")):
-            print(row(path.name.removesuffix(".jsonl.gz"), transcript(Path(scratch) / path.name, path)))
+        imported = {
+            path.name.removesuffix(".jsonl.gz"): transcript(Path(scratch) / path.name, path)
+            for path in sorted(REAL.glob("*.jsonl.gz"))
+        }
+        errors = [line for name, session in imported.items() for line in figure_errors(name, session)]
+        for name, session in imported.items():
+            print(row(name, session))
+    print()
+    print("the figure against the provider's next report: right after each of the agent's own compactions, and")
+    print("over every report (what the figure would say with no report to anchor it); counted = without the unseen part")
+    print()
+    print(f"{'session':<44} {'where':<12} {'reported':>9} {'counted':>9} {'error':>8} {'figure':>9} {'error':>8}")
+    print("\n".join(errors))
 
 
 if __name__ == "__main__":

@@ -4,17 +4,24 @@ never reads over 100% (a GLM model behind Claude Code read 150,906/128,000, 117.
 
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 
-from contextd.model import Message, Settings
+import pytest
+from contextd.importers import IMPORTERS, save
+from contextd.model import AssistantMessage, Message, MessageEntry, Settings
 from contextd.session import SessionManager, SilentEvents
 from contextd.store import Store
+from contextd.tokens.calibration import stated_window
 from pydantic import TypeAdapter
 
 from tests.factories import assistant, user
 
 messages_of = TypeAdapter(list[Message]).validate_python
 MANUAL = Settings.model_validate({"compaction": {"enabled": False}})
+REAL = Path(__file__).parents[1] / "fixtures" / "real"
+MANIFEST = {item["file"]: item["agent"] for item in json.loads((REAL / "MANIFEST.json").read_text())}
 
 
 def test_a_report_larger_than_the_window_raises_it_for_that_model_only(tmp_path: Path) -> None:
@@ -43,3 +50,52 @@ def test_reports_within_the_window_leave_it_alone(tmp_path: Path) -> None:
     assumed = session.model_info.context_window
     session.append_messages(messages_of([user("go"), assistant("done", usage={"input": 5_000, "output": 10})]))
     assert session.usage_body()["contextWindow"] == assumed
+
+
+def test_a_context_the_model_answered_without_reporting_it_fits_the_window(tmp_path: Path) -> None:
+    """A provider that reports zeros (GLM behind Claude Code): the counted context of an
+    answer that came back is one the model took."""
+    session = SessionManager(Store(tmp_path), MANUAL, SilentEvents()).create("/ws", model="glm-4.7")
+    assumed = session.model_info.context_window
+    session.append_messages(messages_of([user("word " * (assumed + 5_000)), assistant("read it", usage={})]))
+    assert session.tokens > assumed and session.usage_body()["percent"] == 100.0
+
+
+@pytest.mark.parametrize(
+    ("error", "window"),
+    [
+        ("prompt is too long: 212000 tokens > 200000 maximum", 200_000),
+        ("This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens", 128_000),
+        ("Request 182867 input tokens exceeds the model's maximum context length 202750", 202_750),
+        ("The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).", 1_048_576),
+        ("rate limited, try again", None),
+    ],
+)
+def test_an_overflow_error_states_the_window(error: str, window: int | None) -> None:
+    assert stated_window(error) == window
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_no_corpus_session_that_worked_reads_over_100_percent(tmp_path: Path, name: str) -> None:
+    """Every transcript whose last answer came back reads at most 100%; one that ended in an
+    overflow has the window its provider stated (claude-code-flow-lock-scheduler: GLM-4.7's
+    202,750, where the registry assumed 128,000)."""
+    agent = MANIFEST[name]
+    with gzip.open(REAL / name, "rt", encoding="utf-8") as handle:
+        session_id, _ = save(IMPORTERS[agent](handle.read().splitlines()), tmp_path, workspace="/ws", name=None)
+    session = SessionManager(Store(tmp_path), Settings(), SilentEvents()).get(session_id)
+    answers = [e.message for e in session.path if isinstance(e, MessageEntry) and isinstance(e.message, AssistantMessage)]
+    stated = [stated_window(answer.errorMessage) for answer in answers if answer.failed]
+    if answers and not answers[-1].failed:
+        assert session.usage_body()["percent"] <= 100.0
+    if any(stated):
+        assert session.usage_body()["contextWindow"] >= max(window or 0 for window in stated)
+
+
+def test_a_window_the_user_set_is_their_budget_and_stands(tmp_path: Path) -> None:
+    budget = Settings.model_validate(
+        {"compaction": {"enabled": False}, "models": {"glm-4.7": {"contextWindow": 20_000}}}
+    )
+    session = SessionManager(Store(tmp_path), budget, SilentEvents()).create("/ws", model="glm-4.7")
+    session.append_messages(messages_of([user("go"), assistant("done", usage={"input": 30_000, "output": 10})]))
+    assert session.usage_body()["contextWindow"] == 20_000 and session.usage_body()["percent"] > 100

@@ -64,6 +64,7 @@ from contextd.tokens.context_size import (
     largest_report,
     reports_context,
 )
+from contextd.tokens.registry import best_match
 from contextd.tokens.unseen import UnseenState, learn_unseen
 
 if TYPE_CHECKING:
@@ -274,10 +275,21 @@ class LiveState(ABC):
         self._learn_unseen()
         self._counted_parts = counted_parts(self._path, self._tokens_of(self._path))
         self._figure = self.figure_of(self._path)
+        self._widen_window(self._answered_context())
         if self.pending_usage is not None:
             self._figure = TokenFigure(
                 self.pending_usage.context_tokens, 0, self.calibration, anchored=True, exact=self.model_info.exact
             )
+
+    def _answered_context(self) -> int:
+        """The figure at the latest valid answer of the path (0 with none): a context the
+        model answered, so one that fit its window, reported or not (a GLM model behind
+        Claude Code reports zeros)."""
+        for index in range(len(self._path) - 1, -1, -1):
+            entry = self._path[index]
+            if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage) and not entry.message.failed:
+                return self._figure.tokens if index == len(self._path) - 1 else self.figure_of(self._path[: index + 1]).tokens
+        return 0
 
     def context_items(self) -> list[ContextItem]:
         return build_context(self._path, self.entry_tokens)
@@ -318,7 +330,6 @@ class LiveState(ABC):
                     # the unseen part when it is its stretch's first report.
                     if not self._unseen.settled:
                         self._learn_unseen()
-                    self._widen_window(message.usage.context_tokens)
                     self._figure = TokenFigure(
                         message.usage.context_tokens,
                         0,
@@ -326,10 +337,13 @@ class LiveState(ABC):
                         anchored=True,
                         exact=self.model_info.exact,
                     )
+                    self._widen_window(self._figure.tokens)
                     return
             elif isinstance(message, ToolResultMessage):
                 self._pending_calls.pop(message.toolCallId, None)
         self._figure = self._figure.plus(self.entry_tokens[entry.id]).calibrated(self.calibration)
+        if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage) and not entry.message.failed:
+            self._widen_window(self._figure.tokens)  # the model answered this context: it fit
 
     def append_messages(self, messages: Sequence[Message]) -> list[str]:
         """Validate the whole batch first, so a bad message stores nothing."""
@@ -471,12 +485,13 @@ class LiveState(ABC):
         self.model_info = info
         self._widen_window(largest_report(self.tree.nodes(), model_id))
 
-    def _widen_window(self, reported: int) -> None:
-        """A window smaller than a context the model took is wrong, whoever assumed it (the
-        registry, a transcript, the user): it is raised to that context, so a session that
-        worked never reads over 100%."""
-        if reported > self.model_info.context_window:
-            self.model_info = replace(self.model_info, context_window=reported)
+    def _widen_window(self, answered: int) -> None:
+        """A window smaller than a context the model answered is wrong, where contextd
+        assumed it (the registry, a transcript's record): it is raised to that context, so a
+        session that worked never reads over 100%. A window the user set is their budget."""
+        override = best_match(self.model_id, self.settings.models)
+        if answered > self.model_info.context_window and not (override and override.contextWindow):
+            self.model_info = replace(self.model_info, context_window=answered)
 
     def set_model(self, model_id: str) -> None:
         self.record_model(model_id)

@@ -87,6 +87,13 @@ _STATED_PROMPT_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(rf"maximum context length is .*?resulted in {_NUMBER} tokens", re.DOTALL),
     # Google: "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)"
     re.compile(rf"input token count \({_NUMBER}\) exceeds"),
+    # Zhipu (GLM): "Request 182867 input tokens exceeds the model's maximum context length 202750"
+    re.compile(rf"Request {_NUMBER} input tokens exceeds"),
+)
+_STATED_WINDOW_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(rf"tokens? > {_NUMBER} maximum"),  # Anthropic
+    re.compile(rf"maximum context length (?:is )?{_NUMBER}"),  # OpenAI, Zhipu
+    re.compile(rf"maximum number of tokens allowed \({_NUMBER}\)"),  # Google
 )
 
 
@@ -97,6 +104,16 @@ def stated_prompt_tokens(error_message: str | None) -> int | None:
         return None
     for pattern in _STATED_PROMPT_PATTERNS:
         match = pattern.search(error_message)
+        if match:
+            return _number(match.group(1))
+    return None
+
+
+def stated_window(error_message: str | None) -> int | None:
+    """The model's window a context-overflow error states, for the providers whose wording
+    is known; None when the message states none."""
+    for pattern in _STATED_WINDOW_PATTERNS:
+        match = pattern.search(error_message or "")
         if match:
             return _number(match.group(1))
     return None

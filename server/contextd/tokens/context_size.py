@@ -28,6 +28,7 @@ from contextd.model import (
     PruneEntry,
     Settings,
 )
+from contextd.tokens.calibration import stated_window
 
 TokenSource = Literal["usage", "counted", "estimated"]
 
@@ -78,17 +79,21 @@ def context_threshold(window: int, settings: Settings) -> int:
 
 
 def largest_report(entries: Iterable[Entry], model_id: str, model_before: str | None = None) -> int:
-    """The largest context a provider reported while the session talked to `model_id` (0
-    with none), entries in file order, `model_before` in force before them. A window smaller than that is plainly wrong: the
-    model took that much (a GLM model behind Claude Code answered 150,906 tokens where its
-    assumed window was 128,000)."""
+    """The largest context a provider reported, or window an overflow error stated, while
+    the session talked to `model_id` (0 with none), entries in file order, `model_before`
+    in force before them. A window smaller than that is plainly wrong: the model took that
+    much, or its provider says so ("exceeds the model's maximum context length 202750")."""
     largest, current = 0, model_before
     for entry in entries:
         if isinstance(entry, ModelChangeEntry):
             current = entry.model
-        elif current == model_id and isinstance(entry, MessageEntry) and reports_context(entry.message):
-            assert isinstance(entry.message, AssistantMessage) and entry.message.usage is not None
-            largest = max(largest, entry.message.usage.context_tokens)
+        elif current == model_id and isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
+            answer = entry.message
+            if reports_context(answer):
+                assert answer.usage is not None
+                largest = max(largest, answer.usage.context_tokens)
+            elif answer.failed:
+                largest = max(largest, stated_window(answer.errorMessage) or 0)
     return largest
 
 
