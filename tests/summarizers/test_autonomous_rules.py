@@ -266,3 +266,41 @@ def test_a_split_turns_request_answers_what_the_history_offered() -> None:
     assert "mirror these changes" in plain["## Next Steps"]
     assert "mirror these changes" not in followed["## Next Steps"]
     assert "answered by the request that follows: If you want, I can mirror" in followed["## Key Decisions"]
+
+
+def test_a_notification_or_a_usage_limit_message_is_never_the_goal() -> None:
+    # The shapes Claude Code gives a background agent's notification (a user message) and a
+    # usage-limit answer (a synthetic assistant error), as in the held-out sessions.
+    first = summary_of([
+        user("Migrate the billing tables to the new schema, keep the old columns until the backfill is done."),
+        said("", {"id": "t1", "name": "Task", "arguments": {"description": "Backfill", "prompt": "Backfill the rows.",
+                                                            "run_in_background": True}}),
+        result("t1", "Async agent launched successfully.", name="Task"),
+        user("<task-notification>\n<task-id>a1</task-id>\n<status>completed</status>\n<summary>Agent \"Backfill\" "
+             "completed</summary>\n</task-notification>"),
+        {"role": "assistant", "stopReason": "error", "content": [],
+         "errorMessage": "Claude AI usage limit reached|1767000000"},
+    ])
+    body = sections(first)
+
+    assert "Migrate the billing tables" in body["## Goal"]
+    assert "task-notification" not in body["## Goal"] + body["## User Messages (newest first)"]
+    assert "usage limit" not in body["## Goal"] + body["### In Progress"] + body["### Blocked"] + body["## Next Steps"]
+
+    second = sections(summary_of([said("The backfill is verified.")], previous_summary=first))
+
+    assert "usage limit" not in second["## Critical Context"]
+
+
+def test_a_foreign_summarys_headings_survive_as_labels() -> None:
+    # claude-code-atlas-opus41, entry 144: Claude Code's own summary, carried forward.
+    previous = (
+        "This session is being continued from a previous conversation.\n\n1. Primary Request and Intent:\n"
+        "   - Add a \"Send Welcome Email\" button to the client page\n\n2. Pending Tasks:\n   - Deploy to Vercel\n"
+    )
+    body = sections(summary_of([said("Deployed.")], previous_summary=previous))
+
+    carried = body["## Earlier Summary (carried forward)"]
+    assert "- **Primary Request and Intent**" in carried
+    assert "- **Pending Tasks**" in carried
+    assert carried.index("Primary Request") < carried.index("Send Welcome Email") < carried.index("Pending Tasks")
