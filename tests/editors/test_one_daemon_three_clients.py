@@ -140,7 +140,7 @@ def test_a_script_vscode_and_neovim_share_one_daemon(
     second = script.open("second task")
     script.append(second, [user("Write the migration"), assistant("Migration written.", 110000)])
     neovim.wait("require('contextd').statusline() == 'ctx 110k/200k 55%'")
-    vscode.next("status", sessionId=second, text="$(database) second task 110k/200k 55%")
+    vscode.next("status", sessionId=second, text="$(database) 110k/200k 55% · second task")
     assert neovim.state()["session_id"] == session  # each editor's own session stays its own
 
     # VS Code quits: its connection alone ends; the CLI comes and goes three times.

@@ -153,6 +153,7 @@ class Workbench:
         self.user_data = root / "user-data"
         self.extensions = root / "extensions"
         self.workspace = root / "workspace"
+        self.empty_workspace = root / "empty-workspace"
         self.data = root / "contextd-data"
         self.shots = root / "shots"
         self.xdg = root / "xdg"
@@ -166,6 +167,11 @@ class Workbench:
         ):
             path.mkdir(parents=True)
         (self.workspace / "README.md").write_text("# scratch workspace\n")
+        # A workspace with no session, where following is off: what a new user meets first.
+        (self.empty_workspace / ".vscode").mkdir(parents=True)
+        (self.empty_workspace / ".vscode" / "settings.json").write_text(
+            json.dumps({"contextd.follow.enabled": False})
+        )
 
     def env(self) -> dict[str, str]:
         # code-server writes its config, logs and a device id under the XDG dirs: keep them
@@ -282,12 +288,12 @@ def build_extensions(root: Path) -> tuple[Path, Path, Path]:
         ],
         cwd=E2E / "helper",
     )
-    # The driver formats figures with the extension's own format.ts.
-    format_module = root / "format.mjs"
+    # The driver computes what the extension shows with the extension's own pure code.
+    format_module = root / "shown.mjs"
     run(
         [
             str(bin_dir / "esbuild"),
-            "src/format.ts",
+            "e2e/shown.ts",
             "--bundle",
             "--format=esm",
             "--platform=node",
@@ -332,7 +338,7 @@ def test_the_extension_in_a_real_vscode(
         "sessionId": session_id,
         "sessionName": SESSION_NAME,
         "usage": seeded["state"]["usage"],
-        "treePreviews": [node["preview"] or node["type"] for node in tree["nodes"]],
+        "treeNodes": [{"type": node["type"], "preview": node["preview"]} for node in tree["nodes"]],
     }
     (tmp_path / "expect.json").write_text(json.dumps(expect))
     # A real Claude Code transcript, as if Claude Code ran in this workspace; the driver
@@ -377,6 +383,7 @@ def test_the_extension_in_a_real_vscode(
                 **bench.env(),
                 "CS_URL": url,
                 "WS": str(bench.workspace),
+                "WS_EMPTY": str(bench.empty_workspace),
                 "SHOTS": str(bench.shots),
                 "RUN": str(tmp_path),
                 "EXPECT": str(tmp_path / "expect.json"),
@@ -412,12 +419,16 @@ def test_the_extension_in_a_real_vscode(
     assert used.strip(), f"the daemon never ran with contextd.pythonPath\n{report}"
     assert f"--data-dir {bench.data} serve --shared --settings " in used, used
 
-    # Move Here is stored: the session's leaf is the entry chosen in the tree view.
+    # Move Here is stored: the session's leaf is the entry chosen in the tree view (whose row
+    # shows the start of its preview).
     after = contextd(bench.data, "tree", session_id)
     leaf = next(node for node in after["nodes"] if node["id"] == after["leafId"])
-    assert (leaf["preview"] or leaf["type"])[:99] == (
-        tmp_path / "moved-to.txt"
-    ).read_text()[:99].rstrip("…")
+    row = (tmp_path / "moved-to.txt").read_text().rstrip("…")
+    assert row and (leaf["preview"] or leaf["type"]).startswith(row), (leaf, row)
+
+    # One click in the empty workspace's idle item turned following on for that workspace.
+    empty_settings = json.loads((bench.empty_workspace / ".vscode" / "settings.json").read_text())
+    assert empty_settings["contextd.follow.enabled"] is True, empty_settings
 
     # The tooltip's summary line is the compaction's stored one-line summary.
     compaction = next(node for node in after["nodes"] if node["type"] == "compaction")
@@ -428,10 +439,12 @@ def test_the_extension_in_a_real_vscode(
     host_log = "\n".join(
         path.read_text() for path in bench.log_files("*/exthost*/remoteexthost.log")
     )
+    # Ours: from the extension's own files or with its words, not another extension's error
+    # whose stack merely passes through this cache's path (.cache/contextd/vscode-e2e).
     unhandled = [
         record
         for record in log_records(host_log)
-        if "[error]" in record and "contextd" in record
+        if "[error]" in record and re.search(r"contextd\.contextd|contextd:", record)
     ]
     assert not unhandled, "\n\n".join(unhandled)
     channel = "\n".join(

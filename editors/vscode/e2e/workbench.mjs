@@ -5,8 +5,9 @@
 //
 // env: CS_URL, WS (workspace folder), SHOTS (screenshot directory), RUN (the run directory:
 // fail-start, the flag that makes the daemon's interpreter wrapper fail; e2e.log, the helper
-// extension's JSON lines), EXPECT (a JSON file: sessionName, usage, treePreviews), FORMAT
-// (the extension's format.ts bundled as an ES module), CHROMIUM, PYTHON and DATA (the
+// extension's JSON lines), EXPECT (a JSON file: sessionName, usage, treeNodes), FORMAT
+// (the extension's pure display code, e2e/shown.ts, bundled as an ES module), WS_EMPTY (a
+// workspace without sessions, where following is off), CHROMIUM, PYTHON and DATA (the
 // interpreter and data dir of the shared daemon the window attaches to; XDG_RUNTIME_DIR,
 // inherited, places its socket), CLAUDE_TRANSCRIPT and CLAUDE_PROJECT (a Claude Code
 // transcript of the workspace, and the folder of the followed root to write it to).
@@ -15,16 +16,16 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { chromium } from "playwright-core";
 
-const { formatTokens, formatPercent, statusText, truncate } = await import(process.env.FORMAT);
+const { figureText, statusText, truncate, entryText, ENTRY_LABEL_LENGTH } = await import(process.env.FORMAT);
 const RUN = process.env.RUN;
 const SHOTS = process.env.SHOTS;
 const EXPECT = JSON.parse(readFileSync(process.env.EXPECT, "utf8"));
 const FAIL_FLAG = `${RUN}/fail-start`;
 
 /** The status item's text for a figure, as the extension writes it (format.ts), without the icon. */
-const figure = (usage) => `${formatTokens(usage.tokens)}/${formatTokens(usage.contextWindow)} ${formatPercent(usage.percent)}`;
-/** The same, once the window knows several sessions and the item names the one it shows. */
-const named = (name, usage) => `${name} ${figure(usage)}`;
+const figure = (usage) => figureText(usage);
+/** The same, once the window knows several sessions and the item names the one it shows (after the figure). */
+const named = (name, usage) => statusText({ sessionId: "-", name, usage }, { withName: true }).replace(/^\$\([^)]*\) /, "");
 const helperEvents = () =>
   existsSync(`${RUN}/e2e.log`)
     ? readFileSync(`${RUN}/e2e.log`, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line))
@@ -33,8 +34,8 @@ const latestUsage = (sessionId) =>
   helperEvents().filter((e) => e.usage?.sessionId === sessionId).map((e) => e.usage).pop();
 /** The shared daemon's pid, from `contextd status`: the window's own process only forwards to it. */
 /** The script agent (e2e/agent.py, the Python client on the shared daemon): `drive NAME` or `mirror AGENT`. */
-const scriptAgent = (mode, argument) =>
-  JSON.parse(execFileSync(process.env.PYTHON, ["e2e/agent.py", process.env.DATA, process.env.WS, mode, argument], { encoding: "utf8" }));
+const scriptAgent = (mode, argument, workspace = process.env.WS) =>
+  JSON.parse(execFileSync(process.env.PYTHON, ["e2e/agent.py", process.env.DATA, workspace, mode, argument], { encoding: "utf8" }));
 const sharedDaemonPid = () =>
   JSON.parse(execFileSync(process.env.PYTHON, ["-m", "contextd", "--data-dir", process.env.DATA, "status", "--json"], { encoding: "utf8" })).pid;
 
@@ -61,7 +62,8 @@ const shot = async (name) => {
   console.log(`     screenshot ${SHOTS}/${name}.png (${elapsed()})`);
 };
 const quickInput = page.locator(".quick-input-widget");
-const quickRow = (text) => page.locator(".quick-input-widget .quick-input-list .monaco-list-row", { hasText: text }).first();
+const rowIn = (target, text) => target.locator(".quick-input-widget .quick-input-list .monaco-list-row", { hasText: text }).first();
+const quickRow = (text) => rowIn(page, text);
 const statusItem = page.locator('.part.statusbar [id="contextd.contextd.contextd.context"]');
 const itemText = async () => (await statusItem.innerText({ timeout: 5000 }).catch(() => "")).trim();
 
@@ -92,32 +94,82 @@ async function until(condition, what, timeout = 30_000) {
   }
 }
 
-async function palette(title) {
-  await page.keyboard.press("Escape");
-  await page.keyboard.press("F1");
-  const input = quickInput.locator("input.input");
+/** Runs a command from the palette of `target` (the first window unless told). */
+async function palette(title, target = page) {
+  await target.keyboard.press("Escape");
+  await target.keyboard.press("F1");
+  const input = target.locator(".quick-input-widget input.input");
   await input.waitFor();
   await input.fill(`>${title}`);
-  await quickRow(title).waitFor({ timeout: 20_000 });
-  await page.keyboard.press("Enter");
+  await rowIn(target, title).waitFor({ timeout: 20_000 });
+  await target.keyboard.press("Enter");
 }
 
-/** The Session Tree pane, open, with the room the workspace folder's pane had. */
+/** Whether the item is on the status bar (not wrapped out of it) and its figure is drawn whole. */
+async function itemFits(target = page) {
+  return target
+    .evaluate(() => {
+      const item = document.querySelector('.part.statusbar [id="contextd.contextd.contextd.context"]');
+      const label = item?.querySelector(".statusbar-item-label");
+      if (!item || !label) return { visible: false };
+      const bar = document.querySelector(".part.statusbar").getBoundingClientRect();
+      const box = label.getBoundingClientRect();
+      const text = [...label.childNodes].find((n) => n.nodeType === Node.TEXT_NODE && /\d/.test(n.textContent));
+      const figure = text?.textContent.match(/^\s*\S+ \d+%/);
+      let figureRight = Infinity;
+      if (figure) {
+        const range = document.createRange();
+        range.setStart(text, 0);
+        range.setEnd(text, figure[0].length);
+        figureRight = range.getBoundingClientRect().right;
+      }
+      return {
+        visible: box.width > 0 && box.top >= bar.top - 1 && box.bottom <= bar.bottom + 1 && box.left >= bar.left && box.right <= bar.right + 1,
+        figureWhole: figureRight <= box.right,
+        text: label.textContent.trim(),
+        width: Math.round(box.width),
+      };
+    })
+    .catch((error) => ({ visible: false, error: String(error) }));
+}
+
+/** Another browser window (tab) of the same code-server on `folder`, with the helpers the checks need. */
+async function openWindow(folder) {
+  const other = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+  other.on("pageerror", (e) => pageErrors.push(e.message.split("\n")[0].slice(0, 300)));
+  await other.goto(`${process.env.CS_URL}/?folder=${encodeURIComponent(folder)}`);
+  await other.waitForSelector(".monaco-workbench .part.statusbar", { timeout: 120_000 });
+  const item = other.locator('.part.statusbar [id="contextd.contextd.contextd.context"]');
+  return {
+    page: other,
+    item,
+    row: (text) => rowIn(other, text),
+    itemText: async () => (await item.innerText({ timeout: 5000 }).catch(() => "")).trim(),
+    shot: async (name) => {
+      await other.screenshot({ path: `${SHOTS}/${name}.png` }).catch(() => {});
+      console.log(`     screenshot ${SHOTS}/${name}.png (${elapsed()})`);
+    },
+    palette: (title) => palette(title, other),
+  };
+}
+
+/** The contextd container in the side bar (its activity bar icon), which holds the Sessions view. */
+const TREE = '[id="workbench.view.extension.contextd"]';
+
+/** The Sessions view, shown in its own side bar container. */
 async function expandTree() {
-  const header = page.locator(".pane-header[aria-label*='Session Tree' i]").first();
-  await header.waitFor({ timeout: 20_000 });
-  if ((await header.getAttribute("aria-expanded")) !== "true") await header.click();
-  const folders = page.locator(".pane-header[aria-label*='Explorer Section' i]").first();
-  if ((await folders.count()) && (await folders.getAttribute("aria-expanded")) === "true") await folders.click();
+  if (!(await page.locator(`${TREE} .monaco-list`).first().isVisible().catch(() => false))) await palette("contextd: Show Session Tree");
+  await page.locator(`${TREE} .monaco-list`).first().waitFor({ timeout: 20_000 });
 }
 
 async function treeRows() {
-  return page.$$eval(".pane:has(.pane-header[aria-label*='Session Tree' i]) .monaco-list-row", (rows) =>
+  return page.$$eval(`${TREE} .monaco-list-row`, (rows) =>
     rows
       .sort((a, b) => Number(a.getAttribute("data-index")) - Number(b.getAttribute("data-index")))
       .map((row) => ({
         label: (row.querySelector(".label-name")?.textContent ?? "").trim(),
         description: (row.querySelector(".label-description")?.textContent ?? "").trim(),
+        spoken: row.getAttribute("aria-label") ?? "",
       })),
   );
 }
@@ -132,13 +184,16 @@ try {
   await palette("contextd e2e: Record Environment");
   console.log(`     environment: ${JSON.stringify(await until(() => helperEvents().find((e) => e.event === "environment"), "the environment"))}`);
   // At start the item shows the workspace's session that changed last: the seeded one.
-  await until(async () => (await itemText()) !== "", "the item at start", 15_000).catch(() => {});
+  await until(async () => (await itemText()) === figure(EXPECT.usage), "the item at start", 15_000).catch(() => {});
   const atStart = await itemText();
   check(atStart === figure(EXPECT.usage), `at start the item shows the workspace's latest session "${figure(EXPECT.usage)}" (it reads "${atStart}")`);
 
   // The seeded session, opened from Switch Session: the item shows its figure.
   await palette("contextd: Switch Session");
   await quickRow(EXPECT.sessionName).waitFor({ timeout: 60_000 });
+  const preselected = await page.locator(".quick-input-widget .quick-input-list .monaco-list-row.focused").first().innerText().catch(() => "");
+  await shot("02a-switch-session-preselects-the-shown-one");
+  check(preselected.includes(EXPECT.sessionName) && !preselected.includes("New session"), `Switch Session preselects the session shown, not "New session" (${JSON.stringify(preselected)})`);
   await quickRow(EXPECT.sessionName).click();
   const sessionId = EXPECT.sessionId;
   await until(async () => (await itemText()) !== "", "the session's status item");
@@ -155,7 +210,8 @@ try {
     return shown.length >= 5 ? shown : undefined;
   }, "the Session Tree's rows");
   await shot("03-session-tree");
-  const expectedLabels = EXPECT.treePreviews.slice(0, rows.length).map((p) => truncate(p, 100));
+  const names = { sessionName: EXPECT.sessionName, nameOf: () => undefined };
+  const expectedLabels = EXPECT.treeNodes.slice(0, rows.length).map((n) => truncate(entryText(n, names), ENTRY_LABEL_LENGTH) || n.type);
   check(
     JSON.stringify(rows.map((r) => r.label)) === JSON.stringify(expectedLabels),
     `the Session Tree's first ${rows.length} rows are the session's first entries: ${JSON.stringify(rows.map((r) => r.label).slice(0, 3))}…`,
@@ -220,7 +276,7 @@ try {
 
   // Move Here from the tree's context menu: the leaf moves to that entry.
   const targetIndex = 3;
-  const targetRow = page.locator(".pane:has(.pane-header[aria-label*='Session Tree' i]) .monaco-list-row[data-index='" + targetIndex + "']");
+  const targetRow = page.locator(`${TREE} .monaco-list-row[data-index='${targetIndex}']`);
   await targetRow.click({ button: "right" });
   const moveHere = page.locator(".context-view .action-item", { hasText: /^Move Here$/ }).first();
   await moveHere.waitFor({ timeout: 10_000 });
@@ -245,7 +301,7 @@ try {
   const crashedPid = sharedDaemonPid();
   process.kill(crashedPid, "SIGKILL");
   console.log(`     killed the shared daemon (pid ${crashedPid}) (${elapsed()})`);
-  const sawDisconnected = await until(async () => (await itemText()).endsWith("disconnected"), "the disconnected state", 10_000).then(() => true, () => false);
+  const sawDisconnected = await until(async () => (await itemText()).startsWith("disconnected"), "the disconnected state", 10_000).then(() => true, () => false);
   await until(async () => (await itemText()) === afterMove, "the window's own recovery", 30_000).catch(() => {});
   const selfRecovered = await itemText();
   check(
@@ -260,7 +316,7 @@ try {
   console.log(`     killed the shared daemon (pid ${pid}) (${elapsed()})`);
   await until(async () => (await itemText()).includes("disconnected"), "the disconnected state", 15_000).catch(() => {});
   const disconnected = await itemText();
-  check(disconnected === `${EXPECT.sessionName} disconnected`, `a dead shared daemon leaves the item disconnected, not its last figure (it reads "${disconnected}")`);
+  check(disconnected === `disconnected · ${EXPECT.sessionName}`, `a dead shared daemon leaves the item disconnected, not its last figure (it reads "${disconnected}")`);
   await until(() => errorToasts().some((t) => /did not start/.test(t.text)), "the did-not-start message", 30_000).catch(() => {});
   await page.waitForTimeout(4000); // room for any further restart attempt and its messages
   await collectToasts();
@@ -270,7 +326,7 @@ try {
     problems.length === 1 && /did not start.*Is contextd installed/.test(problems[0].text) && /Open Settings/.test(problems[0].text),
     `one message says the daemon did not start, with the fix (${JSON.stringify(problems)})`,
   );
-  check((await itemText()) === `${EXPECT.sessionName} disconnected`, "the item stays disconnected while no daemon runs");
+  check((await itemText()) === `disconnected · ${EXPECT.sessionName}`, "the item stays disconnected while no daemon runs");
 
   // Restart Daemon, with a working interpreter again: the session's figure is back.
   rmSync(FAIL_FLAG);
@@ -305,18 +361,34 @@ try {
   const handOffText = outcome.text;
   check(/handed off seeded demo to the new session finish the month-end fix\./.test(handOffText), `the hand-off's session is named after its goal ("${handOffText}")`);
   // The new session is the one that changed last: the item names it, now that there are two.
-  await until(async () => (await itemText()).startsWith("finish the month-end fix "), "the hand-off's session in the item", 15_000).catch(() => {});
+  // Shortened as the item shortens a name (the tooltip has it whole).
+  const goalShown = named("finish the month-end fix", EXPECT.usage).split(" · ").slice(1).join(" · ");
+  await until(async () => (await itemText()).endsWith(` · ${goalShown}`), "the hand-off's session in the item", 15_000).catch(() => {});
   const handedOffItem = await itemText();
-  check(/^finish the month-end fix \S+\/\S+ \d+%$/.test(handedOffItem), `the item shows the hand-off's new session, named ("${handedOffItem}")`);
+  check(/^\S+\/\S+ \d+% · /.test(handedOffItem) && handedOffItem.endsWith(` · ${goalShown}`), `the item shows the hand-off's new session, named ("${handedOffItem}")`);
+  check(/Show Document Copy Hand-off/.test(handOffText), `the hand-off's notification offers Copy Hand-off beside Show Document ("${handOffText}")`);
   await handedOff.locator(".monaco-button", { hasText: "Show Document" }).click();
-  const tab = page.locator(".tabs-container .tab", { hasText: "hand-off-1.md" }).first();
+  const tab = page.locator(".tabs-container .tab", { hasText: "Hand-off to finish the month-end fix" }).first();
   await tab.waitFor({ timeout: 15_000 });
   await page.locator(".editor-group-container .monaco-editor .view-lines").first().click();
   await page.keyboard.type("x");
   const readOnly = page.locator(".monaco-editor-overlaymessage", { hasText: /read-only/i }).first();
   await readOnly.waitFor({ timeout: 10_000 }).catch(() => {});
   await shot("13-hand-off-document");
-  check((await readOnly.count()) === 1 && !(await tab.getAttribute("class")).includes("dirty"), "the hand-off document opens read-only, with nothing to save");
+  check((await readOnly.count()) === 1 && !(await tab.getAttribute("class")).includes("dirty"), "the hand-off document opens read-only, with nothing to save, named after the new session");
+  // The new session's tree names the session it was handed off from by its name.
+  await expandTree();
+  const handOffRows = await until(async () => {
+    const shown = await treeRows();
+    return shown.some((r) => r.spoken.includes("hand-off from")) ? shown : undefined;
+  }, "the hand-off entry in the tree", 15_000).catch(() => treeRows());
+  await shot("13a-hand-off-in-tree");
+  check(
+    // The row's spoken label has the text its narrow row cuts.
+    handOffRows.some((r) => r.spoken.includes(`hand-off from ${EXPECT.sessionName}: `)),
+    `the new session's tree names the session it came from ("${handOffRows.find((r) => r.spoken.includes("hand-off"))?.spoken.slice(0, 80)}")`,
+  );
+  await palette("View: Close All Editors");
 
   // contextd.pythonPath changed at run time to an interpreter that does not exist: the same
   // one message with the fix; fixing the setting brings the daemon back.
@@ -333,6 +405,17 @@ try {
     errorToasts().length === 1 && /did not start with \/nonexistent\/python3/.test(errorToasts()[0].text) && /Open Settings/.test(errorToasts()[0].text),
     `a broken contextd.pythonPath set at run time gives one message with the fix (${JSON.stringify(errorToasts())})`,
   );
+  // Its Open Settings shows the setting where VS Code keeps it in a remote window (code-server is one): not "No Settings Found".
+  const broken = page.locator(".notifications-toasts .notification-toast", { hasText: "did not start with /nonexistent/python3" }).first();
+  if (await broken.count()) {
+    await broken.locator(".monaco-button", { hasText: "Open Settings" }).click();
+    const settingsBody = page.locator(".settings-editor .settings-body");
+    await until(async () => /Python Path/.test(await settingsBody.innerText().catch(() => "")), "the setting in the settings editor", 15_000).catch(() => {});
+    const settingsText = (await settingsBody.innerText().catch(() => "")).replace(/\s+/g, " ");
+    await shot("14a-open-settings");
+    check(/Python Path/.test(settingsText) && !/No Settings Found/i.test(settingsText), `Open Settings shows contextd.pythonPath ("${settingsText.slice(0, 160)}")`);
+    await palette("View: Close All Editors");
+  } else check(false, "the broken interpreter's message is still shown, to click its Open Settings");
   writeFileSync(machineSettings, working);
   await until(async () => (await itemText()) === handedOffItem, "the daemon after the setting was fixed", 30_000).catch(() => {});
   const fixed = await itemText();
@@ -342,7 +425,7 @@ try {
   // the mirror with the agent's name and the figure the daemon reports for it.
   mkdirSync(process.env.CLAUDE_PROJECT, { recursive: true });
   copyFileSync(process.env.CLAUDE_TRANSCRIPT, `${process.env.CLAUDE_PROJECT}/7d1c2f0e-8b1a-4c3d-9e5f-0a1b2c3d4e5f.jsonl`);
-  await until(async () => (await itemText()).startsWith("Claude Code · "), "the mirror in the item", 30_000).catch(() => {});
+  await until(async () => (await itemText()).includes(" · Claude Code · "), "the mirror in the item", 30_000).catch(() => {});
   // What the daemon says of the mirror, asked by a script once the transcript is in.
   const mirror = scriptAgent("mirror", "claude-code");
   // As format.ts writes a named item, without its icon.
@@ -350,17 +433,90 @@ try {
   await until(async () => (await itemText()) === mirrorItem, "the mirror's figure in the item", 15_000).catch(() => {});
   const mirrorShown = await itemText();
   await shot("15-mirror");
-  check(mirrorItem.startsWith("Claude Code · ") && mirrorShown === mirrorItem, `a Claude Code session of the workspace shows in the item with the agent's name "${mirrorItem}" (it reads "${mirrorShown}")`);
+  check(mirrorItem.includes(" · Claude Code · ") && mirrorShown === mirrorItem, `a Claude Code session of the workspace shows in the item with the agent's name "${mirrorItem}" (it reads "${mirrorShown}")`);
   // Its actions leave out what would write to it.
   await statusItem.click();
   await quickRow("Compact Preview").waitFor({ timeout: 15_000 }).catch(() => {});
   const actions = (await page.locator(".quick-input-widget .quick-input-list .monaco-list-row").allInnerTexts()).map((t) => t.trim());
   await shot("16-mirror-actions");
   check(
-    actions.some((a) => a.includes("Compact Preview")) && !actions.some((a) => /Compact Now|Go to Entry|Label Entry/.test(a)),
+    actions.some((a) => a.includes("Compact Preview")) && !actions.some((a) => /Compact Now|Go to Entry|Label Entry|Auto-compaction|Idle/.test(a)),
     `the mirror's actions leave out what would write to it (${JSON.stringify(actions)})`,
   );
   await page.keyboard.press("Escape");
+  // Its tooltip describes the agent's session: who compacts it, and no contextd threshold.
+  await page.mouse.move(10, 500);
+  await statusItem.hover();
+  const mirrorHover = page.locator(".monaco-hover, .workbench-hover").filter({ hasText: "Read-only mirror" }).first();
+  const mirrorTooltip = await mirrorHover.innerText({ timeout: 10_000 }).catch(() => "");
+  await shot("17-mirror-tooltip");
+  check(
+    /Claude Code compacts this session itself/.test(mirrorTooltip) && /Compactions in the transcript: /.test(mirrorTooltip) && !/Compaction threshold/.test(mirrorTooltip),
+    `the mirror's tooltip says Claude Code compacts it and counts its compactions, with no contextd threshold (${JSON.stringify(mirrorTooltip.slice(0, 500))})`,
+  );
+  await page.mouse.move(10, 500);
+
+  // Narrow windows: the figure comes first and stays whole; the name shortens or drops.
+  for (const width of [760, 560]) {
+    await page.setViewportSize({ width, height: 800 });
+    await until(async () => (await itemFits()).visible, `the item in a ${width} px window`, 5_000).catch(() => {});
+    const fits = await itemFits();
+    await shot(`18-narrow-${width}`);
+    check(fits.visible && fits.figureWhole, `in a ${width} px window the item is shown with its whole figure first (${JSON.stringify(fits)})`);
+  }
+  await page.setViewportSize({ width: 1600, height: 1000 });
+
+  // A second window on the workspace, opened while the shared daemon holds a session of
+  // another workspace: it keeps to this workspace's sessions, by name.
+  mkdirSync(`${process.env.WS}-other`, { recursive: true });
+  const other = scriptAgent("drive", "other workspace session", `${process.env.WS}-other`);
+  console.log(`     a script's session of another workspace: ${other.sessionId} (${elapsed()})`);
+  const second = await openWindow(process.env.WS);
+  await until(async () => (await second.itemText()) === mirrorItem, "the second window's item", 30_000).catch(() => {});
+  const secondStart = await second.itemText();
+  await second.shot("19-second-window");
+  check(secondStart === mirrorItem, `a second window starts on the workspace's latest session "${mirrorItem}" (it reads "${secondStart}")`);
+  await second.palette("contextd: Switch Session");
+  await second.row("nightly agent").waitFor({ timeout: 15_000 });
+  await second.row("nightly agent").click();
+  await until(async () => (await second.itemText()) === agentItem, "the chosen session in the second window", 15_000).catch(() => {});
+  const secondPicked = await second.itemText();
+  await second.shot("20-second-window-switch-session");
+  check(secondPicked === agentItem, `Switch Session in the second window shows the chosen session by name "${agentItem}" (it reads "${secondPicked}")`);
+  await second.palette("contextd: Delete Session…");
+  await second.row("nightly agent").waitFor({ timeout: 15_000 });
+  await second.row("nightly agent").click();
+  const confirm = second.page.locator(".monaco-dialog-box");
+  await confirm.waitFor({ timeout: 10_000 });
+  await confirm.locator(".monaco-button", { hasText: /^Delete$/ }).click();
+  await until(async () => !(await second.itemText()).endsWith(" · nightly agent"), "the item after the delete", 15_000).catch(() => {});
+  const afterDelete = await second.itemText();
+  await second.shot("21-second-window-after-delete");
+  const ours = [EXPECT.sessionName, "finish the month-end fix", mirrorItem.split(" · ").slice(1).join(" · ")];
+  check(
+    ours.some((title) => afterDelete.endsWith(` · ${title}`)),
+    `after Delete Session the second window shows a session of this workspace by name, not another workspace's (it reads "${afterDelete}")`,
+  );
+  await second.page.close();
+
+  // A workspace without sessions: an idle item says the window is connected, and one click follows the agents there.
+  const empty = await openWindow(process.env.WS_EMPTY);
+  await until(async () => (await empty.itemText()) === "contextd", "the idle item", 30_000).catch(() => {});
+  const idle = await empty.itemText();
+  await empty.shot("22-empty-workspace");
+  check(idle === "contextd", `in a workspace without sessions the item says contextd is there (it reads "${idle}")`);
+  await empty.item.click();
+  const follow = empty.row("Follow Claude Code / Codex / pi sessions of this workspace");
+  const offered = await follow.waitFor({ timeout: 10_000 }).then(() => true, () => false);
+  await empty.shot("23-empty-workspace-get-started");
+  check(offered, "its click offers to follow Claude Code / Codex / pi sessions of the workspace");
+  if (offered) {
+    await follow.click();
+    const followed = empty.page.locator(".notifications-toasts .notification-toast", { hasText: "contextd: following" }).first();
+    check(await followed.waitFor({ timeout: 15_000 }).then(() => true, () => false), "one click turns following on for the workspace, and says so");
+    await empty.shot("24-empty-workspace-following");
+  }
+  await empty.page.close();
 } catch (error) {
   failures.push(`exception: ${error.message.split("\n")[0]}`);
   console.log(`FAIL exception: ${error.stack}`);

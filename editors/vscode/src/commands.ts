@@ -3,7 +3,7 @@
  * sessions and the settings. Each reports its own failure with the daemon's words.
  */
 import { agentName, describePreview, formatCount, formatTokens, sessionPickRow, sessionTitle } from "./format";
-import { ErrorCode, TreeNode } from "./protocol";
+import { ErrorCode, SessionSummary, TreeNode } from "./protocol";
 import { errorCode, errorText } from "./rpc";
 import type { ContextdSessions } from "./sessions";
 import { treeRows } from "./treeItems";
@@ -94,9 +94,16 @@ export const handoff: Command = (ctx, sessionId) =>
       `contextd: handed off ${title(ctx, id)} to the new session ${title(ctx, result.sessionId)}.`,
       {},
       "Show Document",
+      "Copy Hand-off",
     );
-    if (choice === "Show Document") await ctx.ui.showDocument(result.document);
+    if (choice === "Show Document") await ctx.ui.showDocument(result.document, `Hand-off to ${title(ctx, result.sessionId)}`);
+    if (choice === "Copy Hand-off") await copyHandoff(ctx, result.document);
   });
+
+async function copyHandoff(ctx: CommandContext, document: string): Promise<void> {
+  await ctx.ui.copy(document);
+  await ctx.ui.info("contextd: the hand-off document is on the clipboard.");
+}
 
 /** Go to Entry: choose an entry in a quick pick, then how to leave the current branch. */
 export const goToEntry: Command = (ctx, sessionId) =>
@@ -252,26 +259,26 @@ export async function switchSession(ctx: CommandContext): Promise<string | undef
   let chosen: string | undefined;
   await guarded(ctx, "switching sessions", async () => {
     const { sessions } = await ctx.sessions.list();
-    const now = Date.now();
+    const shown = ctx.sessions.status.shown()?.sessionId ?? ctx.sessions.current;
+    // The session shown comes preselected: Enter keeps it, and never makes a new one by mistake.
     const choice = await ctx.ui.pick<string | typeof NEW_SESSION>(
       [
-        { label: "$(add) New session", value: NEW_SESSION },
-        ...sessions.map((s) => ({
-          ...sessionPickRow(s, { current: ctx.sessions.current, usage: ctx.sessions.status.get(s.sessionId)?.usage, now }),
-          value: s.sessionId,
-        })),
+        ...sessionRows(ctx, sessions, shown),
+        {
+          label: "$(add) New session",
+          description: "empty, for an agent or a script to fill through contextd's API",
+          value: NEW_SESSION,
+        },
       ],
       {
         title: "contextd: Switch Session",
         placeholder: "Session to show and act on: this workspace's, whoever drives them",
-        active: ctx.sessions.current,
+        active: shown,
       },
     );
     if (choice === undefined) return;
     if (choice === NEW_SESSION) {
-      const name = await ctx.ui.input({ title: "contextd: New Session", prompt: "Name (optional)" });
-      if (name === undefined) return;
-      chosen = (await ctx.sessions.open(name.trim() ? { name: name.trim() } : {})).sessionId;
+      chosen = await newSession(ctx);
     } else if (ctx.sessions.status.has(choice)) {
       ctx.sessions.setCurrent(choice);
       chosen = choice;
@@ -279,24 +286,37 @@ export async function switchSession(ctx: CommandContext): Promise<string | undef
       const name = sessions.find((s) => s.sessionId === choice)?.name ?? undefined;
       chosen = (await ctx.sessions.open({ sessionId: choice, name })).sessionId;
     }
+    // A choice the item would not show (another session is pinned) moves the pin to it.
+    const pinned = ctx.sessions.status.pinned;
+    if (pinned && chosen && pinned !== chosen) ctx.sessions.status.pin(chosen);
   });
   return chosen;
+}
+
+async function newSession(ctx: CommandContext): Promise<string | undefined> {
+  const name = await ctx.ui.input({ title: "contextd: New Session", prompt: "Name (optional)" });
+  if (name === undefined) return undefined;
+  return (await ctx.sessions.open(name.trim() ? { name: name.trim() } : {})).sessionId;
+}
+
+function sessionRows(ctx: CommandContext, sessions: SessionSummary[], shown: string | undefined) {
+  const now = Date.now();
+  return sessions.map((s) => ({
+    ...sessionPickRow(s, { current: shown, usage: ctx.sessions.status.get(s.sessionId)?.usage, now }),
+    value: s.sessionId,
+  }));
 }
 
 /** Delete Session: one of the workspace's sessions, file and all, after a modal confirmation. */
 export const deleteSession: Command = (ctx, sessionId) =>
   guarded(ctx, "deleting the session", async () => {
     const { sessions } = await ctx.sessions.list();
-    const now = Date.now();
     const id =
       sessionId ??
-      (await ctx.ui.pick(
-        sessions.map((s) => ({
-          ...sessionPickRow(s, { current: ctx.sessions.current, usage: ctx.sessions.status.get(s.sessionId)?.usage, now }),
-          value: s.sessionId,
-        })),
-        { title: "contextd: Delete Session", placeholder: "Session to delete, with its whole history" },
-      ));
+      (await ctx.ui.pick(sessionRows(ctx, sessions, ctx.sessions.status.shown()?.sessionId), {
+        title: "contextd: Delete Session",
+        placeholder: "Session to delete, with its whole history",
+      }));
     if (!id) return;
     const row = sessions.find((s) => s.sessionId === id);
     const name = sessionTitle({ sessionId: id, name: row?.name ?? ctx.sessions.status.get(id)?.name, source: row?.source ?? undefined });
@@ -309,17 +329,31 @@ export const deleteSession: Command = (ctx, sessionId) =>
     await ctx.ui.info(`contextd: deleted the session ${name}.`);
   });
 
-const ACTIONS: Array<{ label: string; run: Command; writes?: boolean }> = [
-  { label: "$(fold) Compact Now", run: compactNow, writes: true },
+/** `notForMirrors`: what a mirror cannot have: it writes to the session or steers contextd's compaction of it. */
+const ACTIONS: Array<{ label: string; run: Command; notForMirrors?: boolean }> = [
+  { label: "$(fold) Compact Now", run: compactNow, notForMirrors: true },
   { label: "$(eye) Compact Preview", run: compactPreview },
   { label: "$(arrow-swap) Hand Off to New Session", run: handoff },
-  { label: "$(list-tree) Go to Entry…", run: goToEntry, writes: true },
+  { label: "$(list-tree) Go to Entry…", run: goToEntry, notForMirrors: true },
   { label: "$(repo-forked) Fork From Here", run: fork },
-  { label: "$(tag) Label Entry", run: label, writes: true },
-  { label: "$(settings-gear) Toggle Auto-compaction", run: toggleAutoCompaction },
-  { label: "$(watch) Set Idle Compaction Timer", run: setIdleTimer, writes: true },
+  { label: "$(tag) Label Entry", run: label, notForMirrors: true },
+  { label: "$(settings-gear) Toggle Auto-compaction", run: toggleAutoCompaction, notForMirrors: true },
+  { label: "$(watch) Set Idle Compaction Timer", run: setIdleTimer, notForMirrors: true },
   { label: "$(list-selection) Switch Session", run: async (ctx) => void (await switchSession(ctx)) },
 ];
+
+/** Keeps the status bar on the session, or lets it follow whichever session changes again. */
+export const togglePin: Command = async (ctx, sessionId) => {
+  const id = sessionId ?? ctx.sessions.status.shown()?.sessionId;
+  if (!id) return;
+  const pinning = ctx.sessions.status.pinned !== id;
+  ctx.sessions.status.pin(pinning ? id : undefined);
+  await ctx.ui.info(
+    pinning
+      ? `contextd: the status bar stays on ${title(ctx, id)}.`
+      : "contextd: the status bar shows whichever session of the workspace changed last again.",
+  );
+};
 
 /** The status bar item's click: the actions above for that session. */
 export const showActions: Command = async (ctx, sessionId) => {
@@ -329,15 +363,54 @@ export const showActions: Command = async (ctx, sessionId) => {
   const usage = status?.usage;
   const figure = usage ? `${formatCount(usage.tokens)} of ${formatCount(usage.contextWindow)} tokens` : undefined;
   // A mirror is offered only what leaves it as its agent wrote it.
-  const actions = status?.source ? ACTIONS.filter((a) => !a.writes) : ACTIONS;
+  const actions = status?.source ? ACTIONS.filter((a) => !a.notForMirrors) : ACTIONS;
+  const pin = {
+    label: ctx.sessions.status.pinned === id ? "$(pinned) Unpin: Show the Session That Changes" : "$(pin) Pin: Keep the Status Bar on This Session",
+    run: togglePin,
+  };
   const action = await ctx.ui.pick(
-    actions.map((a) => ({ label: a.label, value: a.run })),
+    [...actions, pin].map((a) => ({ label: a.label, value: a.run })),
     {
       title: status ? `contextd: ${sessionTitle(status)}` : "contextd",
       placeholder: status?.source ? [figure, `read-only mirror of ${agentName(status.source)}'s session`].filter(Boolean).join(" · ") : figure,
     },
   );
   if (action) await action(ctx, id);
+};
+
+/** Turns following on for this workspace: the daemon mirrors the agents' transcripts of it. */
+export const followWorkspace: Command = (ctx) =>
+  guarded(ctx, "following", async () => {
+    await ctx.settings.update("follow.enabled", true, "workspace");
+    await ctx.ui.info(
+      "contextd: following Claude Code, Codex and pi sessions of this workspace. The status bar shows the one that changes, " +
+        "as soon as the agent writes to its transcript.",
+    );
+  });
+
+const FOLLOW = Symbol("follow");
+const NEW = Symbol("new");
+const WALKTHROUGH = Symbol("walkthrough");
+
+/** The idle item's click: the ways to a first session in this workspace. */
+export const getStarted: Command = async (ctx) => {
+  const following = ctx.settings.get<boolean>("follow.enabled") === true;
+  const choice = await ctx.ui.pick<symbol>(
+    [
+      ...(following
+        ? []
+        : [{ label: "$(eye) Follow Claude Code / Codex / pi sessions of this workspace", description: "read-only mirrors", value: FOLLOW }]),
+      { label: "$(book) How an agent or a script feeds a session", value: WALKTHROUGH },
+      { label: "$(add) New session", description: "an empty session for an agent or a script to fill", value: NEW },
+    ],
+    {
+      title: "contextd: no session in this workspace yet",
+      placeholder: following ? "contextd follows your agents: a session shows once one writes in this workspace" : "Get started",
+    },
+  );
+  if (choice === FOLLOW) await followWorkspace(ctx);
+  if (choice === WALKTHROUGH) await ctx.ui.openWalkthrough();
+  if (choice === NEW) await guarded(ctx, "starting a session", async () => void (await newSession(ctx)));
 };
 
 async function resolveSession(ctx: CommandContext, sessionId?: string): Promise<string | undefined> {

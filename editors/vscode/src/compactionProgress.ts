@@ -1,15 +1,20 @@
 /**
- * A progress notification for every running compaction, whoever started it. Its cancel
- * button cancels our own request ($/cancelRequest) or aborts the daemon's compaction
- * (contextd/compact/abort). Failures of compactions this window did not request are
+ * A progress notification for every running compaction, whoever started it. Only the window
+ * that started a job may stop it: its Cancel cancels our own request ($/cancelRequest); a job
+ * the daemon started by itself (threshold, idle, overflow) any window may abort
+ * (contextd/compact/abort); one another client asked for shows without Cancel. Failures of compactions this window did not request are
  * reported here with the daemon's error text; requests report their own outcome.
  */
 import { Disposable } from "vscode-jsonrpc";
 import { compactionOutcomeText, sessionTitle } from "./format";
+import type { CompactionReason } from "./protocol";
 import { errorText } from "./rpc";
 import type { ContextdSessions } from "./sessions";
 import type { SessionStatus } from "./statusModel";
 import type { ProgressReport, Ui } from "./ui";
+
+/** Jobs the daemon starts by itself, no client's request: any window may stop them. */
+const AUTOMATIC: ReadonlySet<CompactionReason> = new Set(["threshold", "idle", "overflow", "incomplete"]);
 
 interface Shown {
   report: (progress: ProgressReport) => void;
@@ -47,16 +52,22 @@ export class CompactionProgress implements Disposable {
     const entry: Shown = { report: () => {}, finish: () => {}, requested: compacting!.requested };
     const finished = new Promise<void>((resolve) => (entry.finish = resolve));
     this.shown.set(sessionId, entry);
+    const cancellable = compacting!.requested || AUTOMATIC.has(compacting!.reason);
+    const elsewhere = cancellable ? "" : ", asked for elsewhere";
     const title =
       compacting!.reason === "handoff"
-        ? `contextd: writing the hand-off document for ${sessionTitle(status)}…`
-        : `contextd: compacting ${sessionTitle(status)} (${compacting!.reason})…`;
-    void this.ui.progress(title, async (report, token) => {
-      entry.report = report;
-      const cancel = token.onCancellationRequested(() => void this.cancel(sessionId));
-      await finished;
-      cancel.dispose();
-    });
+        ? `contextd: writing the hand-off document for ${sessionTitle(status)}${elsewhere}…`
+        : `contextd: compacting ${sessionTitle(status)} (${compacting!.reason}${elsewhere})…`;
+    void this.ui.progress(
+      title,
+      async (report, token) => {
+        entry.report = report;
+        const cancel = token.onCancellationRequested(() => void this.cancel(sessionId));
+        await finished;
+        cancel.dispose();
+      },
+      { cancellable },
+    );
   }
 
   private async cancel(sessionId: string): Promise<void> {

@@ -29,8 +29,9 @@ import { errorText } from "./rpc";
 import { ContextdSessions } from "./sessions";
 import { SESSION_TREE_VIEW, SessionTreeView } from "./sessionTree";
 import { explicitSettings, followParams, LAUNCH_KEYS, OWNER_KEYS, RUNTIME_FOLLOW_KEYS, SECTION } from "./settings";
+import { openSettingCommand } from "./settingsEditor";
 import { EntryElement, SessionTreeElement } from "./treeItems";
-import { RESTART_COMMAND, SessionStatusBar, SHOW_ACTIONS_COMMAND } from "./statusBar";
+import { GET_STARTED_COMMAND, RESTART_COMMAND, SessionStatusBar, SHOW_ACTIONS_COMMAND } from "./statusBar";
 import { handoffDocuments, vscodeSettings, vscodeUi } from "./vscodeUi";
 
 let connection: DaemonConnection | undefined;
@@ -53,11 +54,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contex
   route = (token, value) => sessions.routeProgress(token, value);
   const commandContext: commands.CommandContext = { ui: vscodeUi, sessions, settings: vscodeSettings };
   const tree = new SessionTreeView(sessions, daemon);
+  const statusBar = new SessionStatusBar(sessions, daemon, { autoCompaction });
 
   context.subscriptions.push(
     output,
     sessions,
-    new SessionStatusBar(sessions, daemon),
+    statusBar,
     new CompactionProgress(sessions, vscodeUi),
     tree,
     vscode.workspace.registerTextDocumentContentProvider(HANDOFF_SCHEME, handoffDocuments),
@@ -65,6 +67,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contex
     vscode.workspace.onDidChangeConfiguration((event) =>
       onConfigurationChange(event, daemon, output, storage).catch((error) => output.error(`applying settings: ${errorText(error)}`)),
     ),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration(`${SECTION}.compaction`)) statusBar.render();
+    }),
     reopenSessionsAfterRestart(daemon, sessions, output),
     daemon.onDidChangeState((state) => {
       if (state.kind !== "connected") return;
@@ -218,6 +223,12 @@ function settingsFor(scopeUri: string | undefined) {
   return explicitSettings((key) => configuration.inspect(key));
 }
 
+/** Whether this window's settings let contextd compact on its own. */
+function autoCompaction(): boolean {
+  const configuration = vscode.workspace.getConfiguration(SECTION);
+  return configuration.get<boolean>("compaction.enabled") !== false && configuration.get<string>("compaction.strategy") !== "off";
+}
+
 function interpreter(): string {
   return serverCommand(vscode.workspace.getConfiguration(SECTION).get<string>("pythonPath")).command;
 }
@@ -236,9 +247,7 @@ function reporter(output: vscode.LogOutputChannel, lastStderr: { line: string })
           "Show Log",
         )
         .then((choice) => {
-          if (choice === "Open Settings") {
-            void vscode.commands.executeCommand("workbench.action.openSettings", `${SECTION}.pythonPath`);
-          }
+          if (choice === "Open Settings") void openSetting(`${SECTION}.pythonPath`);
           if (choice === "Show Log") output.show();
         });
     },
@@ -257,6 +266,11 @@ function reporter(output: vscode.LogOutputChannel, lastStderr: { line: string })
         });
     },
   };
+}
+
+function openSetting(setting: string): Thenable<unknown> {
+  const { command, argument } = openSettingCommand(setting, vscode.env.remoteName);
+  return vscode.commands.executeCommand(command, argument);
 }
 
 const REMOTE_SETTINGS_HINT = "contextd.remoteSettingsHintShown";
@@ -376,6 +390,9 @@ function registerCommands(
     register("contextd.switchSession", commands.switchSession),
     register("contextd.deleteSession", commands.deleteSession),
     register(SHOW_ACTIONS_COMMAND, commands.showActions),
+    register(GET_STARTED_COMMAND, commands.getStarted),
+    register("contextd.followWorkspace", commands.followWorkspace),
+    register("contextd.togglePin", commands.togglePin),
     vscode.commands.registerCommand(RESTART_COMMAND, restart),
   ];
 }

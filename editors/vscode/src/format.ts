@@ -1,6 +1,6 @@
 /** How a session's status reads in the status bar and its tooltip. Pure functions. */
 import type { ConnectionState } from "./daemonConnection";
-import type { CompactPreview, SessionSource, SessionSummary, TokenUsage, TreeNode } from "./protocol";
+import type { CompactPreview, FigureBreakdown, SessionSource, SessionSummary, TokenUsage, TreeNode } from "./protocol";
 import type { CompactionResult, SessionStatus } from "./statusModel";
 
 export type Level = "normal" | "warning" | "error";
@@ -31,8 +31,14 @@ export function usageLevel(usage: TokenUsage): Level {
   return "normal";
 }
 
+/**
+ * A mirror is compacted by its agent, never at contextd's threshold: only a nearly full
+ * window is a warning worth a colour there.
+ */
 export function statusLevel(status: SessionStatus): Level {
-  return status.usage ? usageLevel(status.usage) : "normal";
+  if (!status.usage) return "normal";
+  const level = usageLevel(status.usage);
+  return status.source && level === "warning" ? "normal" : level;
 }
 
 export interface TextOptions {
@@ -40,24 +46,36 @@ export interface TextOptions {
   withName?: boolean;
   /** The daemon's connection; absent means connected. */
   connection?: ConnectionState;
+  /** The user keeps the item on this session, whichever changes. */
+  pinned?: boolean;
 }
 
-/** Longest session name the status bar item shows; the tooltip has the whole of it. */
-const STATUS_NAME_LENGTH = 30;
+/**
+ * Longest session name the status bar item shows; the tooltip has the whole of it. A narrow
+ * window cuts the item's end (VS Code ellipsizes it), so the name comes after the figure.
+ */
+const STATUS_NAME_LENGTH = 20;
 
+/** "$(database) 84k/200k 42% · fix tests": the figure (or the state) first, then which session. */
 export function statusText(status: SessionStatus, options: TextOptions = {}): string {
-  // A mirror always says whose session it is: "Claude Code · fix tests 84k/200k 42%".
+  // A mirror always says whose session it is: "… · Claude Code · fix tests".
   const named = options.withName || status.source;
-  const prefix = named ? `${truncate(sessionTitle(status), STATUS_NAME_LENGTH)} ` : "";
+  const name = status.name ? truncate(status.name, STATUS_NAME_LENGTH) : undefined;
+  const suffix = named ? ` · ${sessionTitle({ ...status, name })}` : "";
   // A figure from a daemon that is gone would be stale: say that there is none.
-  if (options.connection?.kind === "disconnected") return `$(debug-disconnect) ${prefix}disconnected`;
-  if (options.connection?.kind === "starting") return `$(sync~spin) ${prefix}connecting…`;
+  if (options.connection?.kind === "disconnected") return `$(debug-disconnect) disconnected${suffix}`;
+  if (options.connection?.kind === "starting") return `$(sync~spin) connecting…${suffix}`;
   if (status.compacting) {
-    return `$(sync~spin) ${prefix}${status.compacting.reason === "handoff" ? "handing off…" : "compacting…"}`;
+    return `$(sync~spin) ${status.compacting.reason === "handoff" ? "handing off…" : "compacting…"}${suffix}`;
   }
-  if (!status.usage) return `$(database) ${prefix}contextd`;
-  const { tokens, contextWindow, percent } = status.usage;
-  return `$(database) ${prefix}${formatTokens(tokens)}/${formatTokens(contextWindow)} ${formatPercent(percent)}`;
+  const icon = options.pinned ? "$(pinned)" : "$(database)";
+  if (!status.usage) return `${icon} contextd${suffix}`;
+  return `${icon} ${figureText(status.usage)}${suffix}`;
+}
+
+/** "84k/200k 42%". */
+export function figureText(usage: Pick<TokenUsage, "tokens" | "contextWindow" | "percent">): string {
+  return `${formatTokens(usage.tokens)}/${formatTokens(usage.contextWindow)} ${formatPercent(usage.percent)}`;
 }
 
 /** The session's name (or short id); a mirror's starts with its agent's: "Claude Code · fix tests". */
@@ -114,33 +132,101 @@ export function statusAccessibilityLabel(status: SessionStatus, connection?: Con
   return `${session}: ${formatCount(tokens)} of ${formatCount(contextWindow)} tokens, ${Math.round(percent)} percent of the context window${warning}`;
 }
 
+export interface TooltipOptions {
+  /** Whether this window's settings let contextd compact automatically. */
+  autoCompaction?: boolean;
+}
+
 /** The tooltip's lines (Markdown), given the current time for "x minutes ago". */
-export function statusTooltip(status: SessionStatus, now: number): string[] {
+export function statusTooltip(status: SessionStatus, now: number, options: TooltipOptions = {}): string[] {
   const lines = [`**contextd** — ${sessionTitle(status)} \`${status.sessionId}\``];
   const usage = status.usage;
   if (usage) {
-    const thresholdPercent = (100 * usage.thresholdTokens) / usage.contextWindow;
     lines.push(
       `Model: ${usage.model}`,
       `Context: ${formatCount(usage.tokens)} of ${formatCount(usage.contextWindow)} tokens (${usage.percent.toFixed(1)}%)`,
-      `Window: ${formatCount(usage.contextWindow)} tokens`,
-      `Compaction threshold: ${formatCount(usage.thresholdTokens)} tokens (${formatPercent(thresholdPercent)})`,
-      `Figure: ${SOURCE_TEXT[usage.source]}`,
     );
+    if (usage.breakdown) lines.push(breakdownLine(usage.breakdown));
+    lines.push(`Window: ${formatCount(usage.contextWindow)} tokens`);
+    // contextd never compacts a mirror: its threshold would say nothing true of it.
+    if (!status.source) lines.push(thresholdLine(usage));
+    lines.push(`Figure: ${SOURCE_TEXT[usage.source]}`);
   } else {
     lines.push("No token figure yet");
   }
-  if (status.source) {
-    lines.push(`Read-only mirror of ${agentName(status.source)}'s transcript \`${status.source.path}\``);
-  }
+  if (status.source) lines.push(...mirrorLines(status, status.source));
   if (status.compacting) lines.push(compactingLine(status));
-  lines.push(`Last compaction: ${status.lastCompaction ? describeCompaction(status.lastCompaction, now, status.source) : "none seen by this window yet"}`);
+  else lines.push(...attentionLines(status, options));
+  if (status.lastCompaction || !status.source) {
+    lines.push(`Last compaction: ${status.lastCompaction ? describeCompaction(status.lastCompaction, now, status.source) : "none seen by this window yet"}`);
+  }
   if (status.lastCompaction?.shortSummary) lines.push(`Summary: ${escapeMarkdown(status.lastCompaction.shortSummary)}`);
   if (status.idleTimer?.state === "armed" && status.idleTimer.dueAt) {
     lines.push(`Idle compaction due at ${new Date(status.idleTimer.dueAt).toLocaleTimeString()}`);
   }
   lines.push("", "Click for session actions");
   return lines;
+}
+
+function thresholdLine(usage: TokenUsage): string {
+  const thresholdPercent = (100 * usage.thresholdTokens) / usage.contextWindow;
+  return `Compaction threshold: ${formatCount(usage.thresholdTokens)} tokens (${formatPercent(thresholdPercent)})`;
+}
+
+const BREAKDOWN_PARTS: Array<[keyof FigureBreakdown, string]> = [
+  ["instructions", "instructions"],
+  ["summary", "summary"],
+  ["messages", "messages"],
+  ["unseen", "system prompt and tools (unseen)"],
+];
+
+/** "Of which: instructions 1.2k · summary 3k · messages 60k · system prompt and tools (unseen) 14k". */
+export function breakdownLine(breakdown: FigureBreakdown): string {
+  const parts = BREAKDOWN_PARTS.filter(([key]) => breakdown[key] > 0).map(([key, text]) => `${text} ${formatTokens(breakdown[key])}`);
+  return `Of which: ${parts.join(" · ") || "nothing yet"}`;
+}
+
+/** What a mirror is, and who compacts it: its agent, at the agent's own point. */
+function mirrorLines(status: SessionStatus, source: SessionSource): string[] {
+  const agent = agentName(source);
+  const lines = [
+    `Read-only mirror of ${agent}'s transcript \`${source.path}\``,
+    `Compaction: ${agent} compacts this session itself, at its own point; contextd never compacts a mirror`,
+  ];
+  if (status.agentCompactions !== undefined) {
+    const count = status.agentCompactions;
+    lines.push(`Compactions in the transcript: ${count === 0 ? "none" : `${count}, by ${agent}`}`);
+  }
+  return lines;
+}
+
+/**
+ * Why a full session was not compacted, and what the user can do: said whenever the item
+ * turns to warning or error, so a red item never goes unexplained.
+ */
+export function attentionLines(status: SessionStatus, options: TooltipOptions = {}): string[] {
+  const level = statusLevel(status);
+  if (!status.usage || level === "normal") return [];
+  if (status.source) {
+    return [`Nearly full: ${agentName(status.source)} compacts it when it decides to; contextd does not. Hand Off starts a session of contextd's own from it.`];
+  }
+  const last = status.lastCompaction;
+  if (last?.outcome === "failed" && !last.willRetry) {
+    return [
+      `Not compacted: the last compaction (${last.reason}) failed: ${escapeMarkdown(last.error ?? "unknown error")}.`,
+      "What to do: Compact Now to try again; if it fails again, check the contextd.summarizer settings (the contextd output has the details).",
+    ];
+  }
+  if (last?.outcome === "aborted" || last?.outcome === "cancelled") {
+    return [`Not compacted: the last compaction was ${last.outcome}. Compact Now runs it again.`];
+  }
+  if (options.autoCompaction === false) {
+    return ["Not compacted: automatic compaction is off (contextd.compaction.enabled). Compact Now, or Toggle Auto-compaction."];
+  }
+  return [
+    "Above the compaction threshold, not compacted: contextd compacts after an append that reaches it, when older history is there to fold " +
+      "(recent entries are kept whole). Compact Now tries at once; Hand Off continues in a fresh session.",
+  ];
 }
 
 function compactingLine(status: SessionStatus): string {

@@ -17,8 +17,11 @@ export class HandoffDocuments implements vscode.TextDocumentContentProvider {
     );
   }
 
-  async show(text: string): Promise<void> {
-    const path = `/hand-off-${++this.count}.md`;
+  /** `title` names the tab ("Hand-off to finish the fix"); it is kept short and unique. */
+  async show(text: string, title = "Hand-off"): Promise<void> {
+    const count = ++this.count;
+    const name = title.replace(/[\\/:*?"<>|#%]/g, " ").replace(/\s+/g, " ").trim().slice(0, 60);
+    const path = `/${count > 1 ? `${name} (${count})` : name}.md`;
     this.documents.set(path, text);
     const document = await vscode.workspace.openTextDocument(vscode.Uri.from({ scheme: HANDOFF_SCHEME, path }));
     await vscode.languages.setTextDocumentLanguage(document, "markdown");

@@ -20,6 +20,7 @@ export const Method = {
   fork: "contextd/fork",
   label: "contextd/label",
   idleConfigure: "contextd/idle/configure",
+  stats: "contextd/session/stats",
   daemonStatus: "contextd/daemon/status",
   watchWorkspace: "contextd/workspace/watch",
   follow: "contextd/follow",
@@ -73,6 +74,20 @@ export interface TokenUsage {
   thresholdTokens: number;
   source: UsageSource;
   model: string;
+  /** Where the figure's tokens are, when the daemon says (the parts add up to `tokens`). */
+  breakdown?: FigureBreakdown;
+}
+
+/**
+ * The figure split the way an agent's /context splits a window: the standing instructions,
+ * the summary opening the context, the conversation, and what the agent sends that contextd
+ * never sees (system prompt, tool schemas).
+ */
+export interface FigureBreakdown {
+  instructions: number;
+  summary: number;
+  messages: number;
+  unseen: number;
 }
 
 /** A mirror of another agent's transcript (Claude Code, Codex, pi): read-only. */
@@ -310,4 +325,9 @@ export interface IdleConfigureResult {
   timeoutSeconds: number;
   /** The context size above which the idle timer runs, for a session. */
   effectiveThresholdTokens?: number;
+}
+
+export interface StatsResult {
+  sessionId: string;
+  compactions: { count: number; tokensSaved: number; summaryTokens: number };
 }

@@ -9,7 +9,7 @@ import { formatTokens, sessionTitle, truncate } from "./format";
 import { errorText } from "./rpc";
 import type { ContextdSessions } from "./sessions";
 import type { ConnectionStatus } from "./statusBar";
-import { EntryElement, SessionTreeElement, SessionTreeModel } from "./treeItems";
+import { ENTRY_LABEL_LENGTH, EntryElement, entryText, SessionTreeElement, SessionTreeModel } from "./treeItems";
 
 export const SESSION_TREE_VIEW = "contextd.sessionTree";
 
@@ -101,8 +101,9 @@ export class SessionTreeView implements vscode.TreeDataProvider<SessionTreeEleme
       item.description = `${element.entries} ${element.entries === 1 ? "entry" : "entries"}${element.containsLeaf ? " · current" : ""}`;
       return item;
     }
-    const mirror = Boolean(this.sessions.status.get(element.sessionId)?.source);
-    return entryItem(element, this.model?.children(element).length ? true : false, mirror);
+    const status = this.sessions.status.get(element.sessionId);
+    const names = { sessionName: status?.name, nameOf: (id: string) => this.sessions.status.get(id)?.name };
+    return entryItem(element, entryText(element.node, names), this.model?.children(element).length ? true : false, Boolean(status?.source));
   }
 
   dispose(): void {
@@ -111,10 +112,10 @@ export class SessionTreeView implements vscode.TreeDataProvider<SessionTreeEleme
 }
 
 /** `mirror`: a read-only mirror of another agent's session, whose menu offers only what does not write. */
-function entryItem(element: EntryElement, hasBranches: boolean, mirror: boolean): vscode.TreeItem {
+function entryItem(element: EntryElement, text: string, hasBranches: boolean, mirror: boolean): vscode.TreeItem {
   const { node } = element;
   const item = new vscode.TreeItem(
-    truncate(node.preview, 100) || node.type,
+    truncate(text, ENTRY_LABEL_LENGTH) || node.type,
     hasBranches ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
   );
   item.id = node.id;
@@ -122,26 +123,27 @@ function entryItem(element: EntryElement, hasBranches: boolean, mirror: boolean)
   // Entries off the current path (abandoned branches) and folded ones are dimmed.
   const dim = !element.onPath || element.folded;
   item.iconPath = new vscode.ThemeIcon(icon, dim ? new vscode.ThemeColor("disabledForeground") : undefined);
+  // The figure first: a narrow view cuts the end of a row.
   item.description = [
+    `${formatTokens(node.tokens)} tokens`,
     element.isLeaf ? "current" : "",
     node.label ? `🏷 ${node.label}` : "",
     element.folded ? "folded into a summary" : "",
     node.type === "compaction" && element.foldedCount !== undefined ? `folded ${element.foldedCount} entries` : "",
-    `${formatTokens(node.tokens)} tokens`,
   ]
     .filter(Boolean)
     .join(" · ");
-  item.tooltip = tooltip(element);
+  item.tooltip = tooltip(element, text);
   item.contextValue = mirror ? "contextd.mirrorEntry" : element.isLeaf ? "contextd.entry.leaf" : "contextd.entry";
   item.accessibilityInformation = {
-    label: `${node.role ?? node.type}${element.isLeaf ? ", current leaf" : ""}${node.label ? `, labelled ${node.label}` : ""}: ${truncate(node.preview, 100)}`,
+    label: `${node.role ?? node.type}${element.isLeaf ? ", current leaf" : ""}${node.label ? `, labelled ${node.label}` : ""}: ${truncate(text, 100)}`,
   };
   return item;
 }
 
-function tooltip(element: EntryElement): vscode.MarkdownString {
+function tooltip(element: EntryElement, text: string): vscode.MarkdownString {
   const { node } = element;
-  const lines = [`**${node.role ?? node.type}** \`${node.id}\``, "", truncate(node.preview, 400)];
+  const lines = [`**${node.role ?? node.type}** \`${node.id}\``, `${formatTokens(node.tokens)} tokens`, "", truncate(text, 400)];
   if (node.type === "compaction" && node.tokensBefore !== undefined && node.tokensAfter !== undefined) {
     lines.push("", `Compacted ${formatTokens(node.tokensBefore)} → ${formatTokens(node.tokensAfter)} tokens`);
   }

@@ -29,6 +29,7 @@ import {
   SessionChanged,
   SessionSummary,
   StateResult,
+  StatsResult,
   TokenUsage,
   TreeResult,
   WatchResult,
@@ -197,7 +198,9 @@ export class ContextdSessions implements Disposable {
     // moves it, and a session the user chose while this runs (a hand-off's) stays chosen.
     for (const { sessionId } of this.status.all()) {
       try {
-        await this.request<OpenResult>(Method.open, { sessionId }).then((r) => this.status.applyUsage(r.usage));
+        const reopened = await this.request<OpenResult>(Method.open, { sessionId });
+        this.status.track(sessionId, reopened.name, reopened.source);
+        this.status.applyUsage(reopened.usage);
       } catch (error) {
         if (errorCode(error) !== ErrorCode.sessionNotFound) throw error;
         this.forget(sessionId);
@@ -206,8 +209,13 @@ export class ContextdSessions implements Disposable {
   }
 
   /** The sessions of this window's workspace (of every workspace when the window has none). */
-  list(workspace: string | undefined = this.workspace): Promise<ListResult> {
-    return this.request<ListResult>(Method.list, workspace ? { workspace } : {});
+  async list(workspace: string | undefined = this.workspace): Promise<ListResult> {
+    const result = await this.request<ListResult>(Method.list, workspace ? { workspace } : {});
+    // The listing names the sessions this window shows, as the daemon has them now.
+    for (const row of result.sessions) {
+      if (this.status.has(row.sessionId)) this.status.track(row.sessionId, row.name, row.source);
+    }
+    return result;
   }
 
   async append(sessionId: string, messages: Message[]): Promise<AppendResult> {
@@ -225,7 +233,18 @@ export class ContextdSessions implements Disposable {
     const state = await this.request<StateResult>(Method.state, { sessionId });
     this.status.track(sessionId, state.name, state.source);
     this.status.applyUsage(state.usage);
+    if (state.source) await this.readAgentCompactions(sessionId);
     return state;
+  }
+
+  /** A mirror's compactions are its agent's, made before this window heard of it: the transcript holds them. */
+  private async readAgentCompactions(sessionId: string): Promise<void> {
+    try {
+      const stats = await this.request<StatsResult>(Method.stats, { sessionId });
+      this.status.applyAgentCompactions(sessionId, stats.compactions.count);
+    } catch (error) {
+      if (!isMethodNotFound(error)) throw error;
+    }
   }
 
   async setModel(sessionId: string, model: string): Promise<void> {
@@ -372,7 +391,8 @@ export class ContextdSessions implements Disposable {
 
   private forget(sessionId: string): void {
     this.status.forget(sessionId);
-    if (this.currentId === sessionId) this.setCurrent(this.status.all()[0]?.sessionId);
+    // The window goes on with the session of its own that changed last.
+    if (this.currentId === sessionId) this.setCurrent((this.status.latest() ?? this.status.all()[0])?.sessionId);
   }
 
   dispose(): void {

@@ -2,7 +2,7 @@
  * The daemon's settings object, built from the `contextd.*` settings this extension
  * contributes. Dotted names become nested objects ({compaction: {enabled: true}}).
  */
-import { contributes } from "../package.json";
+import { SETTING_SCHEMAS } from "./manifest";
 
 export const SECTION = "contextd";
 
@@ -18,7 +18,7 @@ export const PER_CONNECTION_KEYS: readonly string[] = ["defaultModel", "compacti
 export type DaemonSettings = Record<string, unknown>;
 
 /** Every daemon setting's name relative to the section, e.g. "compaction.enabled". */
-export const DAEMON_SETTING_KEYS: readonly string[] = Object.keys(contributes.configuration.properties)
+export const DAEMON_SETTING_KEYS: readonly string[] = Object.keys(SETTING_SCHEMAS)
   .map((key) => key.slice(SECTION.length + 1))
   .filter((key) => !CLIENT_ONLY.has(key));
 

@@ -48,12 +48,15 @@ export interface SessionStatus {
   idleTimer?: IdleTimer;
   /** Set for a read-only mirror of another agent's transcript. */
   source?: SessionSource;
+  /** A mirror: the compactions its agent made, as its transcript holds them (session/stats). */
+  agentCompactions?: number;
   /** When the session last changed, as far as this window heard (ms): the status bar shows the latest. */
   changedAt?: number;
 }
 
 export class StatusModel {
   private readonly sessions = new Map<string, SessionStatus>();
+  private pinnedId: string | undefined;
   private readonly changed = new Emitter<SessionStatus>();
   private readonly removed = new Emitter<string>();
   /** Fires with the new status of a session after any change to it. */
@@ -97,7 +100,24 @@ export class StatusModel {
     }));
   }
 
-  /** The session that changed last: the one the status bar shows. */
+  /** The session the user pinned the status bar to, if any: the item stays on it. */
+  get pinned(): string | undefined {
+    return this.pinnedId;
+  }
+
+  /** Keeps the status bar on `sessionId` whichever session changes (undefined: follow the latest again). */
+  pin(sessionId: string | undefined): void {
+    this.pinnedId = sessionId && this.sessions.has(sessionId) ? sessionId : undefined;
+    const shown = this.shown();
+    if (shown) this.changed.fire(shown);
+  }
+
+  /** The session the status bar shows: the pinned one, else the one that changed last. */
+  shown(): SessionStatus | undefined {
+    return (this.pinnedId && this.sessions.get(this.pinnedId)) || this.latest();
+  }
+
+  /** The session that changed last. */
   latest(): SessionStatus | undefined {
     let latest: SessionStatus | undefined;
     for (const status of this.sessions.values()) {
@@ -113,12 +133,23 @@ export class StatusModel {
     return Math.max(0, ...[...this.sessions.values()].map((s) => s.changedAt ?? 0));
   }
 
+  /** A mirror's count of its agent's own compactions, read from the daemon. */
+  applyAgentCompactions(sessionId: string, count: number): void {
+    this.updateKnown(sessionId, (s) => ({ ...s, agentCompactions: count }));
+  }
+
   forget(sessionId: string): void {
+    if (this.pinnedId === sessionId) this.pinnedId = undefined;
     if (this.sessions.delete(sessionId)) this.removed.fire(sessionId);
   }
 
+  /**
+   * A session's new figure. Only for a session the window already knows (opened, read with
+   * session/state, or heard of as its workspace's activity): a figure alone names no session
+   * and says nothing of its workspace.
+   */
   applyUsage(usage: TokenUsage): void {
-    this.update(usage.sessionId, (s) => ({ ...s, usage }));
+    this.updateKnown(usage.sessionId, (s) => ({ ...s, usage }));
   }
 
   /** A compaction (or hand-off) requested by this window, before the daemon has said anything about it. */
@@ -127,7 +158,7 @@ export class StatusModel {
   }
 
   compactionStarted(event: CompactionStarted): void {
-    this.update(event.sessionId, (s) => ({
+    this.updateKnown(event.sessionId, (s) => ({
       ...s,
       compacting: {
         ...s.compacting,
@@ -156,11 +187,13 @@ export class StatusModel {
     const { outcome, reason, tokensBefore, tokensAfter, error, willRetry } = event;
     const shortSummary = event.shortSummary ?? undefined;
     const model = outcome === "promoted" ? event.model : undefined;
-    this.update(event.sessionId, (s) => ({
+    this.updateKnown(event.sessionId, (s) => ({
       ...s,
       // A failure the daemon retries keeps the spinner going; a promotion is done at once.
       compacting: willRetry && outcome !== "promoted" ? s.compacting : undefined,
       lastCompaction: { outcome, reason, tokensBefore, tokensAfter, error, willRetry, shortSummary, model, finishedAt: now },
+      agentCompactions:
+        reason === "agent" && outcome === "compacted" && s.agentCompactions !== undefined ? s.agentCompactions + 1 : s.agentCompactions,
     }));
   }
 
@@ -174,7 +207,11 @@ export class StatusModel {
   }
 
   applyIdleTimer(event: IdleTimer): void {
-    this.update(event.sessionId, (s) => ({ ...s, idleTimer: event }));
+    this.updateKnown(event.sessionId, (s) => ({ ...s, idleTimer: event }));
+  }
+
+  private updateKnown(sessionId: string, change: (status: SessionStatus) => SessionStatus): void {
+    if (this.sessions.has(sessionId)) this.update(sessionId, change);
   }
 
   private update(sessionId: string, change: (status: SessionStatus) => SessionStatus): void {

@@ -2,7 +2,7 @@
  * A session tree as quick pick rows: depth-first in the order entries were appended,
  * indented only where the history branches so that a long linear chat stays flat.
  */
-import { formatTokens, truncate } from "./format";
+import { formatTokens, shortId, truncate } from "./format";
 import type { TreeNode, TreeResult } from "./protocol";
 
 export interface TreeRow {
@@ -29,6 +29,37 @@ const ICONS: Record<string, string> = {
 
 const INDENT = "\u00a0\u00a0\u00a0";
 const PREVIEW_LENGTH = 100;
+
+/** A tree view row's text is cut here (its tooltip has more): the sidebar's default width keeps its figure in view. */
+export const ENTRY_LABEL_LENGTH = 22;
+
+/** What the tree knows of the sessions an entry may name. */
+export interface SessionNames {
+  /** The session the tree shows. */
+  sessionName?: string;
+  /** Another session's name, when this window knows it. */
+  nameOf(sessionId: string): string | undefined;
+}
+
+const HANDOFF_PREVIEW = /^handoff from (\S+): /;
+const NAME_PREVIEW = /^name: /;
+
+/**
+ * An entry's text for a person: the daemon's preview, with the sessions it names by id named
+ * by name, and a name the session no longer has (a fork's copy of its parent's) marked so.
+ */
+export function entryText(node: Pick<TreeNode, "type" | "preview">, names: SessionNames): string {
+  const handoff = node.type === "handoff" ? HANDOFF_PREVIEW.exec(node.preview) : null;
+  if (handoff) {
+    const from = names.nameOf(handoff[1]) ?? shortId(handoff[1]);
+    return `hand-off from ${from}: ${node.preview.slice(handoff[0].length)}`;
+  }
+  if (node.type === "session_info" && NAME_PREVIEW.test(node.preview)) {
+    const name = node.preview.replace(NAME_PREVIEW, "");
+    return name === names.sessionName || names.sessionName === undefined ? `named ${name}` : `earlier name: ${name}`;
+  }
+  return node.preview;
+}
 
 export function treeRows(tree: TreeResult): TreeRow[] {
   const byId = new Map(tree.nodes.map((node) => [node.id, node]));

@@ -45,18 +45,22 @@ export interface Ui {
   input(options: InputOptions): Promise<string | undefined>;
   info(message: string, options?: MessageOptions, ...actions: string[]): Promise<string | undefined>;
   error(message: string, ...actions: string[]): Promise<string | undefined>;
-  /** A cancellable progress notification that lasts as long as `task`. */
+  /** A progress notification that lasts as long as `task`; cancellable unless told otherwise. */
   progress<R>(
     title: string,
     task: (report: (progress: ProgressReport) => void, token: CancellationToken) => Promise<R>,
+    options?: { cancellable?: boolean },
   ): Promise<R>;
-  /** Opens `text` in a read-only Markdown editor. */
-  showDocument(text: string): Promise<void>;
+  /** Opens `text` in a read-only Markdown editor whose tab reads `title`. */
+  showDocument(text: string, title?: string): Promise<void>;
   copy(text: string): Promise<void>;
+  /** The extension's walkthrough: how to get a first session. */
+  openWalkthrough(): Promise<void>;
 }
 
 /** The settings the commands change (section `contextd`). */
 export interface SettingsStore {
   get<T>(key: string): T | undefined;
-  update(key: string, value: unknown): Promise<void>;
+  /** Where the value is set now (so a workspace value is not shadowed), or in the workspace's settings. */
+  update(key: string, value: unknown, scope?: "workspace"): Promise<void>;
 }

@@ -7,6 +7,9 @@ import { SECTION } from "./settings";
 /** The read-only documents Show Document opens; extension.ts registers their provider. */
 export const handoffDocuments = new HandoffDocuments();
 
+/** The walkthrough package.json contributes, as `publisher.name#id`. */
+const WALKTHROUGH = "contextd.contextd#contextd.gettingStarted";
+
 export const vscodeUi: Ui = {
   async pick(items, options) {
     const quickPick = vscode.window.createQuickPick<(typeof items)[number]>();
@@ -26,6 +29,8 @@ export const vscodeUi: Ui = {
         quickPick.dispose();
       });
       quickPick.show();
+      // Shown, the quick pick makes its first row active: the row asked for goes after.
+      if (active) quickPick.activeItems = [active];
     });
   },
 
@@ -50,11 +55,11 @@ export const vscodeUi: Ui = {
     return Promise.resolve(vscode.window.showErrorMessage(message, ...actions));
   },
 
-  progress(title, task) {
+  progress(title, task, options = {}) {
     let reported = 0;
     return Promise.resolve(
       vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title, cancellable: true },
+        { location: vscode.ProgressLocation.Notification, title, cancellable: options.cancellable ?? true },
         (progress, token) =>
           task(({ message, percentage }) => {
             // VS Code wants increments; the daemon reports where it is.
@@ -66,21 +71,27 @@ export const vscodeUi: Ui = {
     );
   },
 
-  showDocument: (text) => handoffDocuments.show(text),
+  showDocument: (text, title) => handoffDocuments.show(text, title),
 
   async copy(text) {
     await vscode.env.clipboard.writeText(text);
+  },
+
+  async openWalkthrough() {
+    await vscode.commands.executeCommand("workbench.action.openWalkthrough", WALKTHROUGH, false);
   },
 };
 
 export const vscodeSettings: SettingsStore = {
   get: (key) => vscode.workspace.getConfiguration(SECTION).get(key),
-  async update(key, value) {
+  async update(key, value, scope) {
     const configuration = vscode.workspace.getConfiguration(SECTION);
     const inspected = configuration.inspect(key);
     // Change the setting where it is set now, so a workspace value is not shadowed.
     const target =
-      inspected?.workspaceFolderValue !== undefined
+      scope === "workspace" && vscode.workspace.workspaceFolders?.length
+        ? vscode.ConfigurationTarget.Workspace
+        : inspected?.workspaceFolderValue !== undefined
         ? vscode.ConfigurationTarget.WorkspaceFolder
         : inspected?.workspaceValue !== undefined
           ? vscode.ConfigurationTarget.Workspace

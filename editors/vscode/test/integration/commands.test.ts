@@ -71,13 +71,15 @@ describe("Switch Session", () => {
   it("opens a session the daemon lists and makes it current", async () => {
     const { sessionId } = await daemon.sessions.open({ name: "listed" });
     await daemon.sessions.close(sessionId);
-    await daemon.sessions.open({ name: "other" });
+    const other = await daemon.sessions.open({ name: "other" });
     ui.willPick("listed");
     expect(await commands.switchSession(ctx)).toBe(sessionId);
     expect(daemon.sessions.current).toBe(sessionId);
     expect(daemon.sessions.status.get(sessionId)?.name).toBe("listed");
+    // The session shown comes first and preselected; a new session is the last choice, never Enter's.
     const shown = ui.picks[0].items.map((item) => item.label);
-    expect(shown[0]).toBe("$(add) New session");
+    expect(shown.at(-1)).toBe("$(add) New session");
+    expect(ui.picks[0].options.active).toBe(other.sessionId);
     expect(ui.picks[0].items.find((i) => i.label === "listed")?.description).toMatch(/^\d+ tokens · \d+ entries · just now$/);
   });
 
@@ -145,6 +147,41 @@ describe("Toggle Auto-compaction", () => {
     await commands.toggleAutoCompaction(ctx);
     expect(settings.get("compaction.enabled")).toBe(true);
     expect(ui.messages("info")).toEqual(["contextd: auto-compaction off.", "contextd: auto-compaction on."]);
+  });
+});
+
+describe("Get Started (the idle item's click)", () => {
+  it("offers to follow the workspace's agents, and one click turns following on for the workspace", async () => {
+    settings.values.set("follow.enabled", false);
+    ui.willPick("Follow Claude Code / Codex / pi sessions of this workspace");
+    await commands.getStarted(ctx);
+    expect(ui.picks[0].items.map((item) => item.label)).toEqual([
+      "$(eye) Follow Claude Code / Codex / pi sessions of this workspace",
+      "$(book) How an agent or a script feeds a session",
+      "$(add) New session",
+    ]);
+    expect(settings.updates).toEqual([["follow.enabled", true, "workspace"]]);
+    expect(ui.messages("info")[0]).toMatch(/^contextd: following Claude Code, Codex and pi sessions of this workspace/);
+  });
+
+  it("offers the walkthrough, and no follow when following is on", async () => {
+    settings.values.set("follow.enabled", true);
+    ui.willPick("How an agent or a script feeds a session");
+    await commands.getStarted(ctx);
+    expect(ui.picks[0].items.some((item) => item.label.includes("Follow"))).toBe(false);
+    expect(ui.messages("walkthrough")).toHaveLength(1);
+  });
+});
+
+describe("Pin", () => {
+  it("keeps the status bar on the session whichever changes, until unpinned", async () => {
+    const pinned = await daemon.sessions.open({ name: "pinned" });
+    await commands.togglePin(ctx, pinned.sessionId);
+    const other = await daemon.sessions.open({ name: "changes later" });
+    await daemon.sessions.append(other.sessionId, [user("Something new")]);
+    expect(daemon.sessions.status.shown()?.sessionId).toBe(pinned.sessionId);
+    await commands.togglePin(ctx, pinned.sessionId);
+    expect(daemon.sessions.status.shown()?.sessionId).toBe(other.sessionId);
   });
 });
 

@@ -57,7 +57,7 @@ describe("a mirrored Claude Code session", () => {
     const shown = daemon.sessions.status.latest()!;
     expect(shown.sessionId).toBe(mirrorId);
     expect(shown.source).toEqual({ agent: "claude-code", path: transcript });
-    expect(statusText(shown)).toMatch(/^\$\(database\) Claude Code · \S.* \d+(\.\d+)?k?\/\d+k \d+%$/);
+    expect(statusText(shown)).toMatch(/^\$\(database\) \d+(\.\d+)?k?\/\d+k \d+% · Claude Code · \S/);
     expect(daemon.sessions.current).toBeUndefined();
   });
 

@@ -11,7 +11,9 @@ import { writeDaemonSettings } from "../../src/daemon";
 import { statusText } from "../../src/format";
 import { DaemonStatus, FollowResult, Method, StateResult } from "../../src/protocol";
 import { followParams } from "../../src/settings";
+import { CompactionProgress } from "../../src/compactionProgress";
 import { eventually, settingsWith, TestDaemon } from "../support/daemon";
+import { FakeUi } from "../support/fakeUi";
 import { assistant, conversation, user } from "../support/messages";
 
 describe("on the shared daemon", () => {
@@ -64,7 +66,7 @@ describe("on the shared daemon", () => {
       const latest = window.sessions.status.latest();
       return latest?.sessionId === sessionId && latest.usage?.tokens === appended.usage.tokens ? latest : undefined;
     });
-    expect(statusText(shown, { withName: true })).toBe("$(database) nightly agent 42k/200k 21%");
+    expect(statusText(shown, { withName: true })).toBe("$(database) 42k/200k 21% · nightly agent");
     expect(window.sessions.current).toBe(mine.sessionId);
 
     const again = await window.sessions.append(mine.sessionId, [user("Back to my session")]);
@@ -93,6 +95,35 @@ describe("on the shared daemon", () => {
     expect(last).toMatchObject({ outcome: "compacted", tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter });
     expect(last.shortSummary).toBe(result.shortSummary);
     expect(last.shortSummary).toMatch(/\S/);
+  });
+
+  it("shows another client's compaction without Cancel: only the window that asked may stop it", async () => {
+    const ui = new FakeUi();
+    const progress = new CompactionProgress(window.sessions, ui);
+    const scriptUi = new FakeUi();
+    const scriptProgress = new CompactionProgress(script.sessions, scriptUi);
+    try {
+      const { sessionId } = await script.sessions.open({ name: "asked by the script" });
+      await script.sessions.append(sessionId, conversation(8, 300));
+      await eventually(() => window.sessions.status.has(sessionId));
+      await script.sessions.compact(sessionId);
+      const seen = await eventually(() => ui.progresses.find((p) => p.title.includes("asked by the script")));
+      expect(seen).toMatchObject({ title: "contextd: compacting asked by the script (manual, asked for elsewhere)…", cancellable: false });
+      expect(scriptUi.progresses[0]).toMatchObject({ title: "contextd: compacting asked by the script (manual)…", cancellable: true });
+    } finally {
+      progress.dispose();
+      scriptProgress.dispose();
+    }
+  });
+
+  it("keeps no session of another workspace, though the daemon-wide follow request touches every loaded one", async () => {
+    const { sessionId } = await script.sessions.open({ name: "elsewhere", workspace: join(dataDir, "other-workspace") });
+    await script.sessions.append(sessionId, [user("Work in another workspace")]);
+    await window.connection.sendRequest<FollowResult>(Method.follow, { allWorkspaces: false });
+    const mine = await window.sessions.open({ name: "after the follow request" });
+    await window.sessions.append(mine.sessionId, [user("Still here")]);
+    expect(window.sessions.status.has(sessionId)).toBe(false);
+    expect(window.sessions.status.all().every((s) => s.name)).toBe(true);
   });
 
   it("shows a window that opens later the workspace's session that changed last", async () => {

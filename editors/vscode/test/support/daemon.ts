@@ -15,7 +15,7 @@ import {
   StreamMessageWriter,
 } from "vscode-jsonrpc/node";
 import { ProgressType } from "vscode-jsonrpc";
-import manifest from "../../package.json";
+import { SETTING_SCHEMAS } from "../../src/manifest";
 import { serverCommand } from "../../src/daemon";
 import { ErrorCode, Notification } from "../../src/protocol";
 import { errorCode } from "../../src/rpc";
@@ -34,8 +34,7 @@ const workDoneProgress = new ProgressType<Progress>();
 
 /** Settings at the defaults this extension contributes, as VS Code would report them. */
 export function defaultSettings(): DaemonSettings {
-  const properties = manifest.contributes.configuration.properties as Record<string, { default?: unknown }>;
-  return buildDaemonSettings((key) => properties[`${SECTION}.${key}`]?.default);
+  return buildDaemonSettings((key) => SETTING_SCHEMAS[`${SECTION}.${key}`]?.default);
 }
 
 /** The default settings with some groups changed, e.g. {compaction: {keepRecentTokens: 2000}}. */

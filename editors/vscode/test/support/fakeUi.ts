@@ -9,7 +9,7 @@ type PickAnswer = (items: PickItem<unknown>[], options: PickOptions<unknown>) =>
 type InputAnswer = (options: InputOptions) => string | undefined;
 
 export interface Shown {
-  kind: "info" | "error" | "document" | "copy";
+  kind: "info" | "error" | "document" | "copy" | "walkthrough";
   message: string;
   options?: MessageOptions;
   actions?: string[];
@@ -19,6 +19,7 @@ export interface ShownProgress {
   title: string;
   reports: ProgressReport[];
   cancel: () => void;
+  cancellable: boolean;
   done: boolean;
 }
 
@@ -90,9 +91,15 @@ export class FakeUi implements Ui {
   async progress<R>(
     title: string,
     task: (report: (progress: ProgressReport) => void, token: import("vscode-jsonrpc").CancellationToken) => Promise<R>,
+    options: { cancellable?: boolean } = {},
   ): Promise<R> {
     const source = new CancellationTokenSource();
-    const shown: ShownProgress = { title, reports: [], cancel: () => source.cancel(), done: false };
+    const cancellable = options.cancellable ?? true;
+    const cancel = () => {
+      if (!cancellable) throw new Error(`${title} offers no Cancel`);
+      source.cancel();
+    };
+    const shown: ShownProgress = { title, reports: [], cancel, cancellable, done: false };
     this.progresses.push(shown);
     try {
       return await task((report) => shown.reports.push(report), source.token);
@@ -102,8 +109,12 @@ export class FakeUi implements Ui {
     }
   }
 
-  async showDocument(text: string): Promise<void> {
-    this.shown.push({ kind: "document", message: text });
+  async showDocument(text: string, title?: string): Promise<void> {
+    this.shown.push({ kind: "document", message: text, options: { detail: title } });
+  }
+
+  async openWalkthrough(): Promise<void> {
+    this.shown.push({ kind: "walkthrough", message: "" });
   }
 
   async copy(text: string): Promise<void> {
@@ -118,14 +129,14 @@ export class FakeUi implements Ui {
 /** Settings held in memory, as VS Code would hold the user's values. */
 export class MemorySettings implements SettingsStore {
   readonly values = new Map<string, unknown>();
-  readonly updates: Array<[string, unknown]> = [];
+  readonly updates: Array<[string, unknown, ("workspace" | undefined)?]> = [];
 
   get<T>(key: string): T | undefined {
     return this.values.get(key) as T | undefined;
   }
 
-  async update(key: string, value: unknown): Promise<void> {
+  async update(key: string, value: unknown, scope?: "workspace"): Promise<void> {
     this.values.set(key, value);
-    this.updates.push([key, value]);
+    this.updates.push(scope ? [key, value, scope] : [key, value]);
   }
 }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import {
   agentName,
+  attentionLines,
+  breakdownLine,
   describeCompaction,
   describePreview,
   escapeMarkdown,
@@ -55,9 +57,9 @@ describe("status bar text", () => {
   });
 
   it("names the session when several share the bar", () => {
-    expect(statusText(status(84_000), { withName: true })).toBe("$(database) fix tests 84k/200k 42%");
+    expect(statusText(status(84_000), { withName: true })).toBe("$(database) 84k/200k 42% · fix tests");
     expect(statusText({ sessionId: "01JCABCDEFGHJKMNPQRS", usage: usage(1_000) }, { withName: true })).toBe(
-      "$(database) …JKMNPQRS 1k/200k 1%",
+      "$(database) 1k/200k 1% · …JKMNPQRS",
     );
   });
 
@@ -211,5 +213,46 @@ describe("compaction preview", () => {
     const { detail } = describePreview({ firstKeptEntryId: null, summarizeEntryIds: ["a"], keptEntryIds: [], pruneEntryIds: [], tokensBefore: 10, tokensAfter: 5 });
     expect(detail).toContain("Summarized (dropped from the context): 1 entry\n  • a");
     expect(detail).toContain("Kept verbatim: 0 entries");
+  });
+});
+
+describe("why a full session was not compacted", () => {
+  const failed = { outcome: "failed" as const, reason: "threshold" as const, error: "HTTP 529 overloaded", finishedAt: 0 };
+
+  it("says nothing while the session is below the threshold", () => {
+    expect(attentionLines(status(100_000, { lastCompaction: failed }))).toEqual([]);
+  });
+
+  it("gives a failed compaction's error and what to do", () => {
+    const lines = attentionLines(status(194_000, { lastCompaction: failed }));
+    expect(lines[0]).toBe("Not compacted: the last compaction (threshold) failed: HTTP 529 overloaded.");
+    expect(lines[1]).toMatch(/^What to do: Compact Now to try again/);
+    expect(statusTooltip(status(194_000, { lastCompaction: failed }), 0).join("\n")).toContain("Not compacted: the last compaction");
+  });
+
+  it("says when automatic compaction is off, and when nothing ran", () => {
+    expect(attentionLines(status(180_000), { autoCompaction: false })[0]).toMatch(/automatic compaction is off/);
+    expect(attentionLines(status(180_000))[0]).toMatch(/^Above the compaction threshold, not compacted/);
+  });
+
+  it("says for a nearly full mirror that its agent compacts it, never contextd", () => {
+    const mirror = status(194_000, { source: { agent: "codex", path: "/r.jsonl" } });
+    expect(attentionLines(mirror)).toEqual([
+      "Nearly full: Codex compacts it when it decides to; contextd does not. Hand Off starts a session of contextd's own from it.",
+    ]);
+    expect(attentionLines(status(180_000, { source: mirror.source }))).toEqual([]);
+  });
+});
+
+describe("the figure's breakdown", () => {
+  it("names each part the daemon reports, leaving out empty ones", () => {
+    const breakdown = { instructions: 0, summary: 3_100, messages: 60_000, unseen: 14_200 };
+    expect(breakdownLine(breakdown)).toBe("Of which: summary 3.1k · messages 60k · system prompt and tools (unseen) 14k");
+    const tooltip = statusTooltip(status(77_300, { usage: usage(77_300, { breakdown }) }), 0);
+    expect(tooltip[3]).toBe("Of which: summary 3.1k · messages 60k · system prompt and tools (unseen) 14k");
+  });
+
+  it("is left out when the daemon does not report one", () => {
+    expect(statusTooltip(status(77_300), 0).join("\n")).not.toContain("Of which");
   });
 });

@@ -1,10 +1,11 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import manifest from "../../package.json";
+import { SETTING_SCHEMAS } from "../../src/manifest";
 import { buildDaemonSettings, configurationChange, DAEMON_SETTING_KEYS, explicitSettings, followParams, OWNER_KEYS } from "../../src/settings";
 import { defaultSettings } from "../support/daemon";
 
-const properties = manifest.contributes.configuration.properties as Record<string, { default?: unknown }>;
+const properties = SETTING_SCHEMAS;
 
 /** Settings whose value is an object of the user's keys, not a group of settings. */
 const OBJECT_SETTINGS = new Set(["models", "follow.roots"]);
@@ -109,5 +110,22 @@ describe("the daemon's settings object", () => {
 
   it("is sent on change under settings.contextd", () => {
     expect(configurationChange({ idle: { enabled: true } })).toEqual({ settings: { contextd: { idle: { enabled: true } } } });
+  });
+});
+
+describe("the settings editor's sections", () => {
+  const sections = (manifest.contributes.configuration as Array<{ title: string; order: number; properties: Record<string, unknown> }>)
+    .slice()
+    .sort((a, b) => a.order - b.order);
+
+  it("come titled, Following and the daemon first, Advanced last", () => {
+    expect(sections.map((s) => s.title)).toEqual(["Following", "Status and Daemon", "Compaction", "Summarizer", "Advanced"]);
+    expect(Object.keys(sections[1].properties)[0]).toBe("contextd.sharedDaemon");
+  });
+
+  it("hold every setting once", () => {
+    const keys = sections.flatMap((s) => Object.keys(s.properties));
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(keys.sort()).toEqual(Object.keys(SETTING_SCHEMAS).sort());
   });
 });

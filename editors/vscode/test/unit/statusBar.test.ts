@@ -34,9 +34,12 @@ describe("status bar", () => {
     createdItems.length = 0;
   });
 
-  it("is hidden until a session is shown, then reads its tokens, window and percent", () => {
+  it("says it is connected before any session, then reads the session's tokens, window and percent", () => {
     const { status, item } = setup();
-    expect(item.visible).toBe(false);
+    expect(item.visible).toBe(true);
+    expect(item.text).toBe("$(database) contextd");
+    expect((item.tooltip as MarkdownString).value).toContain("connected, no session in this workspace yet");
+    expect(item.command).toEqual({ title: "Get Started", command: "contextd.getStarted" });
     opened(status, "s1", "fix tests", 84_000);
     expect(createdItems).toHaveLength(1);
     expect(item.text).toBe("$(database) 84k/200k 42%");
@@ -77,14 +80,14 @@ describe("status bar", () => {
     opened(status, "mine", "fix tests", 10_000);
     // A script appends to another session of the workspace: the item follows it.
     status.applyActivity(activity("script", 20_000, { name: "nightly agent" }));
-    expect(item.text).toBe("$(database) nightly agent 20k/200k 10%");
+    expect(item.text).toBe("$(database) 20k/200k 10% · nightly agent");
     expect(item.command).toMatchObject({ arguments: ["script"] });
     // Our own session changes again: it is shown again.
     status.applyActivity(activity("mine", 12_000));
-    expect(item.text).toBe("$(database) fix tests 12k/200k 6%");
+    expect(item.text).toBe("$(database) 12k/200k 6% · fix tests");
     // A session merely opened elsewhere is no change to show.
     status.applyActivity(activity("script", 20_000, { cause: "open" }));
-    expect(item.text).toBe("$(database) fix tests 12k/200k 6%");
+    expect(item.text).toBe("$(database) 12k/200k 6% · fix tests");
   });
 
   it("names a mirrored agent session after its agent, and says it is read-only", () => {
@@ -92,22 +95,52 @@ describe("status bar", () => {
     status.applyActivity(
       activity("m1", 124_000, { name: "refactor parser", source: { agent: "claude-code", path: "/home/me/.claude/projects/p/a.jsonl" } }),
     );
-    expect(item.text).toBe("$(database) Claude Code · refactor parser 124k/200k 62%");
+    expect(item.text).toBe("$(database) 124k/200k 62% · Claude Code · refactor parser");
     expect((item.tooltip as MarkdownString).value).toContain("Read-only mirror of Claude Code's transcript `/home/me/.claude/projects/p/a.jsonl`");
     expect(item.accessibilityInformation?.label).toBe(
       "contextd session Claude Code · refactor parser: 124,000 of 200,000 tokens, 62 percent of the context window",
     );
   });
 
-  it("shows the next latest session when the shown one is closed, and hides with none left", () => {
+  it("shows the next latest session when the shown one is closed, and the idle item with none left", () => {
     const { status, item } = setup();
     opened(status, "s1", "one", 10_000);
     opened(status, "s2", "two", 20_000);
-    expect(item.text).toBe("$(database) two 20k/200k 10%");
+    expect(item.text).toBe("$(database) 20k/200k 10% · two");
     status.forget("s2");
     expect(item.text).toBe("$(database) 10k/200k 5%");
     status.forget("s1");
-    expect(item.visible).toBe(false);
+    expect(item.text).toBe("$(database) contextd");
+  });
+
+  it("keeps the figure whole ahead of a long name, which it shortens", () => {
+    const { status, item } = setup();
+    opened(status, "s1", "one", 10_000);
+    status.applyActivity(activity("m1", 147_000, { name: "ok give me the full picture of the parser", source: { agent: "claude-code", path: "/p/a.jsonl" } }));
+    expect(item.text).toBe("$(database) 147k/200k 74% · Claude Code · ok give me the full…");
+  });
+
+  it("stays on a pinned session whichever session changes, and says so", () => {
+    const { status, item } = setup();
+    opened(status, "s1", "one", 10_000);
+    status.pin("s1");
+    status.applyActivity(activity("script", 20_000, { name: "nightly agent" }));
+    expect(item.text).toBe("$(pinned) 10k/200k 5% · one");
+    expect((item.tooltip as MarkdownString).value).toContain("Pinned: the item stays on this session");
+    status.pin(undefined);
+    expect(item.text).toBe("$(database) 20k/200k 10% · nightly agent");
+  });
+
+  it("shows a mirror above contextd's threshold without the warning colour, and says who compacts it", () => {
+    const { status, item } = setup();
+    status.applyActivity(activity("m1", 171_000, { name: "refactor", source: { agent: "claude-code", path: "/p/a.jsonl" } }));
+    status.applyAgentCompactions("m1", 2);
+    expect(item.backgroundColor).toBeUndefined();
+    const tooltip = (item.tooltip as MarkdownString).value;
+    expect(tooltip).not.toContain("Compaction threshold");
+    expect(tooltip).toContain("Claude Code compacts this session itself");
+    expect(tooltip).toContain("Compactions in the transcript: 2, by Claude Code");
+    expect(tooltip).not.toContain("none seen by this window");
   });
 
   it("says in words what a screen reader should read", () => {

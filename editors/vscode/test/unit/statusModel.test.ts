@@ -30,6 +30,7 @@ describe("status model", () => {
 
   it("follows a compaction the daemon starts, through progress, to its result", () => {
     const model = new StatusModel();
+    model.track("s1");
     model.compactionStarted({ sessionId: "s1", compactionId: "c1", reason: "threshold", tokensBefore: 171_000 });
     expect(model.get("s1")?.compacting).toEqual({ reason: "threshold", compactionId: "c1", tokensBefore: 171_000, requested: false });
     model.compactionProgress("s1", "summarizing", 50);
@@ -43,6 +44,7 @@ describe("status model", () => {
 
   it("keeps the spinner through a failure the daemon retries", () => {
     const model = new StatusModel();
+    model.track("s1");
     model.compactionStarted({ sessionId: "s1", compactionId: "c1", reason: "overflow", tokensBefore: 1 });
     model.compactionFinished(finished({ outcome: "failed", error: "HTTP 529", willRetry: true }));
     expect(model.get("s1")?.compacting?.reason).toBe("overflow");
@@ -56,6 +58,15 @@ describe("status model", () => {
     expect(model.get("s1")?.compacting).toMatchObject({ requested: true, compactionId: "c1" });
     model.compactionRequestEnded("s1", { outcome: "cancelled", reason: "manual" }, 99);
     expect(model.get("s1")).toMatchObject({ compacting: undefined, lastCompaction: { outcome: "cancelled", finishedAt: 99 } });
+  });
+
+  it("keeps no session from a notification alone: a figure names no session and no workspace", () => {
+    const model = new StatusModel();
+    model.applyUsage(usage(84_000));
+    model.compactionStarted({ sessionId: "s1", compactionId: "c1", reason: "threshold", tokensBefore: 171_000 });
+    model.compactionFinished(finished({}));
+    model.applyIdleTimer({ sessionId: "s1", state: "armed", dueAt: "2026-11-23T12:00:00Z" });
+    expect(model.all()).toEqual([]);
   });
 
   it("ignores progress when nothing is compacting", () => {
@@ -78,6 +89,7 @@ describe("status model", () => {
 
   it("ends the spinner at a promotion, which the daemon reports with willRetry, and keeps the new model", () => {
     const model = new StatusModel();
+    model.track("s1");
     model.compactionStarted({ sessionId: "s1", compactionId: "c1", reason: "overflow", tokensBefore: 201_000 });
     model.compactionFinished(finished({ reason: "overflow", outcome: "promoted", willRetry: true, model: "claude-sonnet-4-5-1m", contextWindow: 1_000_000 }), 7);
     expect(model.get("s1")?.compacting).toBeUndefined();
@@ -86,6 +98,7 @@ describe("status model", () => {
 
   it("keeps a compaction's one-line summary", () => {
     const model = new StatusModel();
+    model.track("s1");
     model.compactionFinished(finished({ shortSummary: "Fix the test — next: rerun CI" }), 5);
     expect(model.get("s1")?.lastCompaction).toMatchObject({ outcome: "compacted", shortSummary: "Fix the test — next: rerun CI" });
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { TreeNode, TreeResult } from "../../src/protocol";
-import { SessionTreeElement, SessionTreeModel, treeRows } from "../../src/treeItems";
+import { entryText, SessionTreeElement, SessionTreeModel, treeRows } from "../../src/treeItems";
 
 function tree(spec: Array<[id: string, parent: string | null, role: string, preview: string, label?: string]>, leafId: string): TreeResult {
   const children = new Map<string, string[]>();
@@ -95,5 +95,25 @@ describe("the Session Tree view's model", () => {
     const entries = new SessionTreeModel("s1", spec).roots();
     expect(entries.map((e) => e.kind === "entry" && e.folded)).toEqual([true, true, false, false, false]);
     expect(entries.find((e) => e.kind === "entry" && e.node.id === "k")).toMatchObject({ foldedCount: 2 });
+  });
+});
+
+describe("an entry's text", () => {
+  const names = { sessionName: "fix tests (fork)", nameOf: (id: string) => (id === "01JCSOURCE00000000" ? "fix tests" : undefined) };
+
+  it("names a hand-off's source session by its name, else by a short id", () => {
+    expect(entryText({ type: "handoff", preview: "handoff from 01JCSOURCE00000000: # Goal finish it" }, names)).toBe(
+      "hand-off from fix tests: # Goal finish it",
+    );
+    expect(entryText({ type: "handoff", preview: "handoff from 01JCOTHER000000000: # Goal" }, names)).toBe("hand-off from …00000000: # Goal");
+  });
+
+  it("marks a name the session no longer has, as a fork's copy of its parent's", () => {
+    expect(entryText({ type: "session_info", preview: "name: fix tests" }, names)).toBe("earlier name: fix tests");
+    expect(entryText({ type: "session_info", preview: "name: fix tests (fork)" }, names)).toBe("named fix tests (fork)");
+  });
+
+  it("leaves every other preview as the daemon wrote it", () => {
+    expect(entryText({ type: "message", preview: "handoff from x: y" }, names)).toBe("handoff from x: y");
   });
 });
