@@ -260,6 +260,7 @@ try {
   writeFileSync(`${RUN}/tooltip.txt`, tooltip);
   await shot("07-tooltip");
   check(/Summary: \S/.test(tooltip), `the item's tooltip has the last compaction's summary line (${JSON.stringify(tooltip.slice(0, 400))})`);
+  check(/\nOf which: summary \S+ · messages \S+/.test(tooltip), "the tooltip splits the figure into the parts the daemon reports (summary, messages)");
   await page.mouse.move(10, 500);
 
   // The tree shows what the compaction folded away: the oldest entries.

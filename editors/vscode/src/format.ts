@@ -265,11 +265,15 @@ export function compactionOutcomeText(result: Omit<CompactionResult, "finishedAt
  * tests"); the share of the window shows when the window has heard the session's figure
  * (`usage`), the listing's token count otherwise.
  */
+/** Longest name a picker row shows: a longer one would push the row's figures out of view. */
+const PICK_NAME_LENGTH = 48;
+
 export function sessionPickRow(
   session: SessionSummary,
   known: { current?: string; usage?: TokenUsage; now: number },
 ): { label: string; description: string } {
   const icon = session.sessionId === known.current ? "$(check) " : session.source ? "$(eye) " : "";
+  const name = session.name ?? undefined;
   const description = [
     known.usage ? formatPercent(known.usage.percent) : "",
     `${formatTokens(known.usage?.tokens ?? session.tokens)} tokens`,
@@ -278,7 +282,7 @@ export function sessionPickRow(
     session.source ? "read-only mirror" : "",
   ];
   return {
-    label: `${icon}${sessionTitle({ sessionId: session.sessionId, name: session.name ?? undefined, source: session.source ?? undefined })}`,
+    label: `${icon}${sessionTitle({ sessionId: session.sessionId, name: name && truncate(name, PICK_NAME_LENGTH), source: session.source ?? undefined })}`,
     description: description.filter(Boolean).join(" · "),
   };
 }

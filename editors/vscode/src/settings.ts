@@ -49,6 +49,8 @@ export interface InspectedValue {
  */
 export function explicitSettings(inspect: (key: string) => InspectedValue | undefined): DaemonSettings {
   return buildDaemonSettings((key) => {
+    // The data dir picks the daemon (--data-dir); a shared one refuses it as a setting.
+    if (LAUNCH_KEYS.includes(key)) return undefined;
     const inspected = inspect(key);
     return inspected?.workspaceFolderValue ?? inspected?.workspaceValue ?? inspected?.globalValue;
   });

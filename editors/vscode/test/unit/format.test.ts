@@ -185,6 +185,13 @@ describe("mirrors", () => {
     });
   });
 
+  it("keep a long name short in the picker, so the row's figures stay in view", () => {
+    const long = { sessionId: "s1", name: "ok give me the full picture of the parser and every module it touches", workspace: "/w", entries: 4, tokens: 9_000, updatedAt: "2026-11-23T12:07:00Z" };
+    const picked = sessionPickRow(long, { now: Date.parse("2026-11-23T12:10:00Z") });
+    expect(picked.label).toBe("ok give me the full picture of the parser and e…");
+    expect(picked.description).toBe("9k tokens · 4 entries · 3 min ago");
+  });
+
   it("show a summary line as text in the Markdown tooltip", () => {
     expect(escapeMarkdown("use `x` *now* $(alert) [link](y)")).toBe("use \\`x\\` \\*now\\* \\$\\(alert\\) \\[link\\]\\(y\\)");
   });

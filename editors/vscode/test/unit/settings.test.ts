@@ -103,6 +103,7 @@ describe("the daemon's settings object", () => {
       "compaction.thresholdPercent": { globalValue: 0.7, workspaceValue: 0.6, workspaceFolderValue: 0.5 },
       "idle.enabled": { globalValue: true },
       "compaction.keepRecentTokens": {},
+      "storage.dataDir": { globalValue: "/srv/contextd" },
     };
     expect(explicitSettings((key) => scopes[key])).toEqual({ compaction: { thresholdPercent: 0.5 }, idle: { enabled: true } });
     expect(explicitSettings(() => undefined)).toEqual({});
