@@ -422,7 +422,7 @@ def emit_json(value: Any) -> None:
 
 
 def default_model(settings: dict[str, Any]) -> str:
-    return str(settings.get("defaultModel") or "claude-sonnet-4-5")
+    return str(settings.get("defaultModel") or "claude-sonnet-4-6")
 
 
 # --- commands -----------------------------------------------------------------------------

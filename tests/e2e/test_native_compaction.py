@@ -34,7 +34,7 @@ BLOCK = "## Goal\n- Fix the bugs in src/module_*.py\n\n## Next Steps\n- Run the 
 
 @pytest.fixture
 def provider():
-    fake = FakeProvider().start()
+    fake = FakeProvider(key=SECRET).start()  # refuses a request without the key, as the APIs do
     yield fake
     fake.stop()
 

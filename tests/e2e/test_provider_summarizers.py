@@ -22,7 +22,7 @@ PROVIDERS = ["anthropic", "openai"]
 
 @pytest.fixture
 def provider():
-    fake = FakeProvider()
+    fake = FakeProvider(key=SECRET)  # refuses a request without the key, as the APIs do
     fake.start()
     yield fake
     fake.stop()

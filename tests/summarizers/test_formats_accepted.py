@@ -21,6 +21,7 @@ from contextd.model import (
     AssistantMessage,
     CompactionEntry,
     Entry,
+    ModelChangeEntry,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -60,14 +61,21 @@ def moments(path: tuple[Entry, ...]) -> list[tuple[Entry, ...]]:
     return [*befores, path]
 
 
+def session_model(path: tuple[Entry, ...]) -> str | None:
+    models = [entry.model for entry in path if isinstance(entry, ModelChangeEntry)]
+    return models[-1] if models else None
+
+
 def requests(path: tuple[Entry, ...]) -> dict[str, dict[str, Any]]:
-    """The request body each format's context makes, with the system prompt where its API takes it."""
+    """The request body each format's context makes for the session's own model (so that a
+    Codex compaction's item is replayed), with the system prompt where its API takes it."""
     messages = [item.message for item in build_context(path, {})]
     opening = opening_compaction(path)
+    model = session_model(path)
     system = "You are a coding agent."
-    anthropic = render_context(messages, system, "anthropic", opening)
-    chat = render_context(messages, system, "openai", opening)
-    responses = render_context(messages, system, "openai-responses", opening)
+    anthropic = render_context(messages, system, "anthropic", opening, model)
+    chat = render_context(messages, system, "openai", opening, model)
+    responses = render_context(messages, system, "openai-responses", opening, model)
     return {
         "anthropic": {"model": "claude-sonnet-4-6", "max_tokens": 4096, "system": anthropic["system"], "messages": anthropic["messages"]},
         "openai": {"model": "gpt-5.5", "messages": [{"role": "system", "content": chat["system"]}, *chat["messages"]]},
@@ -92,6 +100,16 @@ def test_every_real_transcript_renders_requests_the_apis_accept(name: str) -> No
                 problems[(fmt, moment[-1].id)] = found
     assert problems == {}
     assert len(path) > 10, "a real session, not an empty import"
+
+
+def test_codex_compaction_items_are_among_the_requests_checked() -> None:
+    """The corpus test covers the replay of an imported Codex compaction's item."""
+    replayed = [
+        name
+        for name in MANIFEST
+        if any(item.get("type") == "compaction" for item in requests(session_path(name))["openai-responses"]["input"])
+    ]
+    assert any(name.startswith("codex-") for name in replayed)
 
 
 def test_the_checks_can_fail() -> None:

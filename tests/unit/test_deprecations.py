@@ -17,6 +17,7 @@ from contextd.deprecations import END_OF_LIFE, end_of_life
 from contextd.model import Settings
 from contextd.rpc.daemon import parse_settings
 from contextd.summarizers import anthropic, anthropic_native, openai, openai_native
+from contextd_client.cli import default_model
 
 
 def sdk_table() -> dict[str, str]:
@@ -45,6 +46,7 @@ def test_the_table_is_the_installed_sdks() -> None:
     "default",
     [
         Settings().defaultModel,
+        default_model({}),
         anthropic.DEFAULT_MODEL,
         anthropic_native.DEFAULT_MODEL,
         openai.DEFAULT_MODEL,
