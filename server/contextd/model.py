@@ -111,6 +111,11 @@ class AssistantMessage(Strict):
         return self.stopReason in ("error", "aborted")
 
 
+MISSING_RESULT_TEXT = "[No result was recorded for this tool call in the imported session]"
+"""The result an importer gives a tool call whose result the transcript lost (a damaged or
+missing line): the provider was sent the real one, which contextd never saw."""
+
+
 class ToolResultMessage(Strict):
     role: Literal["toolResult"] = "toolResult"
     toolCallId: Annotated[str, Field(min_length=1, max_length=256)]

@@ -3,9 +3,14 @@ whose tokenizer does not ship."""
 
 from __future__ import annotations
 
+import gzip
+from pathlib import Path
 from typing import Any
 
 import pytest
+from contextd.importers import IMPORTERS, save
+from contextd.session import SessionManager, SilentEvents
+from contextd.store import Store
 from contextd.model import (
     AssistantMessage,
     CompactionEntry,
@@ -13,6 +18,7 @@ from contextd.model import (
     MessageEntry,
     ModelChangeEntry,
     PruneEntry,
+    Settings,
     SummarizerInfo,
     TextContent,
     Usage,
@@ -28,6 +34,8 @@ from contextd.tokens.calibration import (
     stated_prompt_tokens,
 )
 from contextd.tokens.context_size import context_size, usage_anchor
+
+REAL = Path(__file__).parents[1] / "fixtures" / "real"
 
 O200K = "o200k_base"
 
@@ -351,3 +359,29 @@ def test_the_prompt_leaves_the_output_out():
 )
 def test_overflow_errors_state_the_prompt_size(message, prompt):
     assert stated_prompt_tokens(message) == prompt
+
+
+@pytest.mark.parametrize(
+    ("name", "agent"),
+    [("claude-code-atlas-sonnet45", "claude-code"), ("claude-code-atlas-opus41", "claude-code"), ("pi-coffee-single-task", "pi")],
+)
+def test_calibration_is_learned_across_clean_stretches_only(tmp_path, name, agent):
+    """28 damaged lines (the tool results with the most text, cut in half) lose those
+    results: the provider counted them, contextd has a stand-in. Growth across a lost result
+    teaches nothing, so the factor stays near the clean file's (it rose 9-16% before)."""
+    with gzip.open(REAL / f"{name}.jsonl.gz", "rt", encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+    results = sorted(
+        (number for number, line in enumerate(lines) if '"tool_result"' in line or '"toolResult"' in line),
+        key=lambda number: -len(lines[number]),
+    )
+    damaged = list(lines)
+    for number in results[:28]:
+        damaged[number] = damaged[number][: len(damaged[number]) // 2]
+
+    def factor(source: list[str], data_dir: Path) -> float:
+        session_id, _ = save(IMPORTERS[agent](source), data_dir, workspace="/ws", name=None)
+        return SessionManager(Store(data_dir), Settings(), SilentEvents()).get(session_id).calibration
+
+    clean = factor(lines, tmp_path / "clean")
+    assert abs(factor(damaged, tmp_path / "damaged") - clean) <= 0.07 * clean

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter, ValidationError
 
 from contextd.model import (
+    MISSING_RESULT_TEXT,
     AssistantMessage,
     CompactionEntry,
     Entry,
@@ -48,7 +49,6 @@ ProblemKind = Literal["corrupt", "unknown", "skipped", "repaired", "dropped"]
 PLACEHOLDER_ID = "pending"
 """The id of an entry built before the builder gives it its real one."""
 
-MISSING_RESULT_TEXT = "[No result was recorded for this tool call in the imported session]"
 
 
 @dataclass(frozen=True)

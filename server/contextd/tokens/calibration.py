@@ -21,12 +21,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from contextd.model import (
+    MISSING_RESULT_TEXT,
     AssistantMessage,
     CompactionEntry,
     Entry,
     MessageEntry,
     ModelChangeEntry,
     PruneEntry,
+    ToolResultMessage,
     Usage,
 )
 
@@ -149,7 +151,8 @@ def calibration_step(
 
     `tokenizer_of` names the tokenizer of a model id (the answer's own `model`, else the
     session's model at that point)."""
-    if isinstance(entry, (CompactionEntry, PruneEntry)):
+    if isinstance(entry, (CompactionEntry, PruneEntry)) or _lost_result(entry):
+        # The context changed in a way the counts do not show: no growth spans this.
         return Since(None, 0, before.tokenizer), None
     if isinstance(entry, ModelChangeEntry):
         tokenizer = tokenizer_of(entry.model)
@@ -167,6 +170,16 @@ def calibration_step(
     if answer.failed or reported is None:
         return Since(before.prompt, before.counted + tokens, before.tokenizer), observation
     return Since(reported, tokens, tokenizer), observation
+
+
+def _lost_result(entry: Entry) -> bool:
+    """A tool result the transcript lost (a damaged line): the provider counted the real
+    one, contextd counts a stand-in, so the growth around it says nothing about tokenizers."""
+    return (
+        isinstance(entry, MessageEntry)
+        and isinstance(entry.message, ToolResultMessage)
+        and entry.message.content == MISSING_RESULT_TEXT
+    )
 
 
 def _reported_prompt(answer: AssistantMessage) -> int | None:
