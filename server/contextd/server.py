@@ -168,7 +168,6 @@ class HistorySummarizeParams(SessionParams):
     firstKeptEntryId: str | None = Field(default=None, min_length=1, max_length=256)
 
 
-
 class ContextParams(SessionParams):
     format: Format = "neutral"
     model: str | None = Field(default=None, min_length=1, max_length=256)

@@ -1,0 +1,183 @@
+"""`contextd hook claude-code|codex`: the command the agent runs at its hook events (the
+JSON the agent sends on stdin, the answer on stdout).
+
+- `PreCompact`: following is on and the mirror holds the transcript as written so far.
+- `SessionStart` with source `compact`: once the mirror has the agent's new compaction, adds
+  (`hookSpecificOutput.additionalContext`) what contextd's summary of the same span holds and
+  the agent's summary does not (contextd_client.agents.added_context).
+
+A hook never stands in the agent's way: when the daemon cannot be reached or is slow, it
+answers nothing and exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from contextd_client.agents.added_context import DEFAULT_MAX_TOKENS, added_context
+from contextd_client.client import ContextdClient
+from contextd_client.rpc import ContextdError
+
+HOOK_SECONDS = 20.0
+"""Everything a hook does, within the agent's hook timeout (30 s as installed)."""
+POLL_SECONDS = 0.2
+COMPACTION_WAIT_SECONDS = 3.0
+COMPACTION_RECORDS = {
+    "claude-code": re.compile(rb'"subtype"\s*:\s*"compact_boundary"'),
+    "codex": re.compile(rb'"type"\s*:\s*"compacted"'),
+}
+"""How each agent marks its own compactions in its transcript."""
+
+Connect = Callable[[str], Awaitable[ContextdClient]]
+
+
+async def run_hook(agent: str, event: dict[str, Any], connect: Connect, max_tokens: int = DEFAULT_MAX_TOKENS) -> dict[str, Any] | None:
+    """The answer to one hook event (None: nothing to say)."""
+    name = event.get("hook_event_name")
+    transcript = event.get("transcript_path")
+    if name not in ("PreCompact", "SessionStart") or not isinstance(transcript, str):
+        return None
+    if name == "SessionStart" and event.get("source") != "compact":
+        return None
+    workspace = str(event.get("cwd") or Path.cwd())
+    async with await connect(workspace) as client:
+        await client.follow(enabled=True)
+        mirror = Mirror(client, agent, transcript, workspace)
+        if name == "PreCompact":
+            await mirror.session_id()
+            return None
+        text = await mirror.added_context(max_tokens)
+    if not text:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+
+
+class Mirror:
+    """The daemon's mirror of one transcript."""
+
+    def __init__(self, client: ContextdClient, agent: str, transcript: str, workspace: str) -> None:
+        self.client = client
+        self.agent = agent
+        self.transcript = transcript
+        self.workspace = workspace
+
+    async def session_id(self) -> str:
+        """The mirror's id, once the daemon has made it."""
+        while True:
+            rows = (await self.client.session_list(workspace=self.workspace))["sessions"]
+            for row in rows:
+                if row.get("source", {}).get("path") == self.transcript:
+                    return str(row["sessionId"])
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def compaction(self, session: str, written: int) -> dict[str, Any] | None:
+        """The mirror's newest compaction node once it holds as many of the agent's
+        compactions as the transcript records; None if it does not within
+        COMPACTION_WAIT_SECONDS (Claude Code runs the hook before it writes the compaction)."""
+        deadline = asyncio.get_running_loop().time() + COMPACTION_WAIT_SECONDS
+        while True:
+            nodes = (await self.client.tree(session))["nodes"]
+            compactions = [node for node in nodes if node["type"] == "compaction"]
+            if written and len(compactions) >= written:
+                return dict(compactions[-1])
+            if asyncio.get_running_loop().time() >= deadline:
+                return None
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def added_context(self, max_tokens: int) -> str:
+        """contextd's summary of the span the agent just compacted, less what the agent's
+        summary says. The span ends where the mirror's compaction says, or, while the
+        compaction has not reached the mirror, at the mirror's leaf (everything before it)."""
+        session = await self.session_id()
+        written, agent_summary = agent_compactions(self.agent, Path(self.transcript))
+        compaction = await self.compaction(session, written)
+        span: dict[str, Any] = {"sessionId": session}
+        if compaction is not None:
+            span["throughEntryId"] = compaction["parentId"]
+            if compaction.get("firstKeptEntryId"):
+                span["firstKeptEntryId"] = compaction["firstKeptEntryId"]
+            agent_summary = await self._text_of(session, compaction["id"])
+        try:
+            ours = await self.client.request("contextd/history/summarize", span)
+        except ContextdError:
+            return ""  # nothing before the compaction that contextd could summarize
+        return added_context(ours["summary"], agent_summary, max_tokens)
+
+    async def _text_of(self, session: str, entry_id: str) -> str:
+        got = await self.client.request(
+            "contextd/history/get", {"sessionId": session, "entryIds": [entry_id], "maxTokens": 100_000}
+        )
+        return str(got["entries"][0]["text"])
+
+
+def agent_compactions(agent: str, transcript: Path) -> tuple[int, str]:
+    """How many compactions the agent's transcript records, and the latest one's summary
+    ("" when none is written yet)."""
+    count, summary = 0, ""
+    with transcript.open("rb") as file:
+        for line in file:
+            if COMPACTION_RECORDS[agent].search(line):
+                count += 1
+            text = SUMMARY_OF[agent](line) if SUMMARY_MARKERS[agent] in line else None
+            if text:
+                summary = text
+    return count, summary
+
+
+def claude_code_summary(line: bytes) -> str | None:
+    """The summary message Claude Code writes after its compact boundary."""
+    record = _json(line)
+    if not record.get("isCompactSummary"):
+        return None
+    content = (record.get("message") or {}).get("content")
+    if isinstance(content, list):
+        return "\n".join(block.get("text", "") for block in content if isinstance(block, dict))
+    return content if isinstance(content, str) else None
+
+
+def codex_summary(line: bytes) -> str | None:
+    """The summary of a Codex `compacted` record."""
+    record = _json(line)
+    message = (record.get("payload") or {}).get("message") if record.get("type") == "compacted" else None
+    return message if isinstance(message, str) else None
+
+
+def _json(line: bytes) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return {}  # a line still being written
+    return record if isinstance(record, dict) else {}
+
+
+SUMMARY_MARKERS = {"claude-code": b"isCompactSummary", "codex": b"compacted"}
+SUMMARY_OF = {"claude-code": claude_code_summary, "codex": codex_summary}
+
+
+async def hook_command(agent: str, connect: Connect, max_tokens: int) -> int:
+    """Read the event, answer within HOOK_SECONDS; a failure is a line on stderr, never a
+    non-zero exit that would stop the agent."""
+    try:
+        event = json.loads(sys.stdin.read() or "{}")
+    except ValueError as error:
+        print(f"contextd hook: the event on stdin is not JSON ({error})", file=sys.stderr)
+        return 0
+    if not isinstance(event, dict):
+        return 0
+    try:
+        answer = await asyncio.wait_for(run_hook(agent, event, connect, max_tokens), HOOK_SECONDS)
+    except (TimeoutError, asyncio.TimeoutError):
+        print(f"contextd hook: the mirror did not catch up within {HOOK_SECONDS:g} s; nothing added", file=sys.stderr)
+        return 0
+    except Exception as error:  # noqa: BLE001 -- the agent goes on whatever happens here
+        print(f"contextd hook: {type(error).__name__}: {error}; nothing added", file=sys.stderr)
+        return 0
+    if answer is not None:
+        print(json.dumps(answer, ensure_ascii=False))
+    return 0
