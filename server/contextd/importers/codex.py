@@ -225,20 +225,19 @@ class _Converter:
         session, so every line is reported."""
         model = payload.get("model")
         settings = ", ".join(sorted(key for key in payload if key != "model")) or "none"
-        changed = isinstance(model, str) and model and model != self.model
+        if not (isinstance(model, str) and model and model != self.model):
+            self.problems.append(Problem(line, "skipped", f"turn_context: a turn's settings with the model unchanged ({settings})"))
+            return
         self.problems.append(
             Problem(line, "dropped", f"turn_context: its model is kept as a model_change; its other settings are not ({settings})")
-            if changed
-            else Problem(line, "skipped", f"turn_context: a turn's settings with the model unchanged ({settings})")
         )
-        if changed:
-            self.flush_answer()
-            self.model = model
-            entry = ModelChangeEntry(id=PLACEHOLDER_ID, parentId=None, model=model, timestamp=timestamp or utc_now())
-            added = self.builder.add_node(line, f"L{line}", self.builder.leaf_id, entry, enters_context=False)
-            assert isinstance(added, ModelChangeEntry)
-            self.model_entry = added
-            self.builder.hold("window", added.id)
+        self.flush_answer()
+        self.model = model
+        entry = ModelChangeEntry(id=PLACEHOLDER_ID, parentId=None, model=model, timestamp=timestamp or utc_now())
+        added = self.builder.add_node(line, f"L{line}", self.builder.leaf_id, entry, enters_context=False)
+        assert isinstance(added, ModelChangeEntry)
+        self.model_entry = added
+        self.builder.hold("window", added.id)
 
     # --- response items -----------------------------------------------------------------
 
