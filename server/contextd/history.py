@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sqlite3
 import threading
@@ -31,6 +32,7 @@ from contextd.model import (
     ToolResultMessage,
     UserMessage,
 )
+from contextd.store import PRIVATE_FILE_MODE, make_private_dirs
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +126,7 @@ class HistoryIndex:
             return self._db
         if self._db is not None:
             self._db.close()  # the file went away: make it again
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self.path.parent)
         try:
             self._db = self._open()
         except sqlite3.DatabaseError as error:
@@ -134,6 +136,8 @@ class HistoryIndex:
         return self._db
 
     def _open(self) -> sqlite3.Connection:
+        # Made the owner's only before SQLite opens it: its -wal and -shm files take its mode.
+        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE_MODE))
         db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
         version = db.execute("PRAGMA user_version").fetchone()[0]

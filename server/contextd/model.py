@@ -7,10 +7,11 @@ request's message and a setting look like. Field names follow the wire format
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 MAX_TEXT_CHARS = 4_000_000
 """The largest single text a client may send; beyond it the request is refused."""
@@ -151,6 +152,21 @@ class ParentSession(Strict):
 
 
 FollowedAgent = Literal["claude-code", "codex", "pi"]
+
+
+def _usable_path(path: str) -> str:
+    """A folder name the system can be asked about: no NUL, nothing that cannot be
+    encoded for the file system (a lone surrogate)."""
+    if "\0" in path:
+        raise ValueError("a path cannot contain a NUL character")
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        raise ValueError("a path must be valid text (it holds a lone surrogate)") from None
+    return path
+
+
+TranscriptRoot = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_usable_path)]
 FOLLOWED_AGENTS: tuple[FollowedAgent, ...] = ("claude-code", "codex", "pi")
 
 
@@ -455,7 +471,7 @@ class FollowSettings(SettingsGroup):
 
     enabled: bool = False
     agents: list[FollowedAgent] = Field(default_factory=lambda: list(FOLLOWED_AGENTS))
-    roots: dict[FollowedAgent, str] = Field(default_factory=dict)
+    roots: dict[FollowedAgent, TranscriptRoot] = Field(default_factory=dict)
     """Where each agent keeps its transcripts, instead of ~/.claude/projects,
     ~/.codex/sessions and ~/.pi/agent/sessions."""
     allWorkspaces: bool = False

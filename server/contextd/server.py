@@ -36,6 +36,7 @@ from contextd.model import (
     IdleSettings,
     Message,
     Settings,
+    TranscriptRoot,
     nesting_depth,
 )
 from contextd.rpc.connection import ConnectionLost, Handler
@@ -51,7 +52,13 @@ from contextd.session import (
 )
 from contextd.session import history
 from contextd.session.errors import ReadOnlyMirror
-from contextd.store import InvalidSessionId, SessionLocked, SessionNotFound
+from contextd.store import (
+    InvalidSessionId,
+    SessionDamaged,
+    SessionLocked,
+    SessionNotFound,
+    StorageFailed,
+)
 from contextd.summarizers.errors import redact
 
 log = logging.getLogger(__name__)
@@ -63,6 +70,8 @@ NOTHING_TO_COMPACT = -32005
 SUMMARIZER_FAILED = -32006
 ENTRY_NOT_FOUND = -32007
 READ_ONLY_MIRROR = -32008
+SESSION_DAMAGED = -32009
+STORAGE_FAILED = -32010
 
 MAX_MESSAGES_PER_APPEND = 10_000
 
@@ -216,7 +225,7 @@ class FollowParams(Params):
 
     enabled: bool | None = Field(default=None, strict=True)
     agents: list[FollowedAgent] | None = None
-    roots: dict[FollowedAgent, str] | None = None
+    roots: dict[FollowedAgent, TranscriptRoot] | None = None
     allWorkspaces: bool | None = Field(default=None, strict=True)
 
 
@@ -253,6 +262,10 @@ def to_rpc_error(error: Exception) -> RpcError:
         return RpcError(ENTRY_NOT_FOUND, str(error), {"entryId": error.entry_id})
     if isinstance(error, ReadOnlyMirror):
         return RpcError(READ_ONLY_MIRROR, str(error), {"sessionId": error.session_id})
+    if isinstance(error, SessionDamaged):
+        return RpcError(SESSION_DAMAGED, str(error), {"sessionId": error.session_id, "damaged": error.why})
+    if isinstance(error, StorageFailed):
+        return RpcError(STORAGE_FAILED, str(error), {"reason": error.reason})
     if isinstance(error, RpcError):
         return error
     raise error

@@ -7,6 +7,8 @@ torn last line, which loading sets aside in `<id>.jsonl.torn` before appending a
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -14,12 +16,13 @@ import logging
 import os
 import re
 import secrets
+import stat
 import struct
 import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +68,41 @@ class InvalidSessionId(StoreError):
             "session ids are 1-128 letters, digits, '-' or '_', starting with a letter or digit"
         )
         self.session_id = session_id
+
+
+class SessionDamaged(StoreError):
+    """A session file that cannot be opened: it is listed as damaged, the others serve."""
+
+    def __init__(self, session_id: str, why: str) -> None:
+        super().__init__(f"session {session_id!r} is damaged: {why}")
+        self.session_id = session_id
+        self.why = why
+
+
+SYMLINK_REFUSED = "its file is a symbolic link, which contextd does not follow in its data directory"
+
+
+STORAGE_REASONS = {
+    errno.ENOSPC: ("diskFull", "the disk holding the data directory is full"),
+    errno.EDQUOT: ("diskFull", "the disk quota of the data directory is used up"),
+    errno.EROFS: ("readOnly", "the data directory is read-only"),
+    errno.EACCES: ("permissionDenied", "the data directory cannot be written by this user"),
+    errno.EPERM: ("permissionDenied", "the data directory cannot be written by this user"),
+}
+
+
+class StorageFailed(StoreError):
+    """The data directory refused a write; nothing of the request was stored. `reason` is
+    `diskFull`, `readOnly`, `permissionDenied` or `ioError`."""
+
+    def __init__(self, reason: str, why: str) -> None:
+        super().__init__(f"nothing was stored: {why}")
+        self.reason = reason
+
+    @classmethod
+    def of(cls, error: OSError) -> StorageFailed:
+        reason, why = STORAGE_REASONS.get(error.errno or 0, ("ioError", error.strerror or str(error)))
+        return cls(reason, why)
 
 
 def default_data_dir() -> Path:
@@ -196,8 +234,34 @@ def _parse_line(raw: bytes, want_header: bool) -> SessionHeader | Entry | None:
         if want_header:
             return SessionHeader.model_validate(data)
         return ENTRY_ADAPTER.validate_python(data)
-    except (ValueError, ValidationError):
+    except (ValueError, ValidationError, RecursionError):  # RecursionError: nested too deeply
         return None
+
+
+HEADER_START = b'{"type":"session"'
+
+
+def _torn_header(tail: bytes) -> bool:
+    """Whether bytes without a newline can be a header that a crash cut short (nothing, or
+    the start every header line is written with), rather than something else entirely."""
+    return HEADER_START.startswith(tail[: len(HEADER_START)])
+
+
+def read_session_file(session_id: str, path: Path) -> LoadedFile:
+    """A session file parsed, refusing links (they could lead out of the data directory)
+    and whatever cannot be read (SessionDamaged)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise SessionDamaged(session_id, SYMLINK_REFUSED) from None
+        raise SessionDamaged(session_id, f"it cannot be read ({error.strerror})") from None
+    try:
+        with open(fd, "rb") as handle:
+            data = handle.read()
+    except OSError as error:  # a directory, an I/O error
+        raise SessionDamaged(session_id, f"it cannot be read ({error.strerror})") from None
+    return parse_session_bytes(data)
 
 
 # --- writing ------------------------------------------------------------------
@@ -223,25 +287,33 @@ class SessionFile:
         header: SessionHeader,
         handles: AppendHandles | None,
         release: Callable[[], None] | None = None,
+        *,
+        read_only_because: StoreError | None = None,
     ) -> None:
         self.path = path
         self.header = header
         self._handles = handles
         self._release = release
+        self._read_only_because = read_only_because
 
     @property
     def session_id(self) -> str:
         return self.header.id
 
     @classmethod
-    def read_only(cls, path: Path, header: SessionHeader) -> SessionFile:
-        """A view of a session that may be open elsewhere: it reads, it never appends."""
-        return cls(path, header, handles=None)
+    def read_only(cls, path: Path, header: SessionHeader, because: StoreError | None = None) -> SessionFile:
+        """A view of a session that may be open elsewhere, or of a data directory that
+        cannot be written (`because`): it reads, it never appends."""
+        return cls(path, header, handles=None, read_only_because=because)
 
     def append(self, entry: Entry) -> None:
+        self.append_all([entry])
+
+    def append_all(self, entries: Sequence[Entry]) -> None:
+        """Every entry or none: one write, cut back whole when it fails (StorageFailed)."""
         if self._handles is None:
-            raise StoreError(f"session {self.session_id!r} was opened read-only")
-        self._handles.write(self.path, encode_line(entry))
+            raise self._read_only_because or StoreError(f"session {self.session_id!r} was opened read-only")
+        self._handles.write(self.path, b"".join(encode_line(entry) for entry in entries))
 
     def unload(self) -> None:
         """Let go of the descriptor, keep the lock: the session is still ours to reload."""
@@ -266,26 +338,65 @@ class AppendHandles:
         self.limit = limit
         self._fds: OrderedDict[Path, int] = OrderedDict()
         self._mutex = threading.Lock()
+        self._cut_back: dict[Path, int] = {}
+        """Files whose failed write could not be cut back yet, with the size to cut them to."""
 
     def write(self, path: Path, data: bytes) -> None:
-        """One write(2) on an O_APPEND descriptor: the line lands whole or torn at the end,
-        never interleaved, and it is in the OS before the request is answered."""
+        """Whole lines appended, all of them or none: the session's lock makes this daemon
+        the file's only writer, so a write that fails part way (a full disk) is cut back to
+        the size before it, and the next line starts on a clean line, never glued onto a
+        fragment. The bytes are in the OS before the request is answered."""
         with self._mutex:
-            fd = self._fds.pop(path, None)
-            if fd is None:
-                fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-                while len(self._fds) >= self.limit:
-                    os.close(self._fds.popitem(last=False)[1])
-            self._fds[path] = fd
-            written = os.write(fd, data)
-        if written != len(data):
-            raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
+            try:
+                fd = self._descriptor(path)
+                self._finish_cut_back(path, fd)
+                size = os.fstat(fd).st_size
+            except OSError as error:
+                raise StorageFailed.of(error) from None
+            try:
+                _write_all(fd, data)
+            except OSError as error:
+                self._cut_back[path] = size
+                self._finish_cut_back(path, fd, quiet=True)
+                raise StorageFailed.of(error) from None
+
+    def _descriptor(self, path: Path) -> int:
+        fd = self._fds.pop(path, None)
+        if fd is None:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+            while len(self._fds) >= self.limit:
+                os.close(self._fds.popitem(last=False)[1])
+        self._fds[path] = fd
+        return fd
+
+    def _finish_cut_back(self, path: Path, fd: int, *, quiet: bool = False) -> None:
+        """Truncate a file a failed write left a fragment in; until that works, nothing
+        more is written to it (OSError; `quiet`: logged, tried again at the next write)."""
+        size = self._cut_back.get(path)
+        if size is None:
+            return
+        try:
+            os.ftruncate(fd, size)
+        except OSError as error:
+            log.error("%s: a failed write could not be cut back yet (%s); tried again before the next", path, error)
+            if not quiet:
+                raise
+            return
+        del self._cut_back[path]
 
     def forget(self, path: Path) -> None:
         with self._mutex:
             fd = self._fds.pop(path, None)
         if fd is not None:
             os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """write(2) until every byte is written: a short write is followed by one that fails
+    with the reason (ENOSPC) or writes the rest."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 # --- locks --------------------------------------------------------------------
@@ -389,13 +500,17 @@ class Store:
         self.locks = locks_for(self.data_dir)
         self.handles = AppendHandles(open_files)
         self._held: set[str] = set()
+        keep_private(self.data_dir)
 
     def workspace_dir(self, workspace: str) -> Path:
         directory = self.data_dir / "workspaces" / workspace_slug(workspace)
         sessions = directory / "sessions"
         if not sessions.is_dir():
-            sessions.mkdir(parents=True, exist_ok=True)
-            (directory / WORKSPACE_FILE).write_text(json.dumps({"workspace": workspace}))
+            try:
+                make_private_dirs(sessions)
+                write_private(directory / WORKSPACE_FILE, json.dumps({"workspace": workspace}).encode())
+            except OSError as error:
+                raise StorageFailed.of(error) from None
         return directory
 
     def session_path(self, workspace: str, session_id: str) -> Path:
@@ -405,6 +520,8 @@ class Store:
         name = f"{check_session_id(session_id)}.jsonl"
         for directory in self.workspace_dirs():
             path = directory / "sessions" / name
+            if path.is_symlink():
+                raise SessionDamaged(session_id, SYMLINK_REFUSED)
             if path.is_file():
                 return SessionListing(session_id, path, recorded_workspace(directory))
         raise SessionNotFound(session_id)
@@ -427,7 +544,7 @@ class Store:
     # --- locks held by this store ---------------------------------------------------------
 
     def _lock(self, session_id: str) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self.data_dir)
         self.locks.acquire(session_id)
         self._held.add(session_id)
 
@@ -443,33 +560,62 @@ class Store:
         for session_id in list(self._held):
             self.release(session_id)
 
-    def _writable(self, path: Path, header: SessionHeader) -> SessionFile:
-        return SessionFile(path, header, self.handles, release=lambda: self.release(header.id))
+    def _held_file(self, path: Path, header: SessionHeader, read_only_because: StorageFailed | None = None) -> SessionFile:
+        """A session whose lock this store holds: written through its handles, unless it
+        cannot be (`read_only_because`)."""
+        handles = None if read_only_because else self.handles
+        return SessionFile(
+            path, header, handles, release=lambda: self.release(header.id), read_only_because=read_only_because
+        )
 
     # --- creating and loading -------------------------------------------------------------
 
     def create(self, header: SessionHeader) -> SessionFile:
+        """A new session file holding its header; on a failure (StorageFailed) no file stays."""
         path = self.session_path(header.workspace, header.id)
-        self._lock(header.id)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                os.write(fd, encode_line(header))
-            finally:
-                os.close(fd)
-        except BaseException:
+            self._lock(header.id)
+        except OSError as error:
+            raise StorageFailed.of(error) from None
+        try:
+            write_private(path, encode_line(header), exclusive=True)
+        except BaseException as error:
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)  # a header cut short is no session
             self.release(header.id)
+            if isinstance(error, OSError):
+                raise StorageFailed.of(error) from None
             raise
-        return self._writable(path, header)
+        return self._held_file(path, header)
 
     def open(self, listing: SessionListing) -> tuple[SessionFile, LoadedFile]:
-        """Lock and load a session; a torn tail is moved aside so appends start on a clean line."""
-        self._lock(listing.session_id)
+        """Lock and load a session; a torn tail is moved aside so appends start on a clean line.
+        Where the data directory cannot be written (its lock file cannot be opened) the
+        session is read as it is, and every write to it answers why (StorageFailed)."""
+        try:
+            self._lock(listing.session_id)
+        except OSError as error:
+            return self._read_only(listing, StorageFailed.of(error))
         try:
             return self._load(listing)
         except BaseException:
             self.release(listing.session_id)
             raise
+
+    def _read_only(self, listing: SessionListing, because: StorageFailed) -> tuple[SessionFile, LoadedFile]:
+        log.warning("session %s opened read-only: %s", listing.session_id, because)
+        header, loaded = self._read(listing)
+        return SessionFile.read_only(listing.path, header, because), loaded
+
+    @staticmethod
+    def _read(listing: SessionListing) -> tuple[SessionHeader, LoadedFile]:
+        """The file parsed; SessionDamaged when it cannot be opened as a session. A file
+        that is empty or holds the start of a header only (a crash tore it) can: its header
+        stands as the one loading writes again."""
+        loaded = read_session_file(listing.session_id, listing.path)
+        if loaded.header is None and (loaded.valid_bytes > 0 or not _torn_header(loaded.torn_tail)):
+            raise SessionDamaged(listing.session_id, "its first line is not a session header")
+        return loaded.header or SessionHeader(id=listing.session_id, workspace=listing.workspace), loaded
 
     def reload(self, listing: SessionListing) -> tuple[SessionFile, LoadedFile]:
         """Load again a session this store still holds the lock of (it was unloaded from
@@ -479,29 +625,34 @@ class Store:
         return self._load(listing)
 
     def _load(self, listing: SessionListing) -> tuple[SessionFile, LoadedFile]:
-        loaded = parse_session_bytes(listing.path.read_bytes())
+        header, loaded = self._read(listing)
         if loaded.bad_lines:
             log.error(
                 "session %s: lines %s could not be read; they stay in the file and are skipped",
                 listing.session_id, loaded.bad_lines,
             )
+        try:
+            self._repair(listing, loaded, header)
+        except (OSError, StorageFailed) as error:
+            because = error if isinstance(error, StorageFailed) else StorageFailed.of(error)
+            log.warning("session %s opened read-only: a crash's traces cannot be cleaned up (%s)", listing.session_id, because)
+            return self._held_file(listing.path, header, because), loaded
+        return self._held_file(listing.path, header), loaded
+
+    def _repair(self, listing: SessionListing, loaded: LoadedFile, header: SessionHeader) -> None:
+        """What a crash left is cleaned up, so that appends start on a clean line."""
         if loaded.torn_tail:
             self._set_aside_torn_tail(listing, loaded)
-        header = loaded.header
-        if header is None and loaded.valid_bytes > 0:
-            raise StoreError(f"session {listing.session_id!r} has no readable header line")
-        if header is None:
+        if loaded.header is None:
             # A crash tore the header itself, so the file is empty now: write it again.
-            header = SessionHeader(id=listing.session_id, workspace=listing.workspace)
             self.handles.write(listing.path, encode_line(header))
         elif not _ends_with_newline(listing.path):
             self.handles.write(listing.path, b"\n")  # the last line parsed but lost its newline
-        return self._writable(listing.path, header), loaded
 
     def peek(self, listing: SessionListing) -> tuple[SessionFile, LoadedFile]:
-        """Read a session without locking or repairing it (for listings)."""
-        loaded = parse_session_bytes(listing.path.read_bytes())
-        header = loaded.header or SessionHeader(id=listing.session_id, workspace=listing.workspace)
+        """Read a session without locking or repairing it (for listings); SessionDamaged
+        when it cannot be opened."""
+        header, loaded = self._read(listing)
         return SessionFile.read_only(listing.path, header), loaded
 
     def remove(self, listing: SessionListing) -> None:
@@ -511,6 +662,8 @@ class Store:
         the session while it goes away; the lock is let go once the files are gone (a
         failure keeps the lock this store held).
         """
+        if listing.path.is_symlink():
+            raise SessionDamaged(listing.session_id, SYMLINK_REFUSED)
         if not listing.path.resolve().is_relative_to(self.data_dir):
             raise InvalidSessionId(listing.session_id)
         held = self.holds(listing.session_id)
@@ -528,8 +681,7 @@ class Store:
 
     def _set_aside_torn_tail(self, listing: SessionListing, loaded: LoadedFile) -> None:
         aside = listing.path.with_name(listing.path.name + ".torn")
-        with open(aside, "ab") as out:
-            out.write(loaded.torn_tail + b"\n")
+        write_private(aside, loaded.torn_tail + b"\n", append=True)
         os.truncate(listing.path, loaded.valid_bytes)
         log.warning(
             "session %s: a torn last line (%d bytes, from an interrupted write) was moved to %s",
@@ -551,3 +703,55 @@ def recorded_workspace(directory: Path) -> str:
         return str(json.loads((directory / WORKSPACE_FILE).read_text())["workspace"])
     except (OSError, ValueError, KeyError, TypeError):
         return ""
+
+
+# --- permissions: the data directory is its owner's only ----------------------------------
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+def make_private_dirs(directory: Path) -> None:
+    """`directory` and its missing parents, readable by the owner only (whatever the umask)."""
+    if directory.is_dir():
+        return
+    make_private_dirs(directory.parent)
+    try:
+        directory.mkdir(mode=PRIVATE_DIR_MODE)
+    except FileExistsError:
+        return
+    os.chmod(directory, PRIVATE_DIR_MODE)
+
+
+def write_private(path: Path, data: bytes, *, exclusive: bool = False, append: bool = False) -> None:
+    """Write a file only its owner can read, never through a link; `exclusive`: a new file
+    only; `append`: add to it, else replace its content."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW
+    flags |= os.O_EXCL if exclusive else (os.O_APPEND if append else os.O_TRUNC)
+    fd = os.open(path, flags, PRIVATE_FILE_MODE)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def keep_private(data_dir: Path) -> None:
+    """Take from other users what a data directory made before 0700/0600 gave them: every
+    folder and file under it is made its owner's only, links left alone (never followed).
+    A data directory this user cannot change (read-only, another's) is said once in the log."""
+    refused: OSError | None = None
+    for directory, _, files in os.walk(data_dir):  # links to folders are not walked into
+        for name, mode in [(".", PRIVATE_DIR_MODE)] + [(name, PRIVATE_FILE_MODE) for name in files]:
+            try:
+                _tighten(os.path.join(directory, name), mode)
+            except OSError as error:
+                refused = refused or error
+    if refused is not None:
+        log.warning("data directory %s: permissions not tightened (%s)", data_dir, refused.strerror)
+
+
+def _tighten(path: str, mode: int) -> None:
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode) or stat.S_IMODE(info.st_mode) & ~mode == 0:
+        return
+    os.chmod(path, stat.S_IMODE(info.st_mode) & mode)

@@ -261,6 +261,8 @@ def _exists(store: Store, session_id: str) -> bool:
         store.find_session(session_id)
     except SessionNotFound:
         return False
+    except StoreError:  # damaged: it is there, and writing it says why
+        return True
     return True
 
 

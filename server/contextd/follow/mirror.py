@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import time
@@ -26,9 +27,12 @@ from pathlib import Path
 
 from contextd.follow.transcripts import FileStamp
 from contextd.importers import STREAMING_IMPORTERS
-from contextd.importers.common import restore_importer
+from contextd.importers.common import Problem, restore_importer
 from contextd.importers.feed import LineFeed
 from contextd.model import Entry, FollowedAgent, Usage
+from contextd.store import make_private_dirs, write_private
+
+log = logging.getLogger(__name__)
 
 HEAD_BYTES = 4096
 """How much of a file's start is hashed to notice that it was rewritten."""
@@ -114,7 +118,7 @@ class ReadState:
     def save(self, path: Path, importer_path: Path, transcript: str) -> None:
         """The importer's state first, then the offset naming it: a crash between the two
         leaves an offset whose state does not match, and the file is read from the start."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(path.parent)
         if self.importer_text is not None:
             _write_atomically(importer_path, self.importer_text)
             self.importer_text = None  # saved: not kept in memory
@@ -168,7 +172,7 @@ def forget_vanished(state_dir: Path) -> None:
 
 def _write_atomically(path: Path, text: str) -> None:
     temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text)
+    write_private(temporary, text.encode())
     os.replace(temporary, path)
 
 
@@ -237,6 +241,7 @@ class Mirror:
         if len(data) < unread:
             stamp = (size, -1)  # a stamp no file has: the next look reads on
         importer = self._feed.importer
+        self._report_corrupt_lines(importer.problems)
         from_start = importer.builder.taken == 0
         entries = importer.take_settled()
         state = json.dumps(importer.snapshot())
@@ -244,6 +249,12 @@ class Mirror:
         return Change(
             self, entries, importer.leaf_id, reset=rewritten, from_start=from_start, pending_usage=importer.pending_usage()
         )
+
+    def _report_corrupt_lines(self, problems: list[Problem]) -> None:
+        """Lines that cannot be read are skipped, and said in the log: following goes on."""
+        for problem in problems:
+            if problem.kind == "corrupt":
+                log.warning("following %s: line %d skipped: %s", self.path, problem.line, problem.message)
 
     @staticmethod
     def _same_head(head: bytes, known: ReadState) -> bool:

@@ -71,7 +71,7 @@ class TranscriptScan:
     ) -> None:
         try:
             mtime_ns = os.stat(folder).st_mtime_ns
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a name the system cannot take (NUL)
             self._listings.pop(folder, None)
             return
         listing = self._listings.get(folder)

@@ -141,6 +141,9 @@ def json_line(number: int, line: str, problems: list[Problem]) -> dict[str, Any]
     except json.JSONDecodeError as error:
         problems.append(Problem(number, "corrupt", f"not valid JSON ({error.msg})"))
         return None
+    except RecursionError:
+        problems.append(Problem(number, "corrupt", "nested too deeply to read"))
+        return None
     if not isinstance(value, dict):
         problems.append(Problem(number, "corrupt", "not a JSON object"))
         return None
@@ -516,8 +519,12 @@ class StreamingImporter(ABC):
     def feed(self, number: int, line: str) -> None:
         self.last_line = number
         raw = json_line(number, line, self.problems)
-        if raw is not None:
+        if raw is None:
+            return
+        try:
             self.record(number, raw)
+        except RecursionError:  # a line nested deeply enough to parse, not to walk: skipped
+            self.problems.append(Problem(number, "corrupt", "nested too deeply to import"))
 
     @abstractmethod
     def record(self, number: int, raw: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ The file is replaced whole (write, then rename), so a crash leaves the old index
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -25,7 +26,15 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from contextd.model import Settings
-from contextd.store import SESSION_ID_PATTERN, SessionListing, Store, recorded_workspace
+from contextd.store import (
+    SESSION_ID_PATTERN,
+    SessionDamaged,
+    SessionListing,
+    Store,
+    StoreError,
+    recorded_workspace,
+    write_private,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +52,8 @@ class SessionSummary(BaseModel):
     tokens: int
     parentSession: dict[str, Any] | None = None
     source: dict[str, str] | None = None
+    damaged: str | None = None
+    """Why the session cannot be opened (then it has no entries and no tokens)."""
 
 
 class IndexedSession(BaseModel):
@@ -101,6 +112,8 @@ def listing_row(session_id: str, summary: SessionSummary, updated_at: str) -> di
         row["parentSession"] = summary.parentSession
     if summary.source is not None:
         row["source"] = summary.source
+    if summary.damaged is not None:
+        row["damaged"] = summary.damaged
     return row
 
 
@@ -200,9 +213,11 @@ class ListingIndex:
         listing = SessionListing(session_id, Path(path), recorded_workspace(directory))
         try:
             summary = self.summarize(listing)
-        except (OSError, ValueError) as error:
-            log.warning("session %s left out of the listing: %s", session_id, error)
-            return None
+        except (OSError, ValueError, RecursionError, StoreError) as error:
+            # One damaged file costs only itself: it is listed as such, the others serve.
+            why = error.why if isinstance(error, SessionDamaged) else f"it cannot be read ({type(error).__name__})"
+            log.warning("session %s listed as damaged: %s", session_id, why)
+            summary = SessionSummary(workspace=listing.workspace, entries=0, tokens=0, damaged=why)
         return IndexedSession.made(stamp, summary)
 
     def _read(self, directory: Path) -> dict[str, IndexedSession]:
@@ -242,11 +257,12 @@ class ListingIndex:
         data = IndexFile(counting=self.counting, sessions=entries).model_dump_json()
         temporary = directory / f"{INDEX_FILE}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
         try:
-            temporary.write_text(data)
+            write_private(temporary, data.encode(), exclusive=True)
             os.replace(temporary, directory / INDEX_FILE)
         except OSError as error:
             log.warning("listing index %s not saved: %s", directory / INDEX_FILE, error)
-            temporary.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a read-only directory: it was never made
+                temporary.unlink(missing_ok=True)
 
 
 def _session_files(sessions: Path) -> list[tuple[str, str, FileStamp]]:
@@ -259,7 +275,7 @@ def _session_files(sessions: Path) -> list[tuple[str, str, FileStamp]]:
         session_id, dot, suffix = item.name.rpartition(".")
         if dot and suffix == "jsonl" and SESSION_ID_PATTERN.fullmatch(session_id):
             try:
-                files.append((session_id, item.path, FileStamp.of(item.stat())))
+                files.append((session_id, item.path, FileStamp.of(item.stat(follow_symlinks=False))))
             except OSError:
                 continue  # gone since the scan
     return files

@@ -41,8 +41,10 @@ from contextd.session.errors import (
     NothingToCompactError,
 )
 from contextd.session.state import LiveState
+from contextd.store import StorageFailed
 from contextd.summarizers.base import SummarizerError
 from contextd.summarizers.chain import Summary, build_summarizer
+from contextd.summarizers.errors import redact
 from contextd.tokens import count_entry
 
 T = TypeVar("T")
@@ -92,7 +94,7 @@ class CompactionJobs(LiveState):
         long enough to hold up every other request."""
         prepared = self._prepare("manual", instructions)
         prune = plan_prune(self._path, self.entry_tokens, self.settings.pruning)
-        summary = await asyncio.to_thread(offline_summary, prepared)
+        summary = redact(await asyncio.to_thread(offline_summary, prepared))
         return {
             "firstKeptEntryId": prepared.first_kept_entry_id,
             "summarizeEntryIds": list(prepared.summarize_entry_ids),
@@ -215,7 +217,7 @@ class CompactionJobs(LiveState):
         except SummarizerError as error:
             self._finish(body, outcome="failed", error=str(error))
             raise CompactionFailed(self.session_id, self.settings.summarizer.provider, str(error)) from None
-        except NothingToCompactError as error:
+        except (NothingToCompactError, StorageFailed) as error:
             self._finish(body, outcome="failed", error=str(error))
             raise
         finally:
@@ -251,10 +253,13 @@ class CompactionJobs(LiveState):
         """Append the compaction entry: the summaries put together, its `details` (the file
         lists and where each item came from) and the provider state a native compaction
         returned."""
-        text = assemble_compaction_summary(
-            prepared,
-            history_summary=_text(summaries.get("history")),
-            turn_prefix_summary=_text(summaries.get("turn_prefix")),
+        # A summary is stored and sent: no key this process knows may be in it, in any form.
+        text = redact(
+            assemble_compaction_summary(
+                prepared,
+                history_summary=_text(summaries.get("history")),
+                turn_prefix_summary=_text(summaries.get("turn_prefix")),
+            )
         )
         # Tracing every item to its entries scans the whole span: off the loop, like
         # the summary itself, so that other requests are answered meanwhile.
@@ -337,13 +342,14 @@ class CompactionJobs(LiveState):
 
         async def work(running: RunningCompaction) -> tuple[dict[str, Any], tuple[NewSession, HandoffEntry]]:
             answer = await summarizer.summarize_with_info(preparation.request)
-            details = await asyncio.to_thread(handoff_details, preparation, answer.text)
+            document = redact(answer.text)
+            details = await asyncio.to_thread(handoff_details, preparation, document)
             fresh = start_session(ParentSession(id=self.session_id, entryId=self.leaf_id))
             for standing in standing_instructions(self.path):  # instructions outlive a handoff too
                 fresh.append_node(InstructionsEntry, text=standing.text, source=standing.source)
             entry = fresh.append_node(
                 HandoffEntry,
-                document=answer.text,
+                document=document,
                 fromSession=self.session_id,
                 details=details,
                 unseenTokens=self.unseen_tokens or None,  # the same agent goes on: its prompt too

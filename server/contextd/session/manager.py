@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from contextd.compaction.short_summary import clip
@@ -27,7 +28,15 @@ from contextd.session.index import (
 )
 from contextd.session.live import LiveSession
 from contextd.session.state import SESSION_NAME_CHARS
-from contextd.store import EntryTree, SessionListing, Store, new_session_id
+from contextd.store import (
+    EntryTree,
+    SessionDamaged,
+    SessionFile,
+    SessionListing,
+    Store,
+    StoreError,
+    new_session_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +77,10 @@ class SessionManager:
             id=new_session_id(), workspace=workspace, name=name, parentSession=parent
         )
         session = LiveSession(self.store.create(header), EntryTree(), self.settings_for(workspace), self.events)
-        session.record_model(model or self.settings.defaultModel)
-        if name:
-            session.append_node(SessionInfoEntry, name=name)
+        with self._removed_on_failure(session.file):
+            session.record_model(model or self.settings.defaultModel)
+            if name:
+                session.append_node(SessionInfoEntry, name=name)
         self._remember(session)
         return session
 
@@ -92,8 +102,8 @@ class SessionManager:
             parentSession=ParentSession(id=source.session_id, entryId=entry_id),
         )
         file = self.store.create(header)
-        for entry in path:
-            file.append(entry)
+        with self._removed_on_failure(file):
+            file.append_all(path)
         session = LiveSession(file, tree_of(path), self.settings_for(header.workspace), self.events)
         self._remember(session)
         return session
@@ -105,6 +115,18 @@ class SessionManager:
             goal,
             lambda parent: self.create(source.header.workspace, name=name, model=source.model_id, parent=parent),
         )
+
+    @contextmanager
+    def _removed_on_failure(self, file: SessionFile) -> Iterator[None]:
+        """A session being made whose first entries cannot be stored (a full disk) is
+        removed again: a failed request leaves nothing behind."""
+        try:
+            yield
+        except BaseException:
+            file.close()
+            with suppress(OSError, StoreError):
+                self.store.remove(SessionListing(file.session_id, file.path, ""))
+            raise
 
     def get(self, session_id: str) -> LiveSession:
         """The live session, loading it from disk when it is not in memory."""
@@ -189,16 +211,24 @@ class SessionManager:
         if pending is not None:
             await asyncio.shield(pending)  # a load under way would bring it back otherwise
         listing = self.store.find_session(session_id)
-        session = self._loaded.get(session_id)
-        if session is None:
-            file, loaded = self.store.peek(listing)
-            session = LiveSession(file, tree_of(loaded.entries), self.settings, self.events)
+        session = self._loaded.get(session_id) or self._view(listing)
         self.store.remove(listing)
         self._loaded.pop(session_id, None)
         session.close()
         await asyncio.to_thread(self.index.forget, listing.path)
         session.announce_deletion()
         return session
+
+    def _view(self, listing: SessionListing) -> LiveSession:
+        """A session as its file holds it, without its lock; a damaged one as empty (it can
+        still be deleted)."""
+        try:
+            file, loaded = self.store.peek(listing)
+            entries = loaded.entries
+        except SessionDamaged:
+            file = SessionFile.read_only(listing.path, SessionHeader(id=listing.session_id, workspace=listing.workspace))
+            entries = []
+        return LiveSession(file, tree_of(entries), self.settings, self.events)
 
     def close_all(self) -> None:
         while self._loaded:

@@ -44,6 +44,7 @@ from contextd.session.errors import (
 from contextd.session.jobs import CompactionJobs, RunningCompaction
 from contextd.summarizers.base import SummarizerError
 from contextd.summarizers.chain import build_summarizer
+from contextd.summarizers.errors import redact
 
 PREVIEW_CHARS = 100
 
@@ -162,7 +163,7 @@ class Navigation(CompactionJobs):
                 return self._move_leaf(new_leaf, editor_text, None)
 
             async def work(_: RunningCompaction) -> tuple[dict[str, Any], dict[str, Any]]:
-                summary = supplied if supplied is not None else await self._summarize_branch(preparation)
+                summary = redact(supplied if supplied is not None else await self._summarize_branch(preparation))
                 # Where each item came from, traced off the loop like the summary itself.
                 details = await asyncio.to_thread(branch_details, preparation, summary)
                 result = self._move_leaf(new_leaf, editor_text, (preparation, summary, details))

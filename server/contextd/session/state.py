@@ -308,14 +308,33 @@ class LiveState(ABC):
     # --- appending --------------------------------------------------------------------
 
     def _write(self, entry_class: type[Any], **fields: Any) -> Entry:
-        entry = entry_class(id=new_entry_id(self.tree.entries), parentId=self.tree.leaf_id, **fields)
+        return self._write_all([entry_class(id="", parentId=None, **fields)])[0]
+
+    def _write_all(self, drafts: Sequence[Entry]) -> list[Entry]:
+        """Entries appended in order, each a child of the one before: stored all at once,
+        and only then taken into memory, so a failed write (a full disk) leaves the
+        session as it was, on disk and here."""
+        taken = set(self.tree.entries)
+        parent_id = self.tree.leaf_id
+        entries = []
+        for draft in drafts:
+            entry = draft.model_copy(update={"id": new_entry_id(taken), "parentId": parent_id})
+            taken.add(entry.id)
+            if is_node(entry):
+                parent_id = entry.id
+            entries.append(entry)
+        self.file.append_all(entries)
+        for entry in entries:
+            self._take(entry)
+        return entries
+
+    def _take(self, entry: Entry) -> None:
+        """An entry now stored joins the tree and the figures."""
         tokens = count_entry(entry, self.model_info.encoding)
-        self.file.append(entry)
         self.tree.add(entry)
         self.entry_tokens[entry.id] = tokens
         if is_node(entry):
             self._ledger.add(entry, tokens)
-        return entry
 
     def _extend_path(self, entry: Entry) -> None:
         """The cheap path for a new leaf: update the figure without recounting the context."""
@@ -348,9 +367,9 @@ class LiveState(ABC):
     def append_messages(self, messages: Sequence[Message]) -> list[str]:
         """Validate the whole batch first, so a bad message stores nothing."""
         check_tool_results(messages, self._pending_calls)
+        entries = self._write_all([MessageEntry(id="", parentId=None, message=message) for message in messages])
         entry_ids = []
-        for message in messages:
-            entry = self._write(MessageEntry, message=message)
+        for entry in entries:
             self._extend_path(entry)
             entry_ids.append(entry.id)
         self.announce("append")
@@ -396,8 +415,8 @@ class LiveState(ABC):
         of it may still come): until it is, that is the figure, as the agent itself shows."""
         self.pending_usage = pending
         encoding, model_before = self.model_info.encoding, self.model_id
+        self.file.append_all(entries)  # all or none, before memory changes
         for entry in entries:
-            self.file.append(entry)
             self.tree.add(entry)
             self.entry_tokens[entry.id] = count_entry(entry, encoding)
             if is_node(entry):

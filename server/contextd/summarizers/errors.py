@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import email.utils
 import json
+import re
 import time
 import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -38,12 +39,15 @@ def remember_secret(secret: str) -> None:
 
 def secret_forms(secret: str) -> list[str]:
     """The key and the encodings servers and libraries echo it in: UTF-8 percent-encoding,
-    JSON escapes, and base64 at each of the three alignments it can have inside a longer
-    base64 string (an HTTP Basic credential)."""
+    JSON escapes, hex, and base64 at each of the three alignments it can have inside a longer
+    base64 string (an HTTP Basic credential). They are matched without regard to case, so
+    the key in upper case, upper-case hex and lower-case escapes (`%2f` for `/`) are caught
+    too."""
     forms = [secret, urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret)]
     forms.append(json.dumps(secret)[1:-1])
     forms.append(secret.encode("unicode_escape").decode("ascii"))
     raw = secret.encode("utf-8")
+    forms.append(raw.hex())
     for offset in range(3):
         for encode in (base64.b64encode, base64.urlsafe_b64encode):
             encoded = encode(b"\0" * offset + raw).decode("ascii").rstrip("=")
@@ -67,13 +71,14 @@ def _without_fragments(text: str, secrets: Iterable[str]) -> str:
     grams: set[str] = set()
     for secret in secrets:
         if len(secret) < size:
-            text = text.replace(secret, REDACTED)
+            text = re.sub(re.escape(secret), REDACTED, text, flags=re.IGNORECASE)
             continue
         for form in secret_forms(secret):
-            grams.update(form[i : i + size] for i in range(len(form) - size + 1))
+            folded = form.lower()
+            grams.update(folded[i : i + size] for i in range(len(folded) - size + 1))
     covered = [False] * len(text)
     for start in range(len(text) - size + 1):
-        if text[start : start + size] in grams:
+        if text[start : start + size].lower() in grams:
             covered[start : start + size] = [True] * size
     if not any(covered):
         return text
