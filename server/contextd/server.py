@@ -175,6 +175,7 @@ class HistorySourcesParams(SessionParams):
 class HistorySummarizeParams(SessionParams):
     throughEntryId: str | None = Field(default=None, min_length=1, max_length=256)
     firstKeptEntryId: str | None = Field(default=None, min_length=1, max_length=256)
+    afterEntryId: str | None = Field(default=None, min_length=1, max_length=256)
 
 
 class ContextParams(SessionParams):
@@ -659,7 +660,9 @@ def history_sources(connection: ClientConnection, params: HistorySourcesParams) 
 
 async def history_summarize(connection: ClientConnection, params: HistorySummarizeParams) -> dict[str, Any]:
     session = connection.daemon.sessions.get(params.sessionId)
-    return await history.summarize_span(session, params.throughEntryId, params.firstKeptEntryId)
+    return await history.summarize_span(
+        session, params.throughEntryId, params.firstKeptEntryId, params.afterEntryId
+    )
 
 
 # --- wiring -------------------------------------------------------------------------------

@@ -24,7 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 COMPACTION_PROMPTS = re.compile(
-    r"Your task is to create a detailed summary|context checkpoint summary|CONTEXT CHECKPOINT COMPACTION",
+    r"Your task is to create a detailed summary|context checkpoint summary|CONTEXT CHECKPOINT COMPACTION"
+    r"|Summarize the prefix to provide context",
     re.IGNORECASE,
 )
 FAKE_SUMMARY = "<analysis>fake</analysis>\n<summary>FAKE-SUMMARY: the user asked for some work; it was done.</summary>"

@@ -113,6 +113,8 @@ async def test_summarize_a_span_another_agent_chose(client: ContextdClient) -> N
     assert span["details"]["modifiedFiles"] == ["src/app.py"]
     whole = await client.request("contextd/history/summarize", {"sessionId": session})
     assert whole["firstKeptEntryId"] is None and kept in whole["summarizeEntryIds"]
+    branch = await client.request("contextd/history/summarize", {"sessionId": session, "afterEntryId": appended["entryIds"][0]})
+    assert appended["entryIds"][0] not in branch["summarizeEntryIds"] and kept in branch["summarizeEntryIds"]
 
 
 @pytest.mark.parametrize(

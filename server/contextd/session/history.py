@@ -189,17 +189,21 @@ def summary_sources(session: LiveSession, compaction_id: str, item: int | str | 
 
 
 async def summarize_span(
-    session: LiveSession, through_entry_id: str | None, first_kept_entry_id: str | None
+    session: LiveSession, through_entry_id: str | None, first_kept_entry_id: str | None,
+    after_entry_id: str | None = None,
 ) -> dict[str, Any]:
     """contextd's offline summary of the context at `through_entry_id` (default: the leaf)
-    up to `first_kept_entry_id` (None: all of it): what contextd would have kept of the span
-    another agent's compaction folds away."""
+    up to `first_kept_entry_id` (None: all of it), from after `after_entry_id` (a branch's
+    common ancestor; None: from the root): what contextd would have kept of the span
+    another agent's compaction or branch summary folds away."""
     leaf = through_entry_id or session.leaf_id
-    if leaf is not None and leaf not in session.tree.entries:
-        raise EntryNotFound(leaf)
-    if first_kept_entry_id is not None and first_kept_entry_id not in session.tree.entries:
-        raise EntryNotFound(first_kept_entry_id)
+    for named in (leaf, first_kept_entry_id, after_entry_id):
+        if named is not None and named not in session.tree.entries:
+            raise EntryNotFound(named)
     path = session.tree.path_to(leaf)
+    if after_entry_id is not None:
+        ids = [entry.id for entry in path]
+        path = path[ids.index(after_entry_id) + 1 :] if after_entry_id in ids else path
     prepared = prepare_span(path, session.entry_tokens, session.settings, first_kept_entry_id)
     if isinstance(prepared, NothingToCompact):
         raise NothingToCompactError(session.session_id, prepared.message)
