@@ -1,4 +1,7 @@
-"""The seeded protocol fuzz: 10,000 frames across every method against one daemon.
+"""The seeded protocol fuzz: 10,000 frames across every method against one daemon, over its
+own stdio and over the shared daemon's socket, `$/cancelRequest` (of requests in flight and
+with ids of every shape, alone and in batches) and settings (valid, broken, nested far too
+deep) in the mix.
 
 Every request with a usable id gets exactly one reply, nothing a client sends is answered
 -32603, notifications get none, and the session the fuzz aims its broken requests at is
@@ -10,8 +13,10 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.factories import coding_turn
-from tests.protocol.wire import WireDaemon
+from tests.protocol.wire import TRANSPORTS, WireDaemon, open_wire
 
 FRAMES = 10_000
 BURST = 250
@@ -24,6 +29,21 @@ METHODS = [
 ]
 UNSERVED = ["textDocument/hover", "workspace/symbol", "$/unknown", "contextd/nope", ""]
 JUNK: list[Any] = [None, True, 0, -1, 2**63, 3.5, "", "é✓\u0000", [], {}, [1, [2]], {"a": {"b": None}}]
+
+
+def nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"x": value}
+    return value
+
+
+SETTINGS: list[Any] = [
+    None, {}, 7, "text", [], {"idle": {"enabled": False}}, {"compaction": {"thresholdPercent": 0.9}},
+    {"compaction": {"thresholdPercent": "lots"}}, {"unknownKey": nested(900)}, {"idle": nested(70)},
+    {"defaultModel": ["x"]}, {"noSuchGroup": {"a": 1}},
+]
+"""What a client may send as settings: none of it may change the kept session or fail a request."""
 
 
 def broken_params(rng: random.Random, kept: str) -> Any:
@@ -102,11 +122,24 @@ class Fuzz:
             return {"jsonrpc": "2.0", "method": rng.choice(METHODS + UNSERVED), "params": rng.choice(JUNK)}, "none"
         if kind < 85:
             return rng.choice([b"{", b"[1,", b'{"jsonrpc": "2.0", "id": }', b"\xff\xfe", b"NaN"]), "null"
-        if kind < 90:
+        if kind < 88:
             return rng.choice([7, "x", None]), "null"  # not an object
-        members = [self.request(rng.choice(METHODS), broken_params(rng, self.kept)) for _ in range(rng.randrange(1, 4))]
+        if kind < 92:
+            return self.cancel(), "none"
+        if kind < 95:
+            settings = {"settings": {"contextd": rng.choice(SETTINGS)}}
+            return {"jsonrpc": "2.0", "method": "workspace/didChangeConfiguration", "params": settings}, "none"
+        members: list[Any] = [self.request(rng.choice(METHODS), broken_params(rng, self.kept)) for _ in range(rng.randrange(1, 4))]
+        if rng.random() < 0.5:
+            members.insert(rng.randrange(len(members) + 1), self.cancel())
         self.batches += 1
         return members, "batch"
+
+    def cancel(self) -> dict[str, Any]:
+        """A `$/cancelRequest` of a request sent earlier (maybe still running), or with an id
+        no request can have."""
+        target = self.rng.choice([*self.ids[-5:], {"x": 1}, [1], None, True, 2.5, "never sent"])
+        return {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": target}}
 
     def request(self, method: Any, params: Any) -> dict[str, Any]:
         request_id = self.next_id()
@@ -114,8 +147,14 @@ class Fuzz:
         return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
 
 
-async def test_ten_thousand_frames_each_request_answered_once(tmp_path: Path):
-    wire = await WireDaemon.start(tmp_path / "data")
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_ten_thousand_frames_each_request_answered_once(transport: str, tmp_path: Path):
+    async with open_wire(transport, tmp_path / "data") as wire:
+        await fuzz_daemon(wire)
+        assert await wire.stop() == 0
+
+
+async def fuzz_daemon(wire: WireDaemon) -> None:
     kept = await wire.result("contextd/session/open", {"name": "kept"})
     await wire.result("contextd/session/append", {"sessionId": kept["sessionId"], "messages": coding_turn(0)})
     before = Path(kept["path"]).read_bytes()
@@ -142,7 +181,6 @@ async def test_ten_thousand_frames_each_request_answered_once(tmp_path: Path):
     codes = [r["error"]["code"] for r in singles + in_batches if "error" in r]
     assert -32603 not in codes
     assert Path(kept["path"]).read_bytes() == before
-    assert await wire.stop() == 0
 
 
 def replies_seen(wire: WireDaemon) -> int:

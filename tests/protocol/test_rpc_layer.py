@@ -56,6 +56,21 @@ async def test_1_a_cancel_with_an_unusable_id_costs_no_reply(transport, tmp_path
     assert "Traceback" not in log and "without a usable id" in log
 
 
+async def test_1_a_batch_member_cancelled_before_it_began_is_answered(transport, tmp_path):
+    """The cancel comes in the same read as its batch: the member is cancelled before its
+    first step, so the code that answers a cancelled request never ran; it is answered all
+    the same, inside its batch (the fuzz found the whole batch went unanswered)."""
+    async with open_wire(transport, tmp_path / "data") as wire:
+        for round_number in range(5):
+            victim = f"victim{round_number}"
+            cancel = {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": victim}}
+            wire.send_bytes(frame([list_request(victim), list_request(f"next{round_number}")]) + frame(cancel))
+            await wire.drain()
+            await wire.wait_until(lambda: in_batches(wire, f"next{round_number}"))
+            [answer] = in_batches(wire, victim)
+            assert answer.get("error", {}).get("code") == -32800 or "sessions" in answer.get("result", {}), answer
+
+
 # --- 2: a header with a short or missing body ---------------------------------------------
 
 

@@ -200,7 +200,7 @@ class Connection:
         for message in messages:
             if isinstance(message, Request):
                 task = self._start_request(message, self._outcome(message))
-                replies.append(await task if task is not None else duplicate_reply(message.id))
+                replies.append(await self._member_reply(message, task))
             else:
                 replies.append(await self._outcome(message))
         answered = [item for item in replies if item is not None]
@@ -208,6 +208,16 @@ class Connection:
             self.send(answered)
         if self._refused:
             self.close()
+
+    async def _member_reply(self, request: Request, task: asyncio.Task[Any] | None) -> Any:
+        if task is None:
+            return duplicate_reply(request.id)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if self.closed or not task.cancelled():
+                raise  # the batch itself is being cancelled
+            return cancelled_reply(request.id)  # cancelled before it began
 
     def _start(self, message: Any) -> None:
         """Each message runs as a task, started in arrival order: handlers that do not wait
@@ -218,8 +228,18 @@ class Connection:
             self._resolve(message)
         elif isinstance(message, Notification):
             self.start_task(self._answer_one(message))
-        elif self._start_request(message, self._answer_one(message)) is None:
-            self.send(duplicate_reply(message.id))
+        else:
+            task = self._start_request(message, self._answer_one(message))
+            if task is None:
+                self.send(duplicate_reply(message.id))
+            else:
+                task.add_done_callback(lambda _: self._answer_if_never_begun(message, task))
+
+    def _answer_if_never_begun(self, request: Request, task: asyncio.Task[Any]) -> None:
+        """A task cancelled before its first step never ran the code that answers it
+        (`$/cancelRequest` can come that soon, for a member of a batch): answer it here."""
+        if task.cancelled() and not self.closed:
+            self.send(cancelled_reply(request.id))
 
     def _start_request(self, request: Request, coroutine: Coroutine[Any, Any, T]) -> asyncio.Task[T] | None:
         """The task answering `request`, findable by its id while it runs; None (and the
@@ -267,7 +287,7 @@ class Connection:
         except asyncio.CancelledError:
             if self.closed:
                 raise
-            return error_reply(message.id, RpcError(REQUEST_CANCELLED, "request cancelled"))
+            return cancelled_reply(message.id)
         except Exception as error:
             log.exception("%s: %s failed", self, message.method)
             return error_reply(message.id, RpcError(INTERNAL_ERROR, f"internal error ({type(error).__name__})"))
@@ -380,6 +400,10 @@ class Connection:
         for future in list(self._pending.values()):
             if not future.done():
                 future.set_exception(ConnectionLost(f"{self} closed"))
+
+
+def cancelled_reply(request_id: RequestId) -> dict[str, Any]:
+    return error_reply(request_id, RpcError(REQUEST_CANCELLED, "request cancelled"))
 
 
 def duplicate_reply(request_id: RequestId) -> dict[str, Any]:
