@@ -57,10 +57,8 @@ def render_context(
 def replays_to(compaction: CompactionEntry, model: str | None) -> bool:
     """Whether OpenAI's items of `compaction` may go to `model`: only to the model that made
     them (a request with them for another is refused, `invalid_encrypted_content`)."""
-    preserved = compaction.preserveData
-    if preserved is None or model is None:
-        return False
-    return (preserved.model or compaction.summarizer.model) == model
+    preserved = compaction.provider_state()
+    return preserved is not None and model is not None and preserved.model == model
 
 
 def to_format(messages: Sequence[Message], fmt: Format) -> list[dict[str, Any]]:

@@ -285,6 +285,13 @@ class CompactionEntry(EntryBase):
     preserveData: PreserveData | None = Field(default=None, repr=False)
     """A provider-native compaction's opaque state (`summarizer.provider: openai-native`)."""
 
+    def provider_state(self) -> PreserveData | None:
+        """`preserveData` naming the model that made it: entries written before it kept the
+        model name it only as the compaction's `summarizer.model`."""
+        if self.preserveData is None or self.preserveData.model is not None:
+            return self.preserveData
+        return self.preserveData.model_copy(update={"model": self.summarizer.model})
+
 
 class PruneEntry(EntryBase):
     type: Literal["prune"] = "prune"

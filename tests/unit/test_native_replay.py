@@ -148,6 +148,9 @@ def test_an_entry_written_with_the_item_alone_still_loads_and_replays_to_its_aut
     entry = CompactionEntry.model_validate(stored)
 
     assert entry.preserveData == PreserveData(openaiItems=[ITEM])
+    assert entry.provider_state() == PreserveData(openaiItems=[ITEM], model=MAKER), (
+        "what the next compaction builds on names its maker too"
+    )
     assert render_context(context_of(entry), None, "openai-responses", entry, MAKER)["messages"][0] == ITEM, (
         "the compaction's summarizer model made it"
     )

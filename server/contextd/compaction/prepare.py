@@ -193,7 +193,7 @@ def _prepare_at(
         [messages[e.id] for e in prefix],
         reserve_tokens=settings.compaction.reserveTokens,
         previous_summary=previous_summary,
-        previous_preserve_data=previous.preserveData if previous else None,
+        previous_preserve_data=previous.provider_state() if previous else None,
         files=files,
         instructions=instructions,
     )

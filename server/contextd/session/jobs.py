@@ -292,8 +292,8 @@ class CompactionJobs(LiveState):
         if turn is not None and turn.preserve_data is not None:
             return turn.preserve_data.model_copy(update={"coversSplitTurn": True})
         previous = self.tree.entries.get(prepared.previous_entry_id or "")
-        if isinstance(previous, CompactionEntry) and previous.preserveData is not None:
-            return previous.preserveData.model_copy(update={"coversSplitTurn": None})
+        if isinstance(previous, CompactionEntry) and (state := previous.provider_state()) is not None:
+            return state.model_copy(update={"coversSplitTurn": None})
         return None
 
     def _compaction_draft(
