@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 import anthropic
 
@@ -53,7 +54,8 @@ class AnthropicSummarizer:
         # header it would fill sends nothing.
         return anthropic.AsyncAnthropic(
             api_key=NO_KEY,
-            default_headers={"Authorization": anthropic.omit, "X-Api-Key": anthropic.omit},
+            # The SDK merges header layers honouring `omit` (its own type says str only).
+            default_headers=cast(Mapping[str, str], {"Authorization": anthropic.omit, "X-Api-Key": anthropic.omit}),
             base_url=self._base_url,
             timeout=None,
             max_retries=0,
