@@ -193,9 +193,10 @@ function mirrorLines(status: SessionStatus, source: SessionSource): string[] {
     `Read-only mirror of ${agent}'s transcript \`${source.path}\``,
     `Compaction: ${agent} compacts this session itself, at its own point; contextd never compacts a mirror`,
   ];
-  if (status.agentCompactions !== undefined) {
-    const count = status.agentCompactions;
-    lines.push(`Compactions in the transcript: ${count === 0 ? "none" : `${count}, by ${agent}`}`);
+  const compactions = status.agentCompactions;
+  if (compactions) {
+    const point = compactions.lastTokensBefore !== undefined ? `; the latest at ${formatTokens(compactions.lastTokensBefore)} tokens` : "";
+    lines.push(`Compactions in the transcript: ${compactions.count === 0 ? "none" : `${compactions.count}, by ${agent}${point}`}`);
   }
   return lines;
 }

@@ -20,7 +20,6 @@ export const Method = {
   fork: "contextd/fork",
   label: "contextd/label",
   idleConfigure: "contextd/idle/configure",
-  stats: "contextd/session/stats",
   daemonStatus: "contextd/daemon/status",
   watchWorkspace: "contextd/workspace/watch",
   follow: "contextd/follow",
@@ -325,9 +324,4 @@ export interface IdleConfigureResult {
   timeoutSeconds: number;
   /** The context size above which the idle timer runs, for a session. */
   effectiveThresholdTokens?: number;
-}
-
-export interface StatsResult {
-  sessionId: string;
-  compactions: { count: number; tokensSaved: number; summaryTokens: number };
 }

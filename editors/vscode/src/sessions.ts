@@ -29,7 +29,6 @@ import {
   SessionChanged,
   SessionSummary,
   StateResult,
-  StatsResult,
   TokenUsage,
   TreeResult,
   WatchResult,
@@ -237,14 +236,13 @@ export class ContextdSessions implements Disposable {
     return state;
   }
 
-  /** A mirror's compactions are its agent's, made before this window heard of it: the transcript holds them. */
+  /**
+   * A mirror's compactions are its agent's, made before this window heard of it: its tree
+   * holds them, with the figure each was made at (the agent's own compaction point).
+   */
   private async readAgentCompactions(sessionId: string): Promise<void> {
-    try {
-      const stats = await this.request<StatsResult>(Method.stats, { sessionId });
-      this.status.applyAgentCompactions(sessionId, stats.compactions.count);
-    } catch (error) {
-      if (!isMethodNotFound(error)) throw error;
-    }
+    const compactions = (await this.tree(sessionId)).nodes.filter((node) => node.type === "compaction");
+    this.status.applyAgentCompactions(sessionId, { count: compactions.length, lastTokensBefore: compactions.at(-1)?.tokensBefore });
   }
 
   async setModel(sessionId: string, model: string): Promise<void> {

@@ -48,10 +48,16 @@ export interface SessionStatus {
   idleTimer?: IdleTimer;
   /** Set for a read-only mirror of another agent's transcript. */
   source?: SessionSource;
-  /** A mirror: the compactions its agent made, as its transcript holds them (session/stats). */
-  agentCompactions?: number;
+  /** A mirror: the compactions its agent made, as its transcript holds them. */
+  agentCompactions?: AgentCompactions;
   /** When the session last changed, as far as this window heard (ms): the status bar shows the latest. */
   changedAt?: number;
+}
+
+/** A mirror's own compactions: how many, and the figure at which its agent made the latest (its compaction point, as seen). */
+export interface AgentCompactions {
+  count: number;
+  lastTokensBefore?: number;
 }
 
 export class StatusModel {
@@ -133,9 +139,9 @@ export class StatusModel {
     return Math.max(0, ...[...this.sessions.values()].map((s) => s.changedAt ?? 0));
   }
 
-  /** A mirror's count of its agent's own compactions, read from the daemon. */
-  applyAgentCompactions(sessionId: string, count: number): void {
-    this.updateKnown(sessionId, (s) => ({ ...s, agentCompactions: count }));
+  /** A mirror's own compactions, read from its tree. */
+  applyAgentCompactions(sessionId: string, compactions: AgentCompactions): void {
+    this.updateKnown(sessionId, (s) => ({ ...s, agentCompactions: compactions }));
   }
 
   forget(sessionId: string): void {
@@ -193,7 +199,9 @@ export class StatusModel {
       compacting: willRetry && outcome !== "promoted" ? s.compacting : undefined,
       lastCompaction: { outcome, reason, tokensBefore, tokensAfter, error, willRetry, shortSummary, model, finishedAt: now },
       agentCompactions:
-        reason === "agent" && outcome === "compacted" && s.agentCompactions !== undefined ? s.agentCompactions + 1 : s.agentCompactions,
+        reason === "agent" && outcome === "compacted" && s.agentCompactions
+          ? { count: s.agentCompactions.count + 1, lastTokensBefore: tokensBefore }
+          : s.agentCompactions,
     }));
   }
 

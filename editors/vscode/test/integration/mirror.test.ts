@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as commands from "../../src/commands";
-import { statusText } from "../../src/format";
+import { statusText, statusTooltip } from "../../src/format";
 import { ErrorCode } from "../../src/protocol";
 import { errorCode } from "../../src/rpc";
 import { ContextdSessions } from "../../src/sessions";
@@ -17,18 +17,26 @@ import { eventually, settingsWith, TestDaemon } from "../support/daemon";
 import { FakeUi, MemorySettings } from "../support/fakeUi";
 import { user } from "../support/messages";
 
-const CORPUS = new URL("../../../../tests/fixtures/real/claude-code-atlas-short.jsonl.gz", import.meta.url);
+const REAL = "../../../../tests/fixtures/real/";
+const CORPUS = new URL(`${REAL}claude-code-atlas-short.jsonl.gz`, import.meta.url);
+/** A Claude Code transcript that holds two of Claude Code's own compactions. */
+const COMPACTED = new URL(`${REAL}claude-code-atlas-sonnet45.jsonl.gz`, import.meta.url);
+
+/** A corpus transcript as Claude Code would write it in `workspace`. */
+const transcriptIn = (file: URL, workspace: string) =>
+  gunzipSync(readFileSync(file)).toString("utf8").replaceAll('"cwd":"/Users/Sam"', `"cwd":${JSON.stringify(workspace)}`);
 
 describe("a mirrored Claude Code session", () => {
   let root: string;
   let transcript: string;
   let daemon: TestDaemon;
   let mirrorId: string;
+  let projects: string;
 
   beforeAll(async () => {
     root = mkdtempSync(join(tmpdir(), "contextd-vscode-follow-"));
     const workspace = join(root, "project");
-    const projects = join(root, "claude-projects");
+    projects = join(root, "claude-projects");
     daemon = await TestDaemon.start({
       workspace,
       settings: settingsWith({
@@ -37,7 +45,7 @@ describe("a mirrored Claude Code session", () => {
     });
     await daemon.sessions.watchWorkspace();
     // The transcript of an agent working in this window's workspace, as Claude Code writes it.
-    const lines = gunzipSync(readFileSync(CORPUS)).toString("utf8").replaceAll('"cwd":"/Users/Sam"', `"cwd":${JSON.stringify(workspace)}`).split("\n");
+    const lines = transcriptIn(CORPUS, workspace).split("\n");
     mkdirSync(join(projects, "-project"), { recursive: true });
     transcript = join(projects, "-project", "7d1c2f0e-8b1a-4c3d-9e5f-0a1b2c3d4e5f.jsonl");
     writeFileSync(transcript, lines.slice(0, 40).join("\n") + "\n");
@@ -77,6 +85,17 @@ describe("a mirrored Claude Code session", () => {
     expect(labels.filter((label) => /Compact Now|Go to Entry|Label Entry|Idle/.test(label))).toEqual([]);
     expect(ui.picks[0].options.placeholder).toMatch(/read-only mirror of Claude Code's session$/);
   });
+
+  it("counts the compactions its agent made before the window heard of it, with the latest one's figure", async () => {
+    const compacted = join(projects, "-project", "5b0c1d2e-3f40-4a5b-8c6d-7e8f9a0b1c2d.jsonl");
+    writeFileSync(compacted, transcriptIn(COMPACTED, daemon.workspace));
+    const mirror = await eventually(() => daemon.sessions.status.all().find((s) => s.source?.path === compacted && s.agentCompactions), 60_000);
+    expect(mirror.agentCompactions?.count).toBe(2);
+    expect(mirror.agentCompactions?.lastTokensBefore).toBeGreaterThan(mirror.usage!.tokens);
+    const tooltip = statusTooltip(mirror, Date.now()).join("\n");
+    expect(tooltip).toMatch(/Compactions in the transcript: 2, by Claude Code; the latest at \d+k tokens/);
+    expect(tooltip).not.toContain("Compaction threshold");
+  }, 90_000);
 
   it("says a write is not possible instead of trying it, and the daemon refuses one all the same", async () => {
     const ui = new FakeUi();

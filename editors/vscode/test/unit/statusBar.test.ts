@@ -134,12 +134,12 @@ describe("status bar", () => {
   it("shows a mirror above contextd's threshold without the warning colour, and says who compacts it", () => {
     const { status, item } = setup();
     status.applyActivity(activity("m1", 171_000, { name: "refactor", source: { agent: "claude-code", path: "/p/a.jsonl" } }));
-    status.applyAgentCompactions("m1", 2);
+    status.applyAgentCompactions("m1", { count: 2, lastTokensBefore: 162_000 });
     expect(item.backgroundColor).toBeUndefined();
     const tooltip = (item.tooltip as MarkdownString).value;
     expect(tooltip).not.toContain("Compaction threshold");
     expect(tooltip).toContain("Claude Code compacts this session itself");
-    expect(tooltip).toContain("Compactions in the transcript: 2, by Claude Code");
+    expect(tooltip).toContain("Compactions in the transcript: 2, by Claude Code; the latest at 162k tokens");
     expect(tooltip).not.toContain("none seen by this window");
   });
 

@@ -69,6 +69,14 @@ describe("status model", () => {
     expect(model.all()).toEqual([]);
   });
 
+  it("counts a mirror's own compaction as its agent makes it, at the figure it made it", () => {
+    const model = new StatusModel();
+    model.track("s1", "mirror", { agent: "claude-code", path: "/p.jsonl" });
+    model.applyAgentCompactions("s1", { count: 2, lastTokensBefore: 150_000 });
+    model.compactionFinished(finished({ reason: "agent", tokensBefore: 162_000 }));
+    expect(model.get("s1")?.agentCompactions).toEqual({ count: 3, lastTokensBefore: 162_000 });
+  });
+
   it("ignores progress when nothing is compacting", () => {
     const model = new StatusModel();
     model.track("s1");
