@@ -14,10 +14,12 @@ from functools import cache
 from contextd.compaction.context import entry_message
 from contextd.model import (
     AssistantMessage,
+    CompactionEntry,
     Entry,
     ImageContent,
     InstructionsEntry,
     Message,
+    PreserveData,
     TextContent,
     ThinkingContent,
 )
@@ -77,7 +79,29 @@ def count_entry(entry: Entry, encoding: str) -> int:
         # Part of the system prompt: framed like one message, gone when withdrawn.
         return MESSAGE_OVERHEAD_TOKENS + count_text(entry.text, encoding) if entry.text else 0
     message = entry_message(entry)
-    return 0 if message is None else count_message(message, encoding)
+    counted = 0 if message is None else count_message(message, encoding)
+    if isinstance(entry, CompactionEntry) and entry.preserveData is not None:
+        # The provider's own summary, sent in its place, may be larger than the text we hold
+        # (Codex's is encrypted: contextd holds a one-line note for it).
+        return max(counted, encrypted_tokens(entry.preserveData))
+    return counted
+
+
+ENCRYPTED_CHARS_PER_TOKEN = 16 / 3
+"""An encrypted item's characters per token of the text it holds: base64 gives 3 bytes per
+4 characters, the text about 4 bytes per token."""
+ENCRYPTION_OVERHEAD_CHARS = 76
+"""What the envelope around the text takes (version, time, IV and MAC: 57 bytes in base64)."""
+
+
+def encrypted_tokens(data: PreserveData) -> int:
+    """The tokens an encrypted provider summary holds, estimated from its length."""
+    contents = [item.get("encrypted_content") for item in data.openaiItems]
+    return sum(
+        max(round((len(content) - ENCRYPTION_OVERHEAD_CHARS) / ENCRYPTED_CHARS_PER_TOKEN), 0)
+        for content in contents
+        if isinstance(content, str)
+    )
 
 
 _arguments_json = json.JSONEncoder(ensure_ascii=False).encode
