@@ -457,3 +457,16 @@ async def test_a_codex_rollouts_own_compaction_is_replayed_and_built_on(
     assert compaction_lines(path)[-1]["preserveData"]["openaiItems"][-1][
         "encrypted_content"
     ] == fake_encrypted("after codex", codex_model)
+
+
+async def test_a_deprecated_model_is_named_in_the_daemons_log_with_its_date(start, provider) -> None:
+    settings = settings_for("openai", provider, model="gpt-4.1-mini")
+    settings["defaultModel"] = "claude-sonnet-4-5"
+    run = await start(settings)
+
+    await run.client.session_open()
+
+    log = run.log.read_text()
+    assert "WARNING" in log and "defaultModel 'claude-sonnet-4-5' is deprecated: its vendor shuts it down on 2026-11-30" in log
+    assert "summarizer.model 'gpt-4.1-mini' is deprecated: its vendor shuts it down on 2027-01-14" in log
+    assert log.count("'gpt-4.1-mini' is deprecated") == 1, "once per model"
