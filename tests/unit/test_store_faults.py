@@ -23,19 +23,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 
+REAL_WRITE = os.write
+
+
 class FullDisk:
     """os.write as on a disk with `room` bytes left: it writes what fits, then ENOSPC."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.room: int | None = None
-        real_write = os.write
 
         def write(fd: int, data: bytes) -> int:
             if self.room is None:
-                return real_write(fd, data)
+                return REAL_WRITE(fd, data)
             if self.room == 0:
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            written = real_write(fd, bytes(data[: self.room]))
+            written = REAL_WRITE(fd, bytes(data[: self.room]))
             self.room -= written
             return written
 
