@@ -11,6 +11,7 @@ indexed again whole.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -136,8 +137,9 @@ class HistoryIndex:
         return self._db
 
     def _open(self) -> sqlite3.Connection:
-        # Made the owner's only before SQLite opens it: its -wal and -shm files take its mode.
-        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE_MODE))
+        # Made the owner's only before SQLite makes it: its -wal and -shm files take its mode.
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE_MODE))
         db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
         version = db.execute("PRAGMA user_version").fetchone()[0]

@@ -10,7 +10,8 @@ import os
 from pathlib import Path
 
 import pytest
-from contextd.model import Settings, UserMessage
+from contextd.history import HistoryIndex
+from contextd.model import MessageEntry, Settings, UserMessage
 from contextd.session import SessionManager, SilentEvents
 from contextd.store import (
     SessionDamaged,
@@ -132,6 +133,21 @@ def test_new_files_and_folders_are_the_owners_only_whatever_the_umask(tmp_path):
         for folder in (path.parent, path.parent.parent, tmp_path / "data"):
             assert folder.stat().st_mode & 0o777 == 0o700
         assert (path.parent.parent / "workspace.json").stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(previous)
+
+
+def test_the_history_index_and_its_wal_are_the_owners_only(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        index = HistoryIndex(tmp_path / "data")
+        index.sync("s", "2026-01-01T00:00:00Z", [MessageEntry(id="a", parentId=None, message=UserMessage(content="hello"))])
+        assert [hit.entry_id for hit in index.search("s", "hello", 5)] == ["a"]
+        files = list((tmp_path / "data").iterdir())
+        assert len(files) >= 2  # the database and its write-ahead log
+        assert {path.name: path.stat().st_mode & 0o777 for path in files} == {path.name: 0o600 for path in files}
+        assert (tmp_path / "data").stat().st_mode & 0o777 == 0o700
+        index.close()
     finally:
         os.umask(previous)
 
