@@ -191,7 +191,8 @@ try {
   // The seeded session, opened from Switch Session: the item shows its figure.
   await palette("contextd: Switch Session");
   await quickRow(EXPECT.sessionName).waitFor({ timeout: 60_000 });
-  const preselected = await page.locator(".quick-input-widget .quick-input-list .monaco-list-row.focused").first().innerText().catch(() => "");
+  const focusedRow = async () => page.locator(".quick-input-widget .quick-input-list .monaco-list-row.focused").first().innerText().catch(() => "");
+  const preselected = await until(async () => ((await focusedRow()).includes(EXPECT.sessionName) ? focusedRow() : undefined), "the preselected row", 5_000).catch(focusedRow);
   await shot("02a-switch-session-preselects-the-shown-one");
   check(preselected.includes(EXPECT.sessionName) && !preselected.includes("New session"), `Switch Session preselects the session shown, not "New session" (${JSON.stringify(preselected)})`);
   await quickRow(EXPECT.sessionName).click();
