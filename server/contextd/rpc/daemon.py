@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from contextd.deprecations import warn_deprecated_models
 from contextd.follow import Follower
 from contextd.follow.transcripts import DEFAULT_ROOTS
-from contextd.model import MAX_CONTENT_DEPTH, Settings, too_deep_setting
+from contextd.model import MAX_CONTENT_DEPTH, FollowedAgent, Settings, too_deep_setting
 from contextd.settings import (
     Layer,
     SettingsFile,
@@ -95,7 +95,7 @@ def parse_settings(raw: Any) -> Layer:
     return layer
 
 
-def check_follow_roots(requested: dict[str, str], owner: Settings) -> None:
+def check_follow_roots(requested: dict[FollowedAgent, str], owner: Settings) -> None:
     """Roots a client asks to follow must be the user's own agent folders (the defaults, or
     inside them) or roots the owner's own settings name: any other folder could be one only
     the daemon's user can read, whose files a mirror would then show. -32602 naming it."""
@@ -606,10 +606,11 @@ class DaemonEvents:
                 if connection.supports_progress
             ]
         progresses = self._progress.pop(token, []) if stage == "end" else self._progress.get(token, [])
-        value = {
+        values: dict[str, dict[str, Any]] = {
             "begin": {"kind": "begin", "title": "Compacting context", "message": message, "cancellable": False},
             "report": {"kind": "report", "message": message},
-        }.get(stage, {"kind": "end", "message": message})
+        }
+        value = values.get(stage, {"kind": "end", "message": message})
         for progress in progresses:
             progress.send(value)
 

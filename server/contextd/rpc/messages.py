@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -106,7 +106,7 @@ def id_of_unparsable(body: bytes) -> RequestId | None:
     return value if isinstance(value, (int, str)) else None
 
 
-def is_valid_id(value: Any) -> bool:
+def is_valid_id(value: Any) -> TypeGuard[RequestId]:
     return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
 
 
