@@ -304,3 +304,24 @@ def test_a_foreign_summarys_headings_survive_as_labels() -> None:
     assert "- **Primary Request and Intent**" in carried
     assert "- **Pending Tasks**" in carried
     assert carried.index("Primary Request") < carried.index("Send Welcome Email") < carried.index("Pending Tasks")
+
+
+def test_the_agents_latest_task_list_says_what_is_open() -> None:
+    # claude-code-maven-flow-autonomous: a story in progress at the first compaction is
+    # completed in the next span, under another task's wording.
+    def todos(*items: tuple[str, str]) -> dict[str, Any]:
+        return {"id": f"td{len(items)}", "name": "TodoWrite",
+                "arguments": {"todos": [{"content": text, "status": status} for text, status in items]}}
+
+    first = summary_of([
+        user("Find the first incomplete story in the PRD files and implement it."),
+        said("", todos(("Implement Supabase Docker Stack (US-001)", "in_progress"))),
+    ])
+    assert "Implement Supabase Docker Stack (US-001)" in sections(first)["### In Progress"]
+
+    second = summary_of([
+        said("", todos(("Mark Docker Infrastructure stories as complete", "completed"), ("Run typecheck", "completed"))),
+        result("td2", "Todos have been modified successfully.", name="TodoWrite"),
+    ], previous_summary=first)
+
+    assert sections(second)["### In Progress"] == "(none)"

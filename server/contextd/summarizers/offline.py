@@ -311,6 +311,8 @@ def _add_progress(checkpoint: Checkpoint, facts: Facts, earlier: dict[str, list[
     checkpoint.add_all(BLOCKED, [*still_blocked, *facts.blocked], ESSENTIAL)
     checkpoint.add_all(CRITICAL, _history(FIXED_LATER, now_resolved), IMPORTANT)
     still_open, now_done = _split(earlier.get(IN_PROGRESS, []), finished_work)
+    if facts.todos:
+        still_open = []  # the agent's latest task list says what is open now
     # A finished "the test fails" is not an accomplishment: it goes, the fix stays in Done.
     now_done = [item for item in now_done if not PROBLEM_REPORT.search(item)]
     earlier_done, checks, claims = _latest_per_subject(
