@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from contextd.compaction.context import COMPACTION_PREAMBLE, HANDOFF_PREAMBLE
-from contextd.importers import IMPORTERS, ImportedSession, save
+from contextd.importers import IMPORTERS, STREAMING_IMPORTERS, ImportedSession, save
+from contextd.importers.common import restore_importer
 from contextd.model import (
     AssistantMessage,
     BranchSummaryEntry,
@@ -23,6 +24,7 @@ from contextd.model import (
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    message_text,
 )
 from contextd_client import ContextdClient
 from hypothesis import HealthCheck, given, settings
@@ -308,6 +310,51 @@ def test_claude_code_results_of_parallel_calls_stay_on_the_branch() -> None:
     results = [e.message for e in path_to_leaf(imported) if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)]
     assert [(r.toolCallId, r.content) for r in results] == [("call1", "file 1"), ("call2", "file 2")]
     assert not imported.problems
+
+
+def test_claude_code_keeps_a_killed_background_agents_notification_as_a_note() -> None:
+    """Claude Code drops the notification of a killed background agent from its queue: the
+    queue-operation record is the only trace. It becomes the user message Claude Code would
+    have sent, before the next request (the answer in flight keeps its results), the same
+    whether the file is read whole or line by line with a snapshot in between."""
+    killed = (
+        "<task-notification>\n<task-id>b7x2</task-id>\n<status>killed</status>\n"
+        "<summary>Agent \"Load test the API\" was stopped</summary>\n</task-notification>"
+    )
+    call = [{"type": "tool_use", "id": "call1", "name": "Bash", "input": {"command": "npm test"}}]
+    lines = [
+        claude_record("u1", None, "user", "Run the tests while the load test runs."),
+        claude_record("a1", "u1", "assistant", call, message_id="m1", stop_reason="tool_use"),
+        json.dumps({"type": "queue-operation", "operation": "enqueue", "timestamp": "2025-08-01T10:00:01.000Z",
+                    "sessionId": "s", "content": killed}),
+        claude_record("r1", "a1", "user", [{"type": "tool_result", "tool_use_id": "call1", "content": "12 passed"}]),
+        claude_record("a2", "r1", "assistant", [{"type": "text", "text": "Tests pass."}], stop_reason="end_turn"),
+        claude_record("u2", "a2", "user", "Why did the load test stop?"),
+        claude_record("a3", "u2", "assistant", [{"type": "text", "text": "It was killed."}], stop_reason="end_turn"),
+    ]
+    imported = IMPORTERS["claude-code"](lines)
+    messages = [e.message for e in path_to_leaf(imported) if isinstance(e, MessageEntry)]
+    assert [(m.role, message_text(m.content)) for m in messages] == [
+        ("user", "Run the tests while the load test runs."),
+        ("assistant", ""),
+        ("toolResult", "12 passed"),
+        ("assistant", "Tests pass."),
+        ("user", killed),
+        ("user", "Why did the load test stop?"),
+        ("assistant", "It was killed."),
+    ]
+    assert [(p.line, p.kind) for p in imported.problems] == [(3, "repaired")]
+    streaming = STREAMING_IMPORTERS["claude-code"]()
+    for number, line in enumerate(lines[:3], start=1):
+        streaming.feed(number, line)
+    taken = streaming.take_settled()  # a restart after the queue record: the note is in the saved state
+    resumed = restore_importer(STREAMING_IMPORTERS["claude-code"], json.loads(json.dumps(streaming.snapshot())))
+    for number, line in enumerate(lines[3:], start=4):
+        resumed.feed(number, line)
+    taken += resumed.take_settled()
+    assert [e.model_dump() for e in taken + resumed.finish().entries] == [e.model_dump() for e in imported.entries]
+    unfinished = IMPORTERS["claude-code"](lines[:5])  # no later request: kept at the end
+    assert message_text(unfinished.entries[-1].message.content) == killed  # type: ignore[union-attr]
 
 
 def test_claude_code_md_context_is_instructions_and_the_request_stays_a_user_message() -> None:

@@ -150,6 +150,7 @@ class ClaudeCodeImporter(StreamingImporter):
         self._replay()
         self._converter.flush_answer()
         self._converter.flush_boundary(None)
+        self._converter.keep_notes(self.builder.leaf_id)
         entries, leaf_id = self.builder.finish(self.last_line)
         first = self._first or {}
         return ImportedSession(
@@ -214,6 +215,7 @@ class ClaudeCodeImporter(StreamingImporter):
             "boundary": converter.boundary,
             "lastContextTokens": converter.last_context_tokens,
             "lastTimestamp": converter.last_timestamp,
+            "notes": converter.notes,
         }
 
     def restore_own_state(self, state: dict[str, Any]) -> None:
@@ -227,6 +229,26 @@ class ClaudeCodeImporter(StreamingImporter):
         converter.boundary = None if boundary is None else (int(boundary[0]), dict(boundary[1]), boundary[2])
         converter.last_context_tokens = int(state["lastContextTokens"])
         converter.last_timestamp = state["lastTimestamp"]
+        converter.notes = [(int(line), str(text), timestamp) for line, text, timestamp in state.get("notes", [])]
+
+
+UNDELIVERED_NOTE = (
+    "queue-operation: a background agent's notification Claude Code never delivered (killed); "
+    "kept as a user message before the next request, so a summary sees it"
+)
+
+
+def _undelivered_notification(raw: dict[str, Any]) -> bool:
+    """A queued notification that a background agent was killed: Claude Code drops it from
+    the queue, so this record is the only trace of the event."""
+    content = raw.get("content")
+    return (
+        raw.get("type") == "queue-operation"
+        and raw.get("operation") == "enqueue"
+        and isinstance(content, str)
+        and "<task-notification>" in content
+        and "<status>killed</status>" in content
+    )
 
 
 def _ends_answer(raw: dict[str, Any]) -> bool:
@@ -262,6 +284,9 @@ class _Converter:
         self.last_context_tokens = 0
         self.last_timestamp: str | None = None
         """Of the last record that had one (a title record has none)."""
+        self.notes: list[tuple[int, str, str | None]] = []
+        """Undelivered notifications to keep (line, text, timestamp), waiting for the
+        conversation to move on: the answer and tool results in flight are not cut short."""
 
     def record(self, line: int, raw: dict[str, Any]) -> None:
         kind = raw.get("type")
@@ -272,6 +297,10 @@ class _Converter:
             return
         if raw.get("isSidechain"):
             self.problems.append(_why_not_imported(line, raw))
+            return
+        if _undelivered_notification(raw):
+            self.problems.append(Problem(line, "repaired", UNDELIVERED_NOTE))
+            self.notes.append((line, raw["content"], raw.get("timestamp")))
             return
         if self.answer is not None and not _ends_answer(raw):
             self.aside(line, raw)
@@ -419,11 +448,21 @@ class _Converter:
                 rest.append(_image(block))
             else:
                 self.problems.append(Problem(line, "skipped", f"user content block of type {kind!r}"))
+        if rest:
+            parent = self.keep_notes(parent)
         if len(rest) == 1 and isinstance(raw["message"].get("content"), str):
             parent = self.add_user(line, raw["uuid"], rest[0]["text"], timestamp, parent)  # a plain string stays one
         elif rest:
             parent = self.add_user(line, raw["uuid"], rest, timestamp, parent)
         self.builder.skip(raw["uuid"], parent)  # what hangs off this record hangs off its last entry
+
+    def keep_notes(self, parent: str | None) -> str | None:
+        """The undelivered notifications, as the user messages Claude Code would have sent,
+        before the conversation moves on from `parent`."""
+        notes, self.notes = self.notes, []
+        for line, text, timestamp in notes:
+            parent = self.add_user(line, f"queued-{line}", text, timestamp, parent)
+        return parent
 
     def add_user(self, line: int, source_id: str, content: Any, timestamp: str | None, parent: str | None) -> str | None:
         message = message_or_problem({"role": "user", "content": content}, line, self.problems, "user message")
