@@ -1,8 +1,9 @@
 """The client commands of `contextd`: demo, replay, import, sessions, show, tree, compact,
 handoff, watch. The parser they share with `serve` is built in server/contextd/cli.py.
 
-Each command that needs a daemon starts its own (`contextd serve` on stdio, with the same
-`--data-dir`) unless `--tcp HOST:PORT` names a running one; `show`, `sessions rm` and
+Each command that needs a daemon attaches to the shared one of its data dir (starting it
+when none runs; `CONTEXTD_SHARED=0`: a daemon of its own), unless `--tcp HOST:PORT` names a
+running one; `show`, `sessions rm` and
 `import` work on the data directory itself. Output is for people by default and JSON with
 `--json`. Exit codes are listed in EXIT_CODES (and in the README).
 """
@@ -282,20 +283,15 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
 
 
 def load_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """`--settings FILE`, checked here: a bad key or value is a usage error (exit 2) naming it."""
+    from contextd.settings import SettingsFileError, read_settings_option
+
     if not args.settings:
         return {}
-    path = Path(args.settings)
     try:
-        settings = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise UsageError(f"cannot read {path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"{path} is not a UTF-8 text file") from None
-    except ValueError as error:
-        raise UsageError(f"{path} line {getattr(error, 'lineno', '?')}: not valid JSON ({error})") from None
-    if not isinstance(settings, dict):
-        raise UsageError(f"{path} must hold a JSON object of settings")
-    return settings
+        return read_settings_option(args.settings)
+    except SettingsFileError as error:
+        raise UsageError(f"cannot use the settings file {error}") from None
 
 
 def with_window(settings: dict[str, Any], model: str, window: int | None) -> dict[str, Any]:
@@ -422,7 +418,11 @@ def emit_json(value: Any) -> None:
 
 
 def default_model(settings: dict[str, Any]) -> str:
-    return str(settings.get("defaultModel") or "claude-sonnet-4-6")
+    """The model of the sessions this command creates: its --settings' choice, else the user
+    file's, else the built-in one (the daemon decides the same way)."""
+    from contextd.settings import SettingsFile, resolve, user_settings_path
+
+    return resolve([SettingsFile(user_settings_path()).layer, settings]).defaultModel
 
 
 # --- commands -----------------------------------------------------------------------------
@@ -668,10 +668,7 @@ async def run_watch(args: argparse.Namespace) -> int:
     settings = load_settings(args)
     settings = with_window(settings, default_model(settings), args.window)
     source: ReplayFile | None = read_file(args.replay) if args.replay is not None else None
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = StopSignals()
 
     def show(method: str, params: dict[str, Any]) -> None:
         try:
@@ -680,7 +677,7 @@ async def run_watch(args: argparse.Namespace) -> int:
             else:
                 print(render.notification_line(method, params, datetime.now()), flush=True)
         except StdoutClosed:
-            stop.set()  # nobody reads any more: stop watching
+            stop.stop()  # nobody reads any more: stop watching
 
     async with await connect(args, settings) as client:
         client.on(None, show)
@@ -697,12 +694,52 @@ async def run_watch(args: argparse.Namespace) -> int:
             await asyncio.wait([replaying, asyncio.ensure_future(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
             if not replaying.done():
                 replaying.cancel()
-                return EXIT_OK
+                return stop.exit_code
             replaying.result()
             if not args.follow:
                 return EXIT_OK
-        await stop.wait()
-    return EXIT_OK
+        await until_stopped_or_gone(client, stop)
+    return stop.exit_code
+
+
+class StopSignals:
+    """Ctrl-C (exit 130) or SIGTERM (exit 0) ends a command that runs until stopped."""
+
+    def __init__(self) -> None:
+        self._stopped = asyncio.Event()
+        self.exit_code = EXIT_OK
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, self.stop, EXIT_INTERRUPTED)
+        loop.add_signal_handler(signal.SIGTERM, self.stop)
+
+    def stop(self, exit_code: int = EXIT_OK) -> None:
+        self.exit_code = exit_code
+        self._stopped.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped.is_set()
+
+    async def wait(self) -> None:
+        await self._stopped.wait()
+
+
+async def until_stopped_or_gone(client: ContextdClient, stop: StopSignals) -> None:
+    """Wait for a stop signal; DaemonUnavailable (exit 3) when the daemon goes away first."""
+    stopped = asyncio.ensure_future(stop.wait())
+    gone = asyncio.ensure_future(client.wait_closed())
+    await asyncio.wait([stopped, gone], return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    gone.cancel()
+    if not stop.stopped:
+        raise daemon_gone(client)
+
+
+def daemon_gone(client: ContextdClient) -> DaemonUnavailable:
+    return DaemonUnavailable(
+        f"the daemon went away ({client.closed_reason or 'connection closed'}); "
+        "its log says why (`contextd status` finds the shared one)"
+    )
 
 
 async def run_follow(args: argparse.Namespace) -> int:
@@ -723,7 +760,7 @@ async def run_follow(args: argparse.Namespace) -> int:
         async for notification in changes:
             if notification.params.get("source"):
                 await show_mirror(client, args, notification.params)
-    return EXIT_OK
+        raise daemon_gone(client)  # the stream ends only when the connection does
 
 
 async def show_mirror(client: ContextdClient, args: argparse.Namespace, activity: dict[str, Any]) -> None:

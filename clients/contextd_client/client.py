@@ -306,6 +306,11 @@ class ContextdClient:
         for stream in list(self._streams):
             stream.close()
 
+    @property
+    def closed_reason(self) -> str | None:
+        """Why the connection ended (None while it is open)."""
+        return self._rpc.closed_reason
+
     async def wait_closed(self) -> None:
         """Wait until the daemon closes the connection (e.g. it crashed or was stopped)."""
         await self._rpc.wait_closed()

@@ -279,9 +279,10 @@ def daemon_status(status: dict[str, Any]) -> str:
             f"shared daemon pid {status['pid']} on {status['address']} (data {status['dataDir']}), "
             f"since {status['startedAt']}"
         ),
-        f"clients: {len(status['connections'])}",
     ]
-    for connection in status["connections"]:
+    others = [c for c in status["connections"] if c["id"] != status.get("connection")]
+    lines.append(f"other clients: {len(others)}")
+    for connection in others:
         sessions = ", ".join(connection["sessions"]) or "no session"
         watched = ["every workspace"] if connection.get("allWorkspaces") else []
         watched += connection.get("workspaces", [])

@@ -6,9 +6,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from contextd import __version__
+
+if TYPE_CHECKING:
+    from contextd.model import Settings
 
 SUMMARY = "contextd: the daemon that owns the context of LLM coding sessions, and its commands."
 EPILOG = """\
@@ -230,9 +233,9 @@ def serve_where_asked(args: argparse.Namespace, address: tuple[str, int] | None)
     from contextd.rpc import listen, shared
     from contextd.server import create_daemon
 
+    settings = read_settings(args.settings)
     if args.shared:
         return shared.forward_stdio(args)
-    settings = shared.read_settings_file(args.settings)
     many = bool(address or args.socket)
     daemon = create_daemon(
         args.data_dir, settings, dedicated=not many, max_frame_bytes=args.max_frame_bytes,
@@ -247,6 +250,19 @@ def serve_where_asked(args: argparse.Namespace, address: tuple[str, int] | None)
         path.unlink(missing_ok=True)
         return asyncio.run(listen.serve_sockets(daemon, unix_path=path, grace_seconds=args.grace))
     return asyncio.run(listen.serve_stdio(daemon))
+
+
+def read_settings(path: str | None) -> Settings | None:
+    """`--settings FILE` for serve; a file that cannot be used is a usage error (exit 2)."""
+    from contextd.model import Settings
+    from contextd.settings import SettingsFileError, read_settings_option
+
+    if path is None:
+        return None
+    try:
+        return Settings.model_validate(read_settings_option(path))
+    except SettingsFileError as error:
+        raise UsageError(f"cannot use the settings file {error}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -449,7 +449,7 @@ def shutdown(connection: ClientConnection, params: Any) -> None:
 
 
 def daemon_status(connection: ClientConnection, params: Any) -> dict[str, Any]:
-    return connection.daemon.status()
+    return {**connection.daemon.status(), "connection": connection.number}
 
 
 # --- session methods ----------------------------------------------------------------------

@@ -181,11 +181,22 @@ def read_layer_file(path: Path) -> Layer:
     return parse_layer(text, str(path))
 
 
+def read_settings_option(path: str) -> Layer:
+    """The settings of a `--settings FILE`, checked: here a missing file is an error too."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise SettingsFileError(f"{path}: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise SettingsFileError(f"{path}: not a UTF-8 text file") from None
+    return parse_layer(text, path)
+
+
 def parse_layer(text: str, where: str) -> Layer:
     try:
         layer = json.loads(text) if text.strip() else {}
-    except ValueError as error:
-        raise SettingsFileError(f"{where}: not JSON ({error})") from None
+    except json.JSONDecodeError as error:
+        raise SettingsFileError(f"{where} line {error.lineno}: not valid JSON ({error.msg})") from None
     if not isinstance(layer, dict):
         raise SettingsFileError(f"{where}: must hold a JSON object of settings")
     too_deep = too_deep_setting(layer)

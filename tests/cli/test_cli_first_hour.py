@@ -262,6 +262,17 @@ def test_an_unreadable_settings_file_names_its_line(data_dir: Path, tmp_path: Pa
     assert done.returncode == 2 and f"{settings} line 3" in done.stderr
 
 
+@pytest.mark.parametrize("command", [["sessions"], ["serve"]])
+def test_a_bad_value_in_a_settings_file_is_a_usage_error_naming_it(
+    data_dir: Path, tmp_path: Path, command: list[str]
+) -> None:
+    settings = tmp_path / "settings.json"
+    settings.write_text('{"compaction": {"thresholdPercent": 7}}')
+    done = run(data_dir, *command, "--settings", str(settings), input="")
+    assert done.returncode == 2, done.stderr
+    assert f"{settings}: compaction.thresholdPercent: Input should be less than or equal to 1" in done.stderr
+
+
 # --- 7. default names -----------------------------------------------------------------------------
 
 

@@ -49,19 +49,6 @@ def socket_path(data_dir: Path) -> Path:
     return path
 
 
-def read_settings_file(path: str | None) -> Settings | None:
-    if path is None:
-        return None
-    try:
-        raw = json.loads(Path(path).read_text())
-        too_deep = too_deep_setting(raw)
-        if too_deep is not None:
-            raise ValueError(f"{too_deep} nests deeper than {MAX_CONTENT_DEPTH} levels")
-        return Settings.model_validate(raw)
-    except (OSError, ValueError, RecursionError, ValidationError) as error:
-        raise SystemExit(f"contextd: cannot use the settings file {path}: {error}") from None
-
-
 @contextlib.contextmanager
 def start_lock(path: Path) -> Iterator[None]:
     fd = open_private_file(path.with_suffix(".lock"), os.O_RDWR)
