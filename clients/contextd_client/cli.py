@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import signal
 import sys
 import traceback
@@ -21,7 +22,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from contextd.cli import UsageError
 
@@ -41,6 +42,7 @@ from contextd_client.rpc import (
     ConnectionLost,
     ContextdError,
 )
+from contextd_client.transcripts import detect_agent
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_NO_DAEMON, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 EXIT_CODES = {
@@ -57,6 +59,7 @@ DEMO_MIN_WINDOW, DEMO_MAX_WINDOW = 16_000, 1_000_000
 MAX_DELAY_SECONDS = 60.0
 
 AddCommand = Callable[..., argparse.ArgumentParser]
+T = TypeVar("T")
 
 
 class DaemonUnavailable(Exception):
@@ -139,13 +142,13 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
 
     import_cmd = add_command(
         "import", "import another agent's transcript as a contextd session",
-        epilog="examples:\n  contextd import ~/.claude/projects/P/SESSION.jsonl --from claude-code\n"
-        "  contextd import rollout-2025-01-01.jsonl --from codex --name 'parser work'\n",
+        epilog="examples:\n  contextd import ~/.claude/projects/P/SESSION.jsonl\n"
+        "  contextd import rollout-2025-01-01.jsonl.gz --from codex --name 'parser work'\n",
     )
-    import_cmd.add_argument("file", type=Path, help="the agent's transcript (JSONL)")
+    import_cmd.add_argument("file", type=Path, help="the agent's transcript (JSONL, or JSONL compressed with gzip)")
     import_cmd.add_argument(
-        "--from", dest="source", required=True, choices=["claude-code", "codex", "pi"],
-        help="the agent that wrote FILE",
+        "--from", dest="source", choices=["claude-code", "codex", "pi"],
+        help="the agent that wrote FILE (default: told from its records)",
     )
     import_cmd.add_argument("--name", help="the session's name (default: the file's name)")
     import_cmd.add_argument("--workspace", help="the session's workspace (default: the one recorded in the file)")
@@ -554,8 +557,10 @@ async def run_compact(args: argparse.Namespace) -> int:
                     f"{len(plan['keptEntryIds'])} (from {plan['firstKeptEntryId']}) and prune "
                     f"{len(plan['pruneEntryIds'])} tool results: "
                     f"{render.tokens(plan['tokensBefore'])} → about {render.tokens(plan['tokensAfter'])} "
-                    f"tokens (at most {render.tokens(plan['tokensAfterMax'])})"
+                    f"tokens (at most {render.tokens(plan['tokensAfterMax'])})\n"
                 )
+                print("Preview of the summary (written offline; nothing was stored):\n")
+                print_fitting(plan["summary"], f"contextd compact {session_id} --dry-run | less")
             return EXIT_OK
         result = await client.compact(session_id, instructions=args.instructions)
     if args.json:
@@ -566,8 +571,20 @@ async def run_compact(args: argparse.Namespace) -> int:
             f"{render.tokens(result['tokensAfter'])} tokens (entry {result['entryId']}, "
             f"keeping from {result['firstKeptEntryId']})\n"
         )
-        print(result["summary"])
+        print_fitting(result["summary"], f"contextd show {session_id}")
     return EXIT_OK
+
+
+def print_fitting(text: str, whole: str) -> None:
+    """`text` in full when piped; on a terminal, as many lines as fit in it, then how to
+    read the rest (`whole`), so a 250-line summary does not scroll its beginning away."""
+    lines = text.splitlines()
+    room = shutil.get_terminal_size().lines - 3 if sys.stdout.isatty() else len(lines)
+    if len(lines) <= max(room, 1):
+        print(text)
+        return
+    print("\n".join(lines[:room]))
+    print(f"… {len(lines) - room} more lines: `{whole}` prints them all")
 
 
 async def run_handoff(args: argparse.Namespace) -> int:
@@ -577,7 +594,8 @@ async def run_handoff(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result)
     else:
-        print(f"Handed {session_id} off to the new session {result['sessionId']} (entry {result['entryId']})\n")
+        # The document alone on stdout, so `contextd handoff X > doc.md` is ready to paste.
+        print(f"Handed {session_id} off to the new session {result['sessionId']} (entry {result['entryId']})", file=sys.stderr)
         print(result["document"])
     return EXIT_OK
 
@@ -630,17 +648,19 @@ async def run_import(args: argparse.Namespace) -> int:
     from contextd_client import datadir
 
     data_dir_only(args, "import")
-    try:
-        with args.file.open(encoding="utf-8") as handle:
-            imported = IMPORTERS[args.source](handle)
-    except UnicodeDecodeError as error:
-        raise ReplayFileError(f"{args.file} is not a UTF-8 text file (byte {error.start}); a transcript is JSONL") from None
-    except OSError as error:
-        raise ReplayFileError(f"cannot read {args.file}: {error.strerror}") from None
+    looks_like = read_transcript(args.file, detect_agent)
+    source = args.source or looks_like
+    if source is None:
+        raise ReplayFileError(
+            f"{args.file}: cannot tell which agent wrote it (no Claude Code, Codex or pi records "
+            "in its first lines); name it with --from"
+        )
+    imported = read_transcript(args.file, IMPORTERS[source])
     problems = sorted(imported.problems, key=lambda problem: problem.line)
     report = [{"line": problem.line, "kind": problem.kind, "message": problem.message} for problem in problems]
     if (refusal := imported.refusal()) is not None:
-        raise ReplayFileError(f"{args.file} {refusal}", {"problems": report})
+        hint = f" (it looks like a {AGENT_NAMES[looks_like]} transcript: --from {looks_like})" if looks_like not in (None, source) else ""
+        raise ReplayFileError(f"{args.file} {refusal}{hint}", {"problems": report})
     workspace = args.workspace or imported.workspace or str(Path.cwd())
     store = datadir.store_of(args.data_dir)
     session_id, path = save(imported, store.data_dir, workspace=workspace, name=args.name or args.file.name)
@@ -648,7 +668,7 @@ async def run_import(args: argparse.Namespace) -> int:
         opened = await client.session_open(session_id=session_id)
         state = await client.state(session_id)
     if args.json:
-        emit_json({"sessionId": session_id, "source": args.source, "sourceSessionId": imported.source_id,
+        emit_json({"sessionId": session_id, "source": source, "sourceSessionId": imported.source_id,
                    "messages": imported.message_count, "entries": len(imported.entries), "problems": report,
                    "usage": opened["usage"], "state": state})
         return EXIT_OK
@@ -662,6 +682,25 @@ async def run_import(args: argparse.Namespace) -> int:
         listed = "listed" if args.verbose else "by kind; --verbose lists every line"
         print(f"{len(problems)} lines were not imported as they stood ({listed}, on stderr).")
     return EXIT_OK
+
+
+AGENT_NAMES = {"claude-code": "Claude Code", "codex": "Codex", "pi": "pi"}
+
+
+def read_transcript(path: Path, reader: Callable[[Any], T]) -> T:
+    """`reader` over the lines of a transcript, plain or gzip; a file that cannot be read as
+    text is a ReplayFileError (exit 2) saying why."""
+    from contextd_client.transcripts import open_transcript
+
+    try:
+        with open_transcript(path) as handle:
+            return reader(handle)
+    except UnicodeDecodeError as error:
+        raise ReplayFileError(f"{path} is not a UTF-8 text file (byte {error.start}); a transcript is JSONL") from None
+    except EOFError:
+        raise ReplayFileError(f"{path}: the gzip data is cut short") from None
+    except OSError as error:
+        raise ReplayFileError(f"cannot read {path}: {error.strerror or error}") from None
 
 
 async def run_watch(args: argparse.Namespace) -> int:

@@ -158,7 +158,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.command is None:
         raise UsageError("a command is needed", parser.format_usage())
+    check_data_dir(args.data_dir)
     return args
+
+
+def check_data_dir(data_dir: str | None) -> None:
+    """A --data-dir that is not a directory is refused before anything runs on it."""
+    if data_dir is None:
+        return
+    from pathlib import Path
+
+    path = Path(data_dir).expanduser()
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--data-dir {data_dir} is a file, not a directory")
 
 
 def parse_host_port(value: str) -> tuple[str, int]:

@@ -287,3 +287,12 @@ def test_a_handoff_session_is_named_after_its_goal(data_dir: Path, compacted: di
     result = run_json(data_dir, "handoff", compacted["sessionId"], "--goal", "Write the migration\nthen test it")
     names = {session["sessionId"]: session.get("name") for session in run_json(data_dir, "sessions")["sessions"]}
     assert names[result["sessionId"]] == "Write the migration"
+
+
+@pytest.mark.parametrize("command", [["sessions"], ["replay", "x.jsonl"], ["serve"]])
+def test_a_data_dir_that_is_a_file_is_refused_at_once(tmp_path: Path, command: list[str]) -> None:
+    not_a_dir = tmp_path / "data"
+    not_a_dir.write_text("")
+    done = run(not_a_dir, *command, input="")
+    assert done.returncode == 2, done.stderr
+    assert f"--data-dir {not_a_dir} is a file, not a directory" in done.stderr

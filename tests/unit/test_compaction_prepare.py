@@ -164,6 +164,21 @@ def test_third_compaction_updates_the_second_summary():
 # --- cuts, split turns, nothing to compact ------------------------------------
 
 
+def test_nothing_to_compact_explains_the_figure_the_user_sees():
+    builder = SessionBuilder()
+    builder.user("a short question")
+    builder.assistant("a short answer")
+    history = sum(builder.tokens.values())
+
+    fits = prepare_compaction(builder.path(), builder.tokens, settings_with(keep_recent=20_000), tokens_before=88_000)
+    assert isinstance(fits, NothingToCompact)
+    assert f"the history's {history:,} tokens fit in the 20,000 recent tokens" in fits.message
+    assert "the rest of the 88,000 the session shows is what the agent sends besides the history" in fits.message
+
+    alone = prepare_compaction(builder.path(), builder.tokens, settings_with(keep_recent=20_000), tokens_before=history)
+    assert isinstance(alone, NothingToCompact) and "the rest" not in alone.message
+
+
 def test_split_turn_summarizes_the_turn_prefix_separately():
     builder = SessionBuilder()
     long_turn(builder, 0)

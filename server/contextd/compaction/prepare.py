@@ -129,13 +129,24 @@ def prepare_compaction(
         if cut.first_kept_index > 0:
             break
     else:
-        return NothingToCompact(
-            "fits", f"The context fits in the {keep_recent} recent tokens a compaction keeps."
-        )
+        return NothingToCompact("fits", fits_message(sum(sizes.values()), tokens_before, keep_recent))
     return _prepare_at(
         path, entry_tokens, settings, cut, keep_recent,
         instructions=instructions, reason=reason, tokens_before=tokens_before,
     )
+
+
+def fits_message(history: int, figure: int | None, keep_recent: int) -> str:
+    """Why there is nothing to compact, in the figure the user sees: a figure well above the
+    history holds what the agent sends besides it (system prompt, tools), which no
+    compaction folds away."""
+    fits = f"the history's {history:,} tokens fit in the {keep_recent:,} recent tokens a compaction keeps"
+    if figure is not None and figure > history:
+        return (
+            f"{fits}; the rest of the {figure:,} the session shows is what the agent sends "
+            "besides the history (system prompt, tools), which no compaction folds away"
+        )
+    return fits
 
 
 def prepare_span(

@@ -68,8 +68,9 @@ class IdleTimer(CompactionTriggers):
         self.events.idle_timer({"sessionId": self.session_id, "state": state, **fields})
 
     def configure_idle(self, idle: IdleSettings) -> None:
+        """The session's own idle settings; the request that set them arms the timer (once)
+        as any request on the session does."""
         self.idle_override = idle
-        self.touch()
 
     @property
     def idle_timer_armed(self) -> bool:
