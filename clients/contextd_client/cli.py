@@ -434,15 +434,19 @@ def default_model(settings: dict[str, Any]) -> str:
 async def run_sessions(args: argparse.Namespace) -> int:
     if args.action == "rm":
         return await remove_sessions(args)
+    fitted = sys.stdout.isatty() and not args.json
     async with await connect(args, load_settings(args)) as client:
         result = await client.session_list(workspace=args.workspace)
         if args.stats:
             rows = await sessions_with_stats(client, result["sessions"])
+        # A prefix shown is unique among every session, not only the listed ones.
+        every = await client.session_list() if fitted and args.workspace else result
+    ids = [session["sessionId"] for session in every["sessions"]]
     if args.stats:
         if args.json:
             emit_json({"sessions": rows})
             return EXIT_OK
-        print(render.stats_table(rows))
+        print(render.stats_table(rows, shutil.get_terminal_size().columns, ids) if fitted else render.stats_table(rows))
         for row in rows:
             if "error" in row:
                 print(f"{row['sessionId']}: no statistics: {row['error']['message']} (code {row['error']['code']})",
@@ -450,11 +454,8 @@ async def run_sessions(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.json:
         emit_json(result)
-    elif result["sessions"] and sys.stdout.isatty():
-        from rich.console import Console
-
-        console = Console(highlight=False)
-        console.print(render.sessions_rich_table(result["sessions"], console.width))
+    elif result["sessions"] and fitted:
+        print(render.sessions_fitted(result["sessions"], shutil.get_terminal_size().columns, ids))
     else:
         print(render.sessions_table(result["sessions"]))
     return EXIT_OK

@@ -5,7 +5,7 @@ Pure functions from the daemon's results to text, so the commands only decide wh
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 import json
 from typing import Any
@@ -126,7 +126,6 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-MIN_SHRUNK_CELLS = 8
 SESSION_COLUMNS = ["SESSION", "NAME", "ENTRIES", "TOKENS", "UPDATED", "WORKSPACE"]
 
 
@@ -151,68 +150,89 @@ def sessions_table(sessions: Sequence[t.SessionSummary]) -> str:
     return table(SESSION_COLUMNS, session_rows(sessions))
 
 
-def sessions_rich_table(sessions: Sequence[t.SessionSummary], width: int) -> Any:
-    """For a terminal of `width` columns: a rich table that fits it. Ids and figures stay
-    whole; the name and the workspace share what is left, cut with an ellipsis."""
-    from rich.table import Table
+def sessions_fitted(sessions: Sequence[t.SessionSummary], width: int, all_ids: Iterable[str]) -> str:
+    """For a terminal of `width` columns: ids as their shortest unique prefix (among
+    `all_ids`), figures whole, the name and workspace shortened, and columns left out by
+    priority (entries, workspace, update time, name) when even that does not fit."""
+    from contextd_client.fit import fit_table, unique_prefixes
 
-    # The short time (month-day hour:minute) leaves room for the name and the workspace.
+    prefixes = unique_prefixes(all_ids)
     rows = [
-        [*row[:4], session["updatedAt"][5:16].replace("T", " "), row[5]]
+        [prefixes.get(row[0], row[0]), *row[1:4], session["updatedAt"][5:16].replace("T", " "), row[5]]
         for row, session in zip(session_rows(sessions), sessions, strict=True)
     ]
-    whole = [max(len(header), *(len(row[index]) for row in rows)) for index, header in enumerate(SESSION_COLUMNS)]
-    shrinking = {SESSION_COLUMNS.index("NAME"), SESSION_COLUMNS.index("WORKSPACE")}
-    fixed = sum(cells for index, cells in enumerate(whole) if index not in shrinking)
-    room = max(width - fixed - 2 * (len(SESSION_COLUMNS) - 1), 2 * MIN_SHRUNK_CELLS)
-    name_cells = min(whole[1], max(MIN_SHRUNK_CELLS, room - min(whole[5], room // 2)))
-    workspace_cells = max(MIN_SHRUNK_CELLS, min(whole[5], room - name_cells))
-    widths = [*whole[:1], name_cells, *whole[2:5], workspace_cells]
-    grid = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-    for header, cells in zip(SESSION_COLUMNS, widths, strict=True):
-        grid.add_column(
-            header, no_wrap=True, overflow="ellipsis", width=cells,
-            justify="right" if header in ("ENTRIES", "TOKENS") else "left",
+    return "\n".join(
+        fit_table(
+            SESSION_COLUMNS, rows, width, text_columns=("NAME", "WORKSPACE"),
+            drop_order=("ENTRIES", "WORKSPACE", "UPDATED", "NAME"), right_aligned=("ENTRIES", "TOKENS"),
         )
-    for row in rows:
-        grid.add_row(*row)
-    return grid
+    )
 
 
 STATS_COLUMNS = ["SESSION", "NAME", "ENTRIES", "TOKENS", "COMPACTIONS", "SAVED", "PRUNES", "PRUNED", "SUMMARY", "RATIO"]
 
 
-def stats_table(rows: Sequence[dict[str, Any]]) -> str:
+def stats_table(rows: Sequence[dict[str, Any]], width: int | None = None, all_ids: Iterable[str] = ()) -> str:
     """`sessions --stats` for people: per session, what the model sees now against the whole
     branch (`context / history`), and what compactions and prunes saved; a session without
-    statistics (held by another daemon) shows dashes."""
+    statistics (held by another daemon) shows dashes. With a terminal `width`, fitted to it
+    (ids as unique prefixes among `all_ids`, columns left out by priority, prose wrapped)."""
+    from contextd_client.fit import fit_table, unique_prefixes, wrap
+
     if not rows:
         return "No sessions."
-    cells = []
-    for row in rows:
-        stats = row.get("stats")
-        if stats is None:
-            figures = ["-"] * (len(STATS_COLUMNS) - 2)
-        else:
-            context, history = stats["context"], stats["history"]
-            figures = [
-                f"{context['entries']} / {history['entries']}",
-                f"{tokens(context['tokens'])} / {tokens(history['tokens'])}",
-                str(stats["compactions"]["count"]),
-                tokens(stats["compactions"]["tokensSaved"]),
-                str(stats["prunes"]["count"]),
-                tokens(stats["prunes"]["tokensSaved"]),
-                tokens(stats["compactions"]["summaryTokens"]),
-                f"{stats['ratio']:.3f}",
-            ]
-        cells.append([row["sessionId"], row.get("name") or "", *figures])
+    prefixes = unique_prefixes(all_ids) if width is not None else {}
+    cells = [[prefixes.get(row["sessionId"], row["sessionId"]), row.get("name") or "", *stats_figures(row)] for row in rows]
     legend = (
-        "ENTRIES, TOKENS: in the context now / on the whole branch. SAVED, PRUNED: tokens taken out.\n"
+        "ENTRIES, TOKENS: in the context now / on the whole branch. SAVED, PRUNED: tokens taken out. "
         "SUMMARY: tokens of the summary the model sees. RATIO: context tokens / branch tokens."
     )
-    parts = [f"{row['sessionId']}  {breakdown_text(row['stats']['breakdown'])}" for row in rows if row.get("stats")]
+    id_cells = max(len(cell[0]) for cell in cells)
+    parts = [
+        f"{cell[0]:<{id_cells}}  {breakdown_text(row['stats']['breakdown'])}"
+        for cell, row in zip(cells, rows, strict=True) if row.get("stats")
+    ]
     where = "\n".join(["Where the context's tokens are:", *parts]) if parts else ""
-    return "\n\n".join(filter(None, [table(STATS_COLUMNS, cells), where, legend]))
+    if width is None:
+        return "\n\n".join(filter(None, [table(STATS_COLUMNS, cells), where, legend.replace(" SUMMARY:", "\nSUMMARY:")]))
+    lines = fit_table(
+        STATS_COLUMNS, cells, width, text_columns=("NAME",),
+        drop_order=("PRUNED", "PRUNES", "SUMMARY", "NAME", "SAVED", "ENTRIES", "COMPACTIONS"),
+        right_aligned=STATS_COLUMNS[2:],
+    )
+    return "\n\n".join(filter(None, ["\n".join(lines), wrap_parts(where, width), wrap(legend, width)]))
+
+
+def stats_figures(row: dict[str, Any]) -> list[str]:
+    stats = row.get("stats")
+    if stats is None:
+        return ["-"] * (len(STATS_COLUMNS) - 2)
+    context, history = stats["context"], stats["history"]
+    return [
+        f"{context['entries']} / {history['entries']}",
+        f"{tokens(context['tokens'])} / {tokens(history['tokens'])}",
+        str(stats["compactions"]["count"]),
+        tokens(stats["compactions"]["tokensSaved"]),
+        str(stats["prunes"]["count"]),
+        tokens(stats["prunes"]["tokensSaved"]),
+        tokens(stats["compactions"]["summaryTokens"]),
+        f"{stats['ratio']:.3f}",
+    ]
+
+
+def wrap_parts(text: str, width: int) -> str:
+    """Lines of ` · `-separated parts broken between parts, continued with an indent."""
+    out = []
+    for line in text.splitlines():
+        current = ""
+        for part in line.split(" · "):
+            candidate = f"{current} · {part}" if current else part
+            if current and len(candidate) > width:
+                out.append(current)
+                candidate = "    " + part
+            current = candidate
+        out.append(current)
+    return "\n".join(out)
 
 
 def breakdown_text(breakdown: t.Breakdown | dict[str, Any]) -> str:

@@ -1,0 +1,121 @@
+"""The CLI on 80- and 120-column terminals, with mirrors of real agent transcripts (ids of
+40-80 characters) and a long session name: recorded through a pseudo-terminal and played
+into pyte, so the test sees the screen a person would. No number or id may be cut, no line
+may wrap, and each id shown is a unique prefix `contextd` takes back."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contextd_client.render import tokens
+from tests.cli.commands import CONTEXTD, run, run_json
+from tests.cli.test_demo_terminal import record, screen_lines
+from tests.client.helpers import long_conversation
+
+REAL = Path(__file__).parents[1] / "fixtures" / "real"
+TRANSCRIPTS = {
+    "pi": ("pi-coffee-single-task.jsonl.gz", ".pi/agent/sessions/--coffee--/2025-10-05T08-14-22-123Z_3067b5a1-9c1e-4b7e-8f00-2b8c5d9e0a11.jsonl"),
+    "codex": ("codex-lotto.jsonl.gz", ".codex/sessions/2025/10/05/rollout-2025-10-05T08-14-22-0199b0f4-7c2d-7a31-9a55-1f2e3d4c5b6a.jsonl"),
+    "claude-code": ("claude-code-atlas-short.jsonl.gz", ".claude/projects/-srv-atlas/7f3c2b1a-5d4e-4c3b-9a8f-0e1d2c3b4a59.jsonl"),
+}
+LONG_NAME = "refactor the parser so that every error names its line and column, then document it"
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three mirrors written by `contextd follow --all` and two sessions of contextd's own."""
+    base = tmp_path_factory.mktemp("fit")
+    home, data = base / "home", base / "data"
+    for name, where in TRANSCRIPTS.values():
+        path = home / where
+        path.parent.mkdir(parents=True)
+        path.write_bytes(gzip.decompress((REAL / name).read_bytes()))
+    follower = subprocess.Popen(
+        [*CONTEXTD, "--data-dir", str(data), "follow", "--all", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(home)},
+    )
+    assert follower.stdout is not None
+    watchdog = threading.Timer(120, follower.kill)
+    watchdog.start()
+    try:
+        seen = {json.loads(follower.stdout.readline())["sessionId"] for _ in range(3)}
+        while len(seen) < 3:
+            seen.add(json.loads(follower.stdout.readline())["sessionId"])
+    finally:
+        watchdog.cancel()
+        follower.send_signal(signal.SIGINT)
+        follower.wait(timeout=30)
+    conversation = base / "conversation.jsonl"
+    conversation.write_text("".join(json.dumps(m) + "\n" for m in long_conversation(6)))
+    run_json(data, "replay", str(conversation), "--name", LONG_NAME)
+    run_json(data, "replay", str(conversation), "--name", "short")
+    return data
+
+
+def listing(data_dir: Path) -> list[dict[str, Any]]:
+    return list(run_json(data_dir, "sessions")["sessions"])
+
+
+def screen(data_dir: Path, columns: int, *args: str) -> list[str]:
+    code, recording = record([*CONTEXTD, "--data-dir", str(data_dir), *args], columns, 50)
+    lines = screen_lines(recording, columns)
+    assert code == 0, "\n".join(lines)
+    return lines
+
+
+def shown_prefix(line: str, full_ids: list[str]) -> str:
+    prefix = line.split()[0]
+    matching = [session_id for session_id in full_ids if session_id.startswith(prefix)]
+    assert len(matching) == 1, (prefix, line)
+    return matching[0]
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_sessions_fit_with_whole_ids_and_figures(data_dir: Path, columns: int) -> None:
+    sessions = listing(data_dir)
+    assert any(len(s["sessionId"]) > 40 for s in sessions)  # mirrors' long ids are there
+    lines = screen(data_dir, columns, "sessions")
+    assert lines[0].startswith("SESSION")
+    rows = lines[1:]
+    assert len(rows) == len(sessions), "a row wrapped:\n" + "\n".join(lines)
+    ids = [s["sessionId"] for s in sessions]
+    by_id = {s["sessionId"]: s for s in sessions}
+    for line in rows:
+        assert len(line) <= columns
+        session = by_id[shown_prefix(line, ids)]
+        assert f" {tokens(session['tokens'])}" in line, line  # the figure whole
+    if columns == 120:
+        assert any(LONG_NAME[:20] in line for line in rows)
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_a_shown_prefix_is_taken_back(data_dir: Path, columns: int) -> None:
+    lines = screen(data_dir, columns, "sessions")
+    prefix = lines[1].split()[0]
+    done = run(data_dir, "tree", prefix)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_stats_fit_and_wrap_between_words(data_dir: Path, columns: int) -> None:
+    sessions = listing(data_dir)
+    lines = screen(data_dir, columns, "sessions", "--stats")
+    ids = [s["sessionId"] for s in sessions]
+    table_rows = lines[1 : 1 + len(sessions)]
+    for line in table_rows:
+        shown_prefix(line, ids)
+        assert len(line) <= columns
+    assert lines[1 + len(sessions)] == "", "a row of the table wrapped:\n" + "\n".join(lines)
+    words = " ".join(lines).split()
+    # The legend wraps between words: each of its words arrives whole.
+    for word in ("ENTRIES,", "TOKENS:", "branch.", "SAVED,", "PRUNED:", "RATIO:"):
+        assert word in words, "\n".join(lines)
