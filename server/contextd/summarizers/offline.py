@@ -179,6 +179,9 @@ def summarize_offline(request: SummaryRequest) -> str:
     )
     add_commands(checkpoint, facts, earlier.get(COMMANDS, []))
     _add_earlier_text(checkpoint, [*earlier.get(EARLIER, []), *_carried_lines(carried_text)])
+    # Added last, so that within their rank they go after the carried text: names in code
+    # are what a summary of prose keeps worst.
+    checkpoint.add_all(CRITICAL, facts.definitions, BACKGROUND)
     _add_files(checkpoint, request, facts, earlier)
     return fit(checkpoint, LAYOUTS[request.kind], budget)
 
@@ -257,7 +260,6 @@ def _add_delegation(checkpoint: Checkpoint, facts: Facts) -> None:
         checkpoint.add_all(CRITICAL, [f"Plan exit criterion: {item}" for item in plan.criteria], IMPORTANT)
     checkpoint.add_all(CONSTRAINTS, facts.briefs, IMPORTANT)
     checkpoint.add_all(CRITICAL, facts.reports, USEFUL)
-    checkpoint.add_all(CRITICAL, facts.definitions, BACKGROUND)
 
 
 def _quoted(text: str) -> str:
