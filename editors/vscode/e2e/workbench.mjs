@@ -518,6 +518,19 @@ try {
     check(await followed.waitFor({ timeout: 15_000 }).then(() => true, () => false), "one click turns following on for the workspace, and says so");
     await empty.shot("24-empty-workspace-following");
   }
+  // The walkthrough explains how an agent or a script feeds a session.
+  await empty.item.click();
+  const howTo = empty.row("How an agent or a script feeds a session");
+  await howTo.waitFor({ timeout: 10_000 });
+  await howTo.click();
+  const walkthrough = empty.page.locator(".gettingStartedContainer", { hasText: "Get started with contextd" }).first();
+  const opened = await walkthrough.waitFor({ timeout: 20_000 }).then(() => true, () => false);
+  const steps = opened ? (await walkthrough.innerText()).replace(/\s+/g, " ") : "";
+  await empty.shot("25-walkthrough");
+  check(
+    opened && /Follow the agent you already run/.test(steps) && /Feed a session from an agent or a script/.test(steps),
+    `the walkthrough opens with its steps (${JSON.stringify(steps.slice(0, 200))})`,
+  );
   await empty.page.close();
 } catch (error) {
   failures.push(`exception: ${error.message.split("\n")[0]}`);
