@@ -133,7 +133,7 @@ def session_rows(sessions: Sequence[t.SessionSummary]) -> list[list[str]]:
     return [
         [
             session["sessionId"],
-            session.get("name") or "",
+            f"(damaged: {session['damaged']})" if "damaged" in session else session.get("name") or "",
             str(session["entries"]),
             tokens(session["tokens"]),
             session["updatedAt"][:19].replace("T", " "),

@@ -72,6 +72,8 @@ class SessionSummary(TypedDict):
     updatedAt: str
     parentSession: NotRequired[ParentSession | None]
     source: NotRequired[MirrorSource]
+    damaged: NotRequired[str]
+    """Why the session file cannot be opened (protocol.md, contextd/session/list)."""
 
 
 class ListResult(TypedDict):

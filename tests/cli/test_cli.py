@@ -78,6 +78,18 @@ def test_sessions_table_and_json(data_dir: Path, replayed: dict[str, Any]) -> No
     assert [session["sessionId"] for session in listed["sessions"]] == [replayed["sessionId"]]
 
 
+def test_sessions_shows_a_damaged_file_as_damaged_beside_the_others(data_dir: Path, replayed: dict[str, Any]) -> None:
+    [sessions] = data_dir.glob("workspaces/*/sessions")
+    (sessions / "broken.jsonl").write_bytes(b"[" * 200_000 + b"\n")
+    table = run(data_dir, "sessions")
+    assert table.returncode == 0, table.stderr
+    rows = {line.split()[0]: line for line in table.stdout.splitlines()[1:]}
+    assert "(damaged: its first line is not a session header)" in rows["broken"]
+    assert "replayed" in rows[replayed["sessionId"]]
+    listed = {row["sessionId"]: row for row in run_json(data_dir, "sessions")["sessions"]}
+    assert listed["broken"]["damaged"] == "its first line is not a session header"
+
+
 def test_sessions_on_an_empty_data_dir(data_dir: Path) -> None:
     done = run(data_dir, "sessions")
     assert done.returncode == 0 and done.stdout.strip() == "No sessions."
