@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 HOOK_TIMEOUT_SECONDS = 30
+MCP_STARTUP_SECONDS = 30
+"""Codex's wait for an MCP server to start (its default, 10 s, is short on a busy machine)."""
 BACKUP_SUFFIX = ".contextd-backup"
 SERVER_NAME = "contextd"
 TOML_BEGIN = "# >>> contextd (added by `contextd install codex`; `contextd uninstall codex` removes it)"
@@ -195,6 +197,7 @@ def codex_block(data_dir: str | None) -> str:
         f"[mcp_servers.{SERVER_NAME}]",
         f"command = {json.dumps(server['command'])}",
         f"args = {json.dumps(server['args'])}",
+        f"startup_timeout_sec = {MCP_STARTUP_SECONDS}",
         TOML_END,
     ])
 

@@ -195,15 +195,26 @@ def build_server(history: Callable[[], Awaitable[AgentHistory]]) -> MCPServer:
 
 
 async def serve(connect: Callable[[str], Awaitable[ContextdClient]], workspace: Path, agent: str | None) -> int:
-    """Serve MCP on stdio until the agent closes it. The daemon is attached first, so the
-    agent's transcript is followed before the first tool call."""
+    """Serve MCP on stdio until the agent closes it. The daemon is attached meanwhile, so
+    the agent's handshake never waits for it (agents give MCP servers a few seconds to
+    start) and following starts before the first tool call, which waits for it."""
     directory = str(workspace.resolve())
-    async with await connect(directory) as client:
+
+    async def attach() -> AgentHistory:
+        client = await connect(directory)
         await client.follow(enabled=True)
-        history = AgentHistory(client, directory, agent)
+        return AgentHistory(client, directory, agent)
 
-        async def attached() -> AgentHistory:
-            return history
+    attaching = asyncio.ensure_future(attach())
 
+    async def attached() -> AgentHistory:
+        return await asyncio.shield(attaching)
+
+    try:
         await build_server(attached).run_stdio_async()
+    finally:
+        if attaching.done() and not attaching.cancelled() and attaching.exception() is None:
+            await attaching.result().client.close()
+        else:
+            attaching.cancel()
     return 0

@@ -1,0 +1,92 @@
+"""The real Codex CLI (pinned, offline against the scripted server) with contextd installed
+into its CODEX_HOME: after its automatic compaction the next request carries contextd's
+added context. (Its MCP call is not tested: Codex 0.169 registers contextd's server —
+`codex mcp list` shows it enabled — but offered none of its tools in these runs.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from contextd_client.agents.added_context import HEADER
+
+from tests.agents.fake_llm import FakeLLM
+from tests.agents.real_agents import agent_command, contextd, offline_environment
+from tests.shared_daemon import stop_daemon
+
+CONSTRAINT = "Never deploy on a Friday."
+FAILING_CHECK = "pytest -q tests/test_numbat.py"
+RUN_SECONDS = 180
+
+
+def codex_config(fake: FakeLLM) -> str:
+    """The user's config: the scripted provider, a low automatic-compaction limit, nothing
+    that calls home (plugins sync from github.com and chatgpt.com), hooks on."""
+    return f'''model = "fake-gpt"
+model_provider = "fake"
+check_for_update_on_startup = false
+model_auto_compact_token_limit = 1000
+
+[model_providers.fake]
+name = "fake"
+base_url = "{fake.url}/v1"
+wire_api = "responses"
+env_key = "FAKE_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+apps = false
+remote_plugin = false
+hooks = true
+'''
+
+
+def run_codex(codex: Path, env: dict[str, str], cwd: Path, prompt: str, thread: str | None) -> list[dict[str, Any]]:
+    resume = ["resume", thread] if thread else []
+    done = subprocess.run(
+        [str(codex), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+         "--dangerously-bypass-hook-trust", "--json", *resume, prompt],
+        env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=RUN_SECONDS, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def texts_of(request: dict[str, Any]) -> str:
+    return json.dumps(request["body"].get("input"))
+
+
+def test_codex_gets_back_what_its_compaction_lost(tmp_path: Path, shared_env: dict[str, str]) -> None:
+    codex = agent_command("codex", "codex")
+    home, workspace, data_dir = tmp_path / "home", tmp_path / "work", tmp_path / "data"
+    codex_home = home / ".codex"  # where Codex keeps it by default, and contextd follows it
+    workspace.mkdir(parents=True)
+    codex_home.mkdir(parents=True)
+    with FakeLLM() as fake:
+        (codex_home / "config.toml").write_text(codex_config(fake))
+        env = {**offline_environment(home, shared_env), "CODEX_HOME": str(codex_home), "FAKE_API_KEY": "dummy"}
+        contextd(env, data_dir, "install", "codex")
+        try:
+            first = run_codex(codex, env, workspace,
+                              f"{CONSTRAINT} Run the check. CALL exec_command {json.dumps({'cmd': FAILING_CHECK})}", None)
+            thread = next(e["thread_id"] for e in first if e.get("type") == "thread.started")
+            run_codex(codex, env, workspace, "NOTOOL USAGE=5000", thread)
+            run_codex(codex, env, workspace, "NOTOOL what next?", thread)
+        finally:
+            status = subprocess.run(
+                ["python3", "-m", "contextd", "--data-dir", str(data_dir), "status", "--json"],
+                env=env, capture_output=True, text=True, check=False,
+            )
+            if status.returncode == 0:
+                stop_daemon(json.loads(status.stdout)["pid"])
+    after = [r for r in fake.model_requests() if "what next?" in texts_of(r)]
+    assert after and HEADER in texts_of(after[0]), texts_of(after[0])[-3000:]
+    added = texts_of(after[0]).split(HEADER, 1)[1]
+    assert CONSTRAINT in added and f"Commands, latest outcome\\n- `{FAILING_CHECK}`" in added, added[:2000]
