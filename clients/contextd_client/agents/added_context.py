@@ -38,6 +38,8 @@ PARTS = (
     Part("Done, as the latest runs left it", ("Done",)),
     Part("Files modified", ("Files modified",)),
     Part("The user's latest messages, verbatim", ("User Messages (newest first)",)),
+    Part("Where the work stands", ("In Progress", "Next Steps")),
+    Part("Decisions and context", ("Key Decisions", "Critical Context")),
 )
 
 
