@@ -122,7 +122,8 @@ async def test_a_branch_summary_names_the_sources_of_its_items(daemon):
     # Only the branch left is summarized: the common ancestor's entries are not sources.
     named = {entry_id for item in sources for entry_id in item["entryIds"]}
     assert named <= set(branch["entryIds"])
-    assert entry["details"]["modifiedFiles"] == ["src/db.py"]
+    # The branch's only edit failed, so it modified nothing.
+    assert entry["details"]["modifiedFiles"] == []
 
 
 async def test_a_handoff_names_the_sources_of_its_items_in_the_old_session(daemon):
