@@ -4,6 +4,7 @@ update checks or other traffic, and a proxy that refuses anything else."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -43,3 +44,15 @@ def contextd(env: dict[str, str], data_dir: Path, *args: str, cwd: Path | None =
         env=env, cwd=cwd, capture_output=True, text=True, timeout=120, check=True,
     )
     return done.stdout
+
+
+def stop_shared_daemon(env: dict[str, str], data_dir: Path) -> None:
+    """End the shared daemon the agent's contextd commands started, if one runs."""
+    from tests.shared_daemon import stop_daemon
+
+    status = subprocess.run(
+        [sys.executable, "-m", "contextd", "--data-dir", str(data_dir), "status", "--json"],
+        env=env, capture_output=True, text=True, check=False, timeout=60,
+    )
+    if status.returncode == 0:
+        stop_daemon(json.loads(status.stdout)["pid"])

@@ -14,8 +14,7 @@ from typing import Any
 from contextd_client.agents.added_context import HEADER
 
 from tests.agents.fake_llm import FakeLLM
-from tests.agents.real_agents import agent_command, contextd, offline_environment
-from tests.shared_daemon import stop_daemon
+from tests.agents.real_agents import agent_command, contextd, offline_environment, stop_shared_daemon
 
 TURN_SECONDS = 120
 MIRROR_SECONDS = 60
@@ -110,12 +109,7 @@ def test_claude_code_gets_back_what_its_compaction_lost(tmp_path: Path, shared_e
                 'CALL mcp__contextd__history_search {"query": "test_quokka"}',
             ], before={4: lambda: wait_for_mirrored_compaction(env, data_dir)})
         finally:
-            status = subprocess.run(
-                ["python3", "-m", "contextd", "--data-dir", str(data_dir), "status", "--json"],
-                env=env, capture_output=True, text=True, check=False,
-            )
-            if status.returncode == 0:
-                stop_daemon(json.loads(status.stdout)["pid"])
+            stop_shared_daemon(env, data_dir)
     assert [e.get("subtype") for e in events if e.get("type") == "result"] == ["success"] * 5
     requests = fake.model_requests()
     # The hook's context reaches the model in the first request after the compaction.

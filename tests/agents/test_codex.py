@@ -13,8 +13,7 @@ from typing import Any
 from contextd_client.agents.added_context import HEADER
 
 from tests.agents.fake_llm import FakeLLM
-from tests.agents.real_agents import agent_command, contextd, offline_environment
-from tests.shared_daemon import stop_daemon
+from tests.agents.real_agents import agent_command, contextd, offline_environment, stop_shared_daemon
 
 CONSTRAINT = "Never deploy on a Friday."
 FAILING_CHECK = "pytest -q tests/test_numbat.py"
@@ -80,12 +79,7 @@ def test_codex_gets_back_what_its_compaction_lost(tmp_path: Path, shared_env: di
             run_codex(codex, env, workspace, "NOTOOL USAGE=5000", thread)
             run_codex(codex, env, workspace, "NOTOOL what next?", thread)
         finally:
-            status = subprocess.run(
-                ["python3", "-m", "contextd", "--data-dir", str(data_dir), "status", "--json"],
-                env=env, capture_output=True, text=True, check=False,
-            )
-            if status.returncode == 0:
-                stop_daemon(json.loads(status.stdout)["pid"])
+            stop_shared_daemon(env, data_dir)
     after = [r for r in fake.model_requests() if "what next?" in texts_of(r)]
     assert after and HEADER in texts_of(after[0]), texts_of(after[0])[-3000:]
     added = texts_of(after[0]).split(HEADER, 1)[1]

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.agents.fake_llm import FakeLLM
-from tests.agents.real_agents import agent_command, contextd, offline_environment
-from tests.shared_daemon import stop_daemon
+from tests.agents.real_agents import agent_command, offline_environment, stop_shared_daemon
 
 EXTENSION = Path(__file__).parents[2] / "clients" / "pi" / "contextd.ts"
 CONSTRAINT = "Never force-push to the release branch."
@@ -95,8 +94,7 @@ def test_pi_compacts_with_contextds_summary(tmp_path: Path, shared_env: dict[str
         try:
             compaction = compaction_of(env, tmp_path)
         finally:
-            status = json.loads(contextd(env, data_dir, "status", "--json"))
-            stop_daemon(status["pid"])
+            stop_shared_daemon(env, data_dir)
     assert compaction["details"]["by"] == "contextd"
     assert "FAKE-SUMMARY" not in compaction["summary"]
     assert CONSTRAINT in compaction["summary"] and f"`{FAILING_CHECK}` failed" in compaction["summary"]
