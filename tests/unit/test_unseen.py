@@ -106,3 +106,14 @@ def test_a_session_that_opens_mid_conversation_learns_nothing(tmp_path):
     session.append_messages(messages_of([assistant("carrying on", usage={"input": 90_000, "output": 10})]))
     session.append_messages(messages_of([user("next"), assistant("done", usage={"input": 90_100, "output": 10})]))
     assert session.unseen_tokens == 0
+
+
+def test_another_model_relearns_the_unseen_part(tmp_path):
+    """Another model may come with another system prompt: its first report teaches."""
+    sessions, session = new_session(tmp_path)
+    reporting(session, range(3), SYSTEM_PROMPT_TOKENS)
+    session.set_model("gpt-4o")
+    reporting(session, range(3, 5), 25_000)
+    assert session.unseen_tokens == 25_000
+    sessions.close_all()
+    assert sessions.get(session.session_id).unseen_tokens == 25_000

@@ -7,8 +7,8 @@ so the figure would show only the counted part, and tell a user they have room t
 have. The difference is learned per session: the prompt the provider reported minus the
 calibrated count of what contextd sent before that answer.
 
-It is learned at the first valid report of each stretch (from the session's start, or from a
-compaction or prune): there the counted part is smallest, so counting's own drift (results
+It is learned at the first valid report of each stretch (from the session's start, from a
+compaction or prune, or from a change to another model): there the counted part is smallest, so counting's own drift (results
 the agent shortens, a calibration still settling) weighs least; a later compaction carries
 the value on until the next stretch's first report replaces it (a new model, new tools). A
 stretch whose beginning contextd never saw teaches nothing: a transcript that opens with an
@@ -30,6 +30,7 @@ from contextd.model import (
     Entry,
     HandoffEntry,
     MessageEntry,
+    ModelChangeEntry,
     PruneEntry,
     UserMessage,
 )
@@ -66,9 +67,14 @@ def learn_unseen(
     tokens, `pruned_tokens(n)` counts the placeholder of a pruned result of `n` tokens."""
     evidence: UnseenEvidence | None = None
     settled = not _opens_conversation(path)
+    model = None
     for index, entry in enumerate(path):
         if isinstance(entry, (CompactionEntry, PruneEntry)):
             settled = False
+        elif isinstance(entry, ModelChangeEntry):
+            # Another model may come with another system prompt: its first report teaches.
+            settled = settled and entry.model == (model or entry.model)
+            model = entry.model
         elif isinstance(entry, HandoffEntry) and entry.unseenTokens is not None:
             evidence, settled = UnseenEvidence(entry.unseenTokens, 0), False
         elif not settled and isinstance(entry, MessageEntry) and reports_context(entry.message):
