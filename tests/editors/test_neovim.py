@@ -1492,6 +1492,19 @@ def test_health_checks_every_setting_the_daemon_knows(editor: Editor) -> None:
     assert editor.lua("return require('contextd.health').known_settings") == list(KNOWN_KEYS)
 
 
+def test_health_check_advice_works_on_an_externally_managed_python(editor: Editor, tmp_path: Path) -> None:
+    python = tmp_path / "python3"  # an interpreter without contextd, as Debian's system Python
+    python.write_text(
+        '#!/bin/sh\n[ "$1" = --version ] && { echo "Python 3.12.3"; exit 0; }\n'
+        'echo "/usr/bin/python3: No module named contextd" >&2\nexit 1\n'
+    )
+    python.chmod(0o755)
+    editor.lua("require('contextd.config').set({ python = ... })", str(python))
+    report = health_report(editor)
+    assert "No module named contextd" in report
+    assert "python3 -m venv ~/.local/share/contextd-venv" in report and "pipx install" in report
+
+
 def test_health_check_reports_a_missing_python(editor: Editor) -> None:
     editor.lua("require('contextd.config').set({ python = '/nonexistent/python3' })")
     report = health_report(editor)
@@ -1500,10 +1513,10 @@ def test_health_check_reports_a_missing_python(editor: Editor) -> None:
 
 def test_help_contextd_opens_the_introduction(editor: Editor, tmp_path: Path) -> None:
     plugin = tmp_path / "plugin-copy"
-    shutil.copytree(PLUGIN_DIR, plugin)
+    shutil.copytree(PLUGIN_DIR, plugin, ignore=shutil.ignore_patterns("tags"))
     editor.lua("vim.opt.runtimepath:prepend(...)", str(plugin))
-    editor.command(f"helptags {plugin / 'doc'}")
-    tags = (plugin / "doc" / "tags").read_text()
+    editor.command(f"source {plugin / 'plugin' / 'contextd.lua'}")  # as Neovim does at startup
+    tags = (plugin / "doc" / "tags").read_text()  # made by the plugin, no :helptags needed
     for tag in (
         "contextd",
         "contextd.txt",

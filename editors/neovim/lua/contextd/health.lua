@@ -98,7 +98,10 @@ local function check_program()
   local ok, version = run(vim.list_extend(config.program(), { "--version" }))
   if not ok then
     report.error("`" .. table.concat(program, " ") .. " --version` failed: " .. version, {
-      "install contextd into that Python: pip install . in a clone of contextd (distribution contextd-server)",
+      "install contextd into a virtual environment (Debian and Ubuntu refuse pip install into the system Python): "
+        .. "python3 -m venv ~/.local/share/contextd-venv && ~/.local/share/contextd-venv/bin/pip install <your clone of contextd>, "
+        .. "then setup({ python = vim.fn.expand('~/.local/share/contextd-venv/bin/python') })",
+      "or with pipx: pipx install <your clone of contextd>, then setup({ cmd = 'contextd' })",
     })
     return false
   end
