@@ -184,6 +184,44 @@ local function drop_neovims_exit_notice(client_id)
   end, 1000)
 end
 
+-- After a daemon that ran goes away (killed, crashed, its machine's shared daemon stopped),
+-- the plugin starts it again after these pauses, as VS Code's extension does.
+local RECONNECT_DELAYS_MS = { 1000, 2000, 4000, 8000, 16000 }
+local reconnects = 0 -- attempts since the daemon last ran
+
+-- The last lines the daemon wrote on stderr, from the LSP log where Neovim keeps them.
+local function last_stderr_lines(count)
+  local ok, lines = pcall(vim.fn.readfile, vim.lsp.get_log_path(), "", -400)
+  local found = {}
+  for _, line in ipairs(ok and lines or {}) do
+    local text = line:match('"stderr"%s+"(.*)"%s*$')
+    if text then
+      for part in text:gsub("\\n", "\n"):gmatch("[^\n]+") do
+        table.insert(found, vim.trim(part))
+      end
+    end
+  end
+  return { unpack(found, math.max(#found - count + 1, 1)) }
+end
+
+local function reconnect_later(how)
+  reconnects = reconnects + 1
+  local delay = RECONNECT_DELAYS_MS[reconnects]
+  if not delay then
+    notify.error(string.format(
+      "the daemon exited (%s) and did not come back after %d tries; :Contextd restart starts it again",
+      how, #RECONNECT_DELAYS_MS
+    ))
+    return
+  end
+  notify.warn(string.format("the daemon exited (%s); reconnecting in %d s", how, delay / 1000))
+  vim.defer_fn(function()
+    if state.status == "exited" then
+      M.start()
+    end
+  end, delay)
+end
+
 local function on_exit(code, signal, client_id)
   -- Also when the plugin stopped it: a daemon that refused its settings exits with code 1
   -- after the plugin has already said why.
@@ -200,10 +238,21 @@ local function on_exit(code, signal, client_id)
     if client_id ~= state.client_id then
       return
     end
+    local had_run = state.status == "running"
     state.reset("exited")
     settle(not_running())
     local how = (signal or 0) ~= 0 and ("signal " .. signal) or ("code " .. tostring(code))
-    notify.error(string.format("the daemon exited (%s); :Contextd restart starts it again", how))
+    if had_run then
+      reconnects = 0
+    end
+    if had_run or reconnects > 0 then
+      return reconnect_later(how)
+    end
+    local said = last_stderr_lines(3)
+    notify.error(string.format(
+      "the daemon exited (%s) before it started%s; :checkhealth contextd says what is missing",
+      how, #said > 0 and (": " .. table.concat(said, " | ")) or ""
+    ))
   end)
 end
 
