@@ -125,7 +125,7 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
     replay_cmd = add_command(
         "replay", "replay a JSONL file of messages into a new session, showing the usage bar",
         epilog="examples:\n  contextd replay conversation.jsonl --window 8000\n"
-        "  contextd replay ~/.local/share/contextd/workspaces/W/sessions/ID.jsonl --no-usage\n\n"
+        "  contextd replay DATA_DIR/workspaces/W/sessions/ID.jsonl --no-usage\n\n"
         "Each line is a message ({\"role\": ...}, see protocol.md) or a contextd session line;\n"
         "every message is checked before the session is created.\n",
     )
@@ -160,7 +160,7 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
     sessions = add_command(
         "sessions", "list sessions, newest first (`sessions rm` deletes)",
         epilog="examples:\n  contextd sessions\n  contextd sessions --workspace demo --json\n"
-        "  contextd sessions --stats\n  contextd sessions rm 20261123-0912\n",
+        "  contextd sessions --stats\n  contextd sessions rm 01a2140f\n",
     )
     sessions.add_argument("--workspace", help="only this workspace's sessions")
     sessions.add_argument("--stats", action="store_true", help=STATS_HELP)
@@ -203,11 +203,19 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
     )
     unset_action.add_argument("key", metavar="KEY")
 
+    completion = add_command(
+        "completion", "print a shell completion script for contextd's commands and options",
+        epilog="examples:\n  eval \"$(contextd completion bash)\"     # in ~/.bashrc\n"
+        "  eval \"$(contextd completion zsh)\"      # in ~/.zshrc\n"
+        "  contextd completion fish | source       # in ~/.config/fish/config.fish\n",
+    )
+    completion.add_argument("shell", choices=["bash", "zsh", "fish"])
+
     show = add_command(
         "show", "print a summary, hand-off document or message of a session in full",
-        epilog="examples:\n  contextd show 20261123-0912             the latest summary on the current branch\n"
-        "  contextd show 20261123-0912 e3f2         one entry (ids from `contextd tree`)\n"
-        "  contextd show 20261123-0912 --json\n",
+        epilog="examples:\n  contextd show 01a2140f             the latest summary on the current branch\n"
+        "  contextd show 01a2140f e3f2         one entry (ids from `contextd tree`)\n"
+        "  contextd show 01a2140f --json\n",
     )
     show.add_argument("session", help=SESSION_HELP)
     show.add_argument(
@@ -217,14 +225,14 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
 
     tree = add_command(
         "tree", "show a session's entry tree",
-        epilog="examples:\n  contextd tree 20261123-0912\n  contextd tree 20261123-0912 --json | jq .leafId\n",
+        epilog="examples:\n  contextd tree 01a2140f\n  contextd tree 01a2140f --json | jq .leafId\n",
     )
     tree.add_argument("session", help=SESSION_HELP)
 
     compact = add_command(
         "compact", "compact a session now",
-        epilog="examples:\n  contextd compact 20261123-0912 --dry-run\n"
-        "  contextd compact 20261123-0912 --instructions 'keep the API decisions'\n",
+        epilog="examples:\n  contextd compact 01a2140f --dry-run\n"
+        "  contextd compact 01a2140f --instructions 'keep the API decisions'\n",
     )
     compact.add_argument("session", help=SESSION_HELP)
     compact.add_argument("--instructions", help="what the summary should focus on")
@@ -232,7 +240,7 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
 
     handoff = add_command(
         "handoff", "hand a session's work off to a fresh session",
-        epilog="examples:\n  contextd handoff 20261123-0912 --goal 'write the migration'\n",
+        epilog="examples:\n  contextd handoff 01a2140f --goal 'write the migration'\n",
     )
     handoff.add_argument("session", help=SESSION_HELP)
     handoff.add_argument("--goal", help="what the new session should do next (also its name)")
@@ -264,9 +272,9 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
             "(and prints what any client of the shared daemon does to it); "
             "with --replay FILE it replays FILE into SESSION (or a new session) and exits when "
             "done unless --follow; with --idle SECONDS it arms idle compaction on the session. "
-            "Without --replay it runs until interrupted (Ctrl-C: exit 0)."
+            "Without --replay it runs until interrupted (Ctrl-C: exit 130; the daemon going away: exit 3)."
         ),
-        epilog="examples:\n  contextd watch 20261123-0912 --idle 300\n"
+        epilog="examples:\n  contextd watch 01a2140f --idle 300\n"
         "  contextd watch --replay conversation.jsonl --window 8000 --json\n",
     )
     watch.add_argument("session", nargs="?", help=SESSION_HELP + " (default: a new session)")
@@ -356,6 +364,15 @@ async def run_status(args: argparse.Namespace) -> int:
         emit_json(status)
     else:
         print(render.daemon_status(status))
+    return EXIT_OK
+
+
+async def run_completion(args: argparse.Namespace) -> int:
+    from contextd.cli import build_parser
+
+    from contextd_client.completion import script
+
+    print(script(args.shell, build_parser()), end="")
     return EXIT_OK
 
 
@@ -832,6 +849,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = 
     "status": run_status,
     **agent_commands(connect, load_settings),
     "config": run_config,
+    "completion": run_completion,
 }
 
 

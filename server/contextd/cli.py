@@ -34,8 +34,23 @@ class UsageError(Exception):
         self.usage = usage
 
 
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Examples keep their lines; an option's default is shown when it has a meaningful one."""
+class HelpFormatter(argparse.HelpFormatter):
+    """Prose is wrapped to the terminal between words; indented lines (examples, lists) keep
+    their lines; an option's default is shown when it has a meaningful one."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        lines = []
+        for line in text.splitlines():
+            if not line.strip() or line.startswith(" "):
+                lines.append(indent + line)
+            else:
+                lines.append(textwrap.fill(
+                    line, width, initial_indent=indent, subsequent_indent=indent,
+                    break_long_words=False, break_on_hyphens=False,
+                ))
+        return "\n".join(lines)
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
@@ -61,35 +76,47 @@ def global_options(defaults: bool) -> Parser:
     """Options that may stand before or after the command (`contextd --data-dir D tree X` and
     `contextd tree X --data-dir D`); after it they override what was given before."""
     options = Parser(add_help=False)
-    keep: dict[str, Any] = {"default": argparse.SUPPRESS} if not defaults else {}
-    options.add_argument(
+    # After a command they are the same options: its help names them once, in GLOBAL_NOTE.
+    keep: dict[str, Any] = {"default": argparse.SUPPRESS, "help": argparse.SUPPRESS} if not defaults else {}
+    add = global_adder(options, keep)
+    add(
         "--data-dir", metavar="DIR",
         help="where sessions live (default: $XDG_DATA_HOME/contextd, else ~/.local/share/contextd)",
-        **keep,
     )
-    options.add_argument(
+    add(
         "--log-level", choices=LOG_LEVELS, type=str.upper,
         help=f"the daemon's log level on stderr (default: {SERVE_LOG_LEVEL} for serve, "
         "WARNING for a daemon a client command starts)",
-        **keep,
     )
-    options.add_argument(
+    add(
         "--tcp", metavar="HOST:PORT",
         help="serve: listen on TCP instead of stdio; other commands: use the daemon listening there",
-        **keep,
     )
-    options.add_argument(
+    add(
         "--json", action="store_true",
         help="client commands: machine-readable output, and errors as a JSON object on stderr",
-        **keep,
     )
-    options.add_argument(
+    add(
         "--settings", metavar="FILE",
         help="client commands: a JSON file of settings for the daemon (protocol.md, Settings); "
         "serve: the daemon-wide settings of a daemon serving many clients",
-        **keep,
     )
     return options
+
+
+GLOBAL_NOTE = (
+    "global options, before or after the command: --data-dir DIR, --log-level LEVEL, "
+    "--tcp HOST:PORT, --json, --settings FILE (`contextd --help` says what each does)"
+)
+
+
+def global_adder(options: argparse.ArgumentParser, keep: dict[str, Any]) -> Any:
+    """`add_argument` with `keep` laid over each option's own keywords."""
+
+    def add(*names: str, **kwargs: Any) -> None:
+        options.add_argument(*names, **{**kwargs, **keep})
+
+    return add
 
 
 def build_parser() -> Parser:
@@ -108,7 +135,8 @@ def build_parser() -> Parser:
     def add_command(name: str, summary: str, epilog: str = "", **extra: Any) -> argparse.ArgumentParser:
         """A subcommand with a one-line summary, its examples and the global options."""
         return commands.add_parser(
-            name, help=summary, description=extra.pop("description", summary), epilog=epilog,
+            name, help=summary, description=extra.pop("description", summary),
+            epilog=f"{epilog}\n{GLOBAL_NOTE}" if epilog else GLOBAL_NOTE,
             formatter_class=HelpFormatter, parents=[after], **extra,
         )
 
