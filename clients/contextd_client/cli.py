@@ -806,27 +806,36 @@ async def run_follow(args: argparse.Namespace) -> int:
     workspace = str(Path(args.workspace or os.getcwd()).resolve())
     async with await connect(args, load_settings(args)) as client:
         changes = client.activity()
-        await client.follow(enabled=True)
+        following = await client.follow(enabled=True)
         if args.all:
             listed = await client.watch_workspace(all_workspaces=True)
         else:
             listed = await client.watch_workspace(workspace)
-        for row in listed["sessions"]:
-            if "source" in row:  # the mirrors as they are now (state carries the source too)
-                await show_mirror(client, args, dict(await client.state(row["sessionId"])))
+        mirrors = [row for row in listed["sessions"] if "source" in row]
+        shown: dict[str, None] = {row["sessionId"]: None for row in mirrors}
+        if not mirrors and not args.json:
+            elsewhere = [row for row in (await client.session_list())["sessions"] if "source" in row]
+            print(render.follow_watching(following["agents"], None if args.all else workspace, len(elsewhere)), file=sys.stderr)
+        for row in mirrors:  # the mirrors as they are now (state carries the source too)
+            await show_mirror(client, args, dict(await client.state(row["sessionId"])), shown)
         async for notification in changes:
             if notification.params.get("source"):
-                await show_mirror(client, args, notification.params)
+                await show_mirror(client, args, notification.params, shown)
         raise daemon_gone(client)  # the stream ends only when the connection does
 
 
-async def show_mirror(client: ContextdClient, args: argparse.Namespace, activity: dict[str, Any]) -> None:
-    """One line for a mirrored session as it is now."""
+async def show_mirror(
+    client: ContextdClient, args: argparse.Namespace, activity: dict[str, Any], shown: dict[str, None]
+) -> None:
+    """One line for a mirrored session as it is now, fitted to the terminal; `shown`: the
+    sessions shown so far, among which an id's prefix is unique."""
     compactions = (await client.stats(activity["sessionId"]))["compactions"]["count"]
     if args.json:
         print(json.dumps({**activity, "compactions": compactions}, ensure_ascii=False), flush=True)
-    else:
-        print(render.follow_line(activity, compactions, datetime.now()), flush=True)
+        return
+    shown[activity["sessionId"]] = None
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    print(render.follow_line(activity, compactions, datetime.now(), width, shown), flush=True)
 
 
 async def run_demo(args: argparse.Namespace) -> int:

@@ -107,15 +107,40 @@ def notification_line(method: str, params: dict[str, Any], at: datetime) -> str:
     return f"{at:%H:%M:%S.%f}"[:-3] + f"  {session}  {name:<20} {detail}"
 
 
-def follow_line(activity: dict[str, Any], compactions: int, at: datetime) -> str:
+AGENT_LABELS = {"claude-code": "Claude Code", "codex": "Codex", "pi": "pi"}
+
+
+def follow_line(
+    activity: dict[str, Any], compactions: int, at: datetime, width: int | None = None, ids: Iterable[str] = ()
+) -> str:
     """One line per change of a mirrored session for `contextd follow`: when, which agent,
-    which session, how full its context is, how often the agent compacted it."""
+    which session, how full its context is, how often the agent compacted it. With a
+    terminal `width`, the session's name is shortened to fit (an unnamed one shows its id's
+    unique prefix among `ids`); the figures stay whole."""
+    from contextd_client.fit import shorten, unique_prefixes
+
     usage = activity["usage"]
-    agent = str(activity.get("source", {}).get("agent", ""))
-    session = activity.get("name") or activity["sessionId"]
+    agent = AGENT_LABELS.get(str(activity.get("source", {}).get("agent", "")), "")
+    session_id = activity["sessionId"]
     figure = f"{tokens(usage['tokens'])}/{tokens(usage['contextWindow'])}"
     counted = f"{compactions} compaction" + ("" if compactions == 1 else "s")
-    return f"{at:%H:%M:%S}  {agent:<11}  {session}  {figure}  {usage['percent']:.1f}%  {counted}"
+    rest = f"{figure}  {usage['percent']:.1f}%  {counted}"
+    lead = f"{at:%H:%M:%S}  {agent:<11}  "
+    name = activity.get("name")
+    if width is None:
+        return f"{lead}{name or session_id}  {rest}"
+    label = shorten(name, max(width - len(lead) - len(rest) - 2, 8)) if name else unique_prefixes([*ids, session_id])[session_id]
+    return f"{lead}{label}  {rest}"
+
+
+def follow_watching(agents: Sequence[str], workspace: str | None, mirrors_elsewhere: int) -> str:
+    """What `contextd follow` watches while it has nothing to show yet."""
+    named = ", ".join(AGENT_LABELS.get(agent, agent) for agent in agents) or "no agent"
+    where = f"of {workspace}" if workspace else "of every folder"
+    text = f"Watching the {named} transcripts {where}; none yet (a line comes with each change)."
+    if workspace and mirrors_elsewhere:
+        text += f" {mirrors_elsewhere} mirror(s) of other folders: contextd follow --all shows them."
+    return text
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

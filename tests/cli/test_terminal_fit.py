@@ -119,3 +119,41 @@ def test_stats_fit_and_wrap_between_words(data_dir: Path, columns: int) -> None:
     # The legend wraps between words: each of its words arrives whole.
     for word in ("ENTRIES,", "TOKENS:", "branch.", "SAVED,", "PRUNED:", "RATIO:"):
         assert word in words, "\n".join(lines)
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_a_follow_line_fits_with_whole_figures(columns: int) -> None:
+    from datetime import datetime
+
+    from contextd_client.render import follow_line
+
+    activity = {
+        "sessionId": "pi-2025-10-05T08-14-22-123Z_3067b5a1-9c1e-4b7e-8f00-2b8c5d9e0a11",
+        "name": LONG_NAME,
+        "source": {"agent": "pi", "path": "/x.jsonl"},
+        "usage": {"tokens": 150_912, "contextWindow": 1_047_576, "percent": 14.4},
+    }
+    line = follow_line(activity, 2, datetime(2026, 11, 25, 10, 0), columns, [])
+    assert len(line) <= columns and "150,912/1,047,576  14.4%  2 compactions" in line, line
+    unnamed = follow_line({**activity, "name": None}, 2, datetime(2026, 11, 25, 10, 0), columns, ["pi-2025-10-05T09"])
+    assert "pi-2025-10-05T08 " in unnamed and len(unnamed) <= columns, unnamed
+
+
+def test_follow_with_nothing_to_show_says_what_it_watches(data_dir: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "nothing-here"
+    empty.mkdir()
+    follower = subprocess.Popen(
+        [*CONTEXTD, "--data-dir", str(data_dir), "follow", "--workspace", str(empty)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(tmp_path / "nohome")},
+    )
+    assert follower.stderr is not None
+    watchdog = threading.Timer(90, follower.kill)
+    watchdog.start()
+    try:
+        said = follower.stderr.readline()
+    finally:
+        watchdog.cancel()
+        follower.send_signal(signal.SIGINT)
+        follower.wait(timeout=30)
+    assert f"Watching the Claude Code, Codex, pi transcripts of {empty}; none yet" in said, said
+    assert "3 mirror(s) of other folders: contextd follow --all shows them." in said
