@@ -10,6 +10,7 @@ import asyncio
 import os
 import time
 from abc import ABC, abstractmethod
+from collections import ChainMap
 from dataclasses import replace
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -111,6 +112,9 @@ class LiveState(ABC):
         self.model_info = resolve_model(self.model_id, settings.models)
         self._recorded_window: int | None = None
         self._path: list[Entry] = []
+        self._name: str | None = None
+        """The name the path gives (`_derive_name`), derived when the path is rebuilt, not
+        on every append: an append's activity notification must not walk the path."""
         self._pending_calls: dict[str, str] = {}
         self._ledger: CalibrationLedger  # learned by _count_all, once every entry is counted
         self._figure = TokenFigure(0, 0, 1.0, anchored=False, exact=True)
@@ -150,6 +154,9 @@ class LiveState(ABC):
 
     @property
     def name(self) -> str | None:
+        return self._name
+
+    def _derive_name(self) -> str | None:
         # A fork copies its parent's history, naming entries included: its own name is the
         # header's, unless it was renamed after the fork point.
         parent = self.header.parentSession
@@ -271,6 +278,7 @@ class LiveState(ABC):
         """Recompute the path, pending tool calls and token figure from the tree (after any
         change that is not a plain append: load, compaction, prune, navigation, model)."""
         self._path = self.tree.path_to(self.tree.leaf_id)
+        self._name = self._derive_name()
         self._pending_calls = open_tool_calls(self.context_items())
         self._learn_unseen()
         self._counted_parts = counted_parts(self._path, self._tokens_of(self._path))
@@ -314,12 +322,12 @@ class LiveState(ABC):
         """Entries appended in order, each a child of the one before: stored all at once,
         and only then taken into memory, so a failed write (a full disk) leaves the
         session as it was, on disk and here."""
-        taken = set(self.tree.entries)
+        taken: ChainMap[str, Entry] = ChainMap({}, self.tree.entries)  # not a copy: O(1) per append
         parent_id = self.tree.leaf_id
         entries = []
         for draft in drafts:
             entry = draft.model_copy(update={"id": new_entry_id(taken), "parentId": parent_id})
-            taken.add(entry.id)
+            taken[entry.id] = entry
             if is_node(entry):
                 parent_id = entry.id
             entries.append(entry)
@@ -338,7 +346,7 @@ class LiveState(ABC):
 
     def _extend_path(self, entry: Entry) -> None:
         """The cheap path for a new leaf: update the figure without recounting the context."""
-        self._path.append(entry)
+        self._path.append(entry)  # a message names nothing: the name (see `rebuild`) stands
         if isinstance(entry, MessageEntry):
             message = entry.message
             if isinstance(message, AssistantMessage):
