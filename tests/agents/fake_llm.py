@@ -8,7 +8,8 @@ summaries) never shift a script:
 - no tools offered -> "ok"; the last message a tool result -> `FINAL-ANSWER: <the result>`;
 - the last user text holds `NOTOOL` -> `PLAIN-REPLY`; `CALL <tool> {json}` -> that tool call
   (Codex namespaces MCP tools: `CALL mcp__contextd.history_search {...}`); else a shell call
-  of `echo hi` with the agent's own shell tool;
+  of `echo hi` with the agent's own shell tool; Responses only: `CALL a {..} THEN CALL b {..}`
+  calls b after a's result (Codex offers MCP tools from a turn's second request on);
 - `USAGE=<n>` in the last user text -> the answer reports n input tokens (to drive an
   agent's automatic compaction).
 Every request is kept (`requests`) for the test to inspect.
@@ -49,22 +50,30 @@ def text_of(content: Any) -> str:
     return "\n".join(parts)
 
 
-def decide(last_text: str, tool_result: str | None, tools: list[str]) -> tuple[str, Any, Any]:
-    """("text", answer, None) or ("tool", name, arguments)."""
+def decide(
+    last_text: str, tool_result: str | None, tools: list[str], prompt: str = "", called: tuple[str, ...] = ()
+) -> tuple[str, Any, Any]:
+    """("text", answer, None) or ("tool", name, arguments). `prompt` is the user's request of
+    the turn and `called` the tools called in it so far (for `THEN CALL`)."""
     if COMPACTION_PROMPTS.search(last_text):
         return ("text", FAKE_SUMMARY, None)
     if not tools:
         return ("text", "ok", None)
+    then = re.search(r"THEN CALL\s+(\S+)\s+(\{.*\})", prompt)
+    if tool_result is not None and then and then.group(1).replace(".", "") not in called:
+        if then.group(1) not in tools:
+            return ("text", f"NO-SUCH-TOOL {then.group(1)} (have: {', '.join(tools)})", None)
+        return ("tool", then.group(1), json.loads(then.group(2)))
     if tool_result is not None:
         return ("text", "FINAL-ANSWER: " + tool_result[:2000], None)
     if "NOTOOL" in last_text:
         return ("text", "PLAIN-REPLY", None)
-    called = re.search(r"CALL\s+(\S+)\s+(\{.*\})", last_text)
-    if called:
-        name = called.group(1)
+    call = re.search(r"CALL\s+(\S+)\s+(\{.*?\})(?:\s+THEN|$)", last_text)
+    if call:
+        name = call.group(1)
         if name not in tools:
             return ("text", f"NO-SUCH-TOOL {name} (have: {', '.join(tools)})", None)
-        return ("tool", name, json.loads(called.group(2)))
+        return ("tool", name, json.loads(call.group(2)))
     shell = next((name for name in SHELL_TOOLS if name in tools), None)
     return ("tool", shell, SHELL_TOOLS[shell]) if shell else ("text", "no shell tool", None)
 
@@ -201,7 +210,9 @@ class Handler(BaseHTTPRequestHandler):
         output = last.get("output")
         result = (output if isinstance(output, str) else json.dumps(output)) if is_result else None
         last_text = "" if is_result else text_of(last.get("content"))
-        kind, first, second = decide(last_text, result, [t for t in tools if t])
+        prompt = next((text_of(i.get("content")) for i in reversed(items) if i.get("role") == "user"), "")
+        called = tuple(f"{i.get('namespace', '')}{i.get('name', '')}" for i in items if i.get("type") == "function_call")
+        kind, first, second = decide(last_text, result, [t for t in tools if t], prompt, called)
         if kind == "text":
             item: dict[str, Any] = {"type": "message", "id": "msg_" + uuid.uuid4().hex[:12], "role": "assistant",
                                     "status": "completed",

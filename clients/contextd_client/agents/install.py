@@ -22,6 +22,7 @@ from typing import Any
 
 HOOK_TIMEOUT_SECONDS = 30
 MCP_STARTUP_SECONDS = 30
+FORWARDED_VARIABLES = ("XDG_RUNTIME_DIR", "CONTEXTD_SHARED")
 """Codex's wait for an MCP server to start (its default, 10 s, is short on a busy machine)."""
 BACKUP_SUFFIX = ".contextd-backup"
 SERVER_NAME = "contextd"
@@ -198,6 +199,9 @@ def codex_block(data_dir: str | None) -> str:
         f"command = {json.dumps(server['command'])}",
         f"args = {json.dumps(server['args'])}",
         f"startup_timeout_sec = {MCP_STARTUP_SECONDS}",
+        # Codex gives an MCP server a short list of variables; the shared daemon's socket
+        # lives under XDG_RUNTIME_DIR, which the hooks (run with the whole environment) use.
+        f"env_vars = {json.dumps(list(FORWARDED_VARIABLES))}",
         TOML_END,
     ])
 
