@@ -1,0 +1,80 @@
+"""A quick guard against speed regressions, for CI: ratios measured in one run, in-process.
+
+    python benchmarks/ratio_guard.py
+
+Each ratio compares two things measured side by side on the same machine in alternating
+rounds, so the machine's speed and load cancel out; no absolute time is asserted. It fails
+(exit 1) only when a ratio is more than twice its goal (benchmarks/README.md holds the full
+benchmarks and their goals):
+
+- append growth: `append_messages` p50 on a session of 5,000 entries against one of 100
+  (goal 1.5x: an append must not cost more as the session grows).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic import TypeAdapter
+
+from bench_append import HUGE_WINDOW, measured_messages, percentile, prefill_messages
+from live_daemon import model_settings
+from contextd.model import Message, Settings
+from contextd.session import LiveSession, SessionManager, SilentEvents
+from contextd.store import Store
+
+SMALL, LARGE = 100, 5_000
+APPENDS, ROUND = 300, 30
+GOALS = {"append p50, 5,000 vs 100 entries": 1.5}
+"""A ratio over twice its goal fails the guard: the margin absorbs a shared machine's noise."""
+
+as_messages = TypeAdapter(list[Message]).validate_python
+
+
+def filled(sessions: SessionManager, workspace: str, entries: int) -> LiveSession:
+    session = sessions.create(workspace)
+    prefill = as_messages(prefill_messages(entries - session.state()["entries"], seed=entries))
+    for start in range(0, len(prefill), 1000):
+        session.append_messages(prefill[start : start + 1000])
+    return session
+
+
+def append_ratio(sessions: SessionManager, workspace: str) -> float:
+    small, large = filled(sessions, workspace, SMALL), filled(sessions, workspace, LARGE)
+    measured = as_messages(measured_messages(APPENDS, seed=7))[:APPENDS]
+    times: dict[int, list[float]] = {SMALL: [], LARGE: []}
+    for start in range(0, APPENDS, ROUND):
+        for session, size in ((small, SMALL), (large, LARGE)):
+            for message in measured[start : start + ROUND]:
+                began = time.perf_counter()
+                session.append_messages([message])
+                times[size].append(time.perf_counter() - began)
+    return percentile(times[LARGE], 0.5) / percentile(times[SMALL], 0.5)
+
+
+def measure() -> dict[str, float]:
+    settings = Settings.model_validate(model_settings(HUGE_WINDOW))
+    with tempfile.TemporaryDirectory(prefix="contextd-guard-") as root:
+        sessions = SessionManager(Store(Path(root)), settings, SilentEvents())
+        try:
+            return {"append p50, 5,000 vs 100 entries": append_ratio(sessions, root)}
+        finally:
+            sessions.close_all()
+
+
+def main() -> int:
+    failed = []
+    for name, ratio in measure().items():
+        goal = GOALS[name]
+        verdict = "ok" if ratio <= 2 * goal else "FAILED"
+        print(f"{name}: {ratio:.2f}x (goal {goal}x, fails over {2 * goal}x) {verdict}")
+        if verdict != "ok":
+            failed.append(name)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
