@@ -33,6 +33,11 @@ async def first_session_heard(stream: NotificationStream) -> str:
 
 
 async def test_a_connection_hears_only_the_sessions_it_opened(shared_clients, tmp_path):
+    # A followed root beyond ~/.claude/projects is the daemon owner's to name, not a client's
+    # (protocol.md, contextd/follow): the daemon's own settings file names it.
+    settings = tmp_path / "daemon-settings.json"
+    owner = {**json.loads(settings.read_text()), "follow": {"roots": {"claude-code": str(tmp_path / "claude")}}}
+    settings.write_text(json.dumps(owner))
     first = await shared_clients(tmp_path / "project")
     theirs = (await first.session_open(name="the first window's"))["sessionId"]
     await first.append(theirs, coding_turn(0))
