@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
+from contextd.collector import collector_paused
 from contextd.compaction.short_summary import clip
 from contextd.model import (
     Entry,
@@ -160,11 +161,12 @@ class SessionManager:
         """Load a session from its file: under the lock this daemon still holds when the
         session was only unloaded from memory, else under a lock taken now."""
         listing = self.store.find_session(session_id)
-        if self.store.holds(session_id):
-            file, loaded = self.store.reload(listing)
-        else:
-            file, loaded = self.store.open(listing)
-        return LiveSession(file, tree_of(loaded.entries), self.settings_for(file.header.workspace), self.events)
+        with collector_paused():  # all that a load makes survives: nothing to collect
+            if self.store.holds(session_id):
+                file, loaded = self.store.reload(listing)
+            else:
+                file, loaded = self.store.open(listing)
+            return LiveSession(file, tree_of(loaded.entries), self.settings_for(file.header.workspace), self.events)
 
     def _remember(self, session: LiveSession) -> LiveSession:
         session.hand_off = lambda: self.handoff(session, None)
