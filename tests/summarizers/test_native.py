@@ -5,7 +5,10 @@ retried like the other providers and falling back on failure."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 
 import anthropic
 import pytest
@@ -300,18 +303,48 @@ async def test_an_outage_falls_back_to_the_same_vendors_summarizer(
     )
 
 
+class DeadlinesPassingOnceHeld:
+    """The chain's deadline of each attempt, passing the moment the provider holds that
+    attempt's request instead of after its seconds (on a loaded machine 0.3 s can pass
+    before the SDK's request even arrives). An attempt that sends no request (the offline
+    summarizer) is never cut. `given` is the seconds each attempt was given."""
+
+    def __init__(self, provider: FakeProvider) -> None:
+        self.provider = provider
+        self.given: list[float] = []
+
+    @contextlib.asynccontextmanager
+    async def __call__(self, seconds: float) -> AsyncIterator[None]:
+        self.given.append(seconds)
+        held = len(calls(self.provider)) + 1
+        async with asyncio.timeout(None) as timer:
+            watcher = asyncio.create_task(self.pass_once(held, timer))
+            try:
+                yield
+            finally:
+                watcher.cancel()
+
+    async def pass_once(self, held: int, timer: asyncio.Timeout) -> None:
+        while len(calls(self.provider)) < held:
+            await asyncio.sleep(0.01)
+        timer.reschedule(asyncio.get_running_loop().time())
+
+
 @pytest.mark.parametrize("name", NATIVE)
 async def test_a_timeout_is_retried_then_falls_back(
     name: str, provider: FakeProvider, api_key: str
 ) -> None:
-    provider.script(Reply.hang(10), Reply.hang(10))
+    provider.script(Reply.hang(), Reply.hang())  # held until the provider stops
+    deadline = DeadlinesPassingOnceHeld(provider)
+    request = compaction_request()
+    settings = settings_for(name, provider, timeoutSeconds=0.3, maxRetries=1, fallback=["offline"])
 
-    summary = await chain(
-        name, provider, timeoutSeconds=0.3, maxRetries=1, fallback=["offline"]
-    ).summarize_with_info(compaction_request())
+    summary = await build_summarizer(settings, **QUICK, deadline=deadline).summarize_with_info(request)
 
     assert summary.summarizer.provider == "offline"
-    assert len(calls(provider)) == 2
+    assert summary.text == summarize_offline(request)
+    assert len(calls(provider)) == 2, "the timed-out attempt was retried once"
+    assert deadline.given[:2] == [0.3, 0.6], "the retry had twice the time"
 
 
 @pytest.mark.parametrize("tokens", [1_234, 52_000])

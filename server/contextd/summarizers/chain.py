@@ -12,7 +12,8 @@ import asyncio
 import importlib
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
 from contextd.model import PreserveData, Provider, SummarizerInfo, SummarizerSettings
@@ -35,6 +36,9 @@ DEFAULT_MAX_DELAY = 8.0
 JITTER = 0.25
 """Each backoff is shortened by up to this fraction, at random, so that clients that failed
 together do not all retry at the same moment (the SDKs' own policy)."""
+Deadline = Callable[[float], AbstractAsyncContextManager[object]]
+"""Bounds one attempt to its seconds, raising TimeoutError when they pass (`asyncio.timeout`;
+a test passes one that fires on an event instead of the clock of a loaded machine)."""
 MAX_RETRY_AFTER = 60.0
 """The longest wait a provider's `retry-after` gets before a retry; asked for longer, the
 chain falls back instead of holding the compaction."""
@@ -73,6 +77,7 @@ class SummarizerChain:
         timeout_seconds: float,
         base_delay: float = DEFAULT_BASE_DELAY,
         max_delay: float = DEFAULT_MAX_DELAY,
+        deadline: Deadline = asyncio.timeout,
     ) -> None:
         if not summarizers:
             raise ValueError("a chain needs at least one summarizer")
@@ -83,6 +88,7 @@ class SummarizerChain:
         self._timeout = timeout_seconds
         self._base_delay = base_delay
         self._max_delay = max_delay
+        self._deadline = deadline
 
     async def summarize(self, request: SummaryRequest) -> str:
         return (await self.summarize_with_info(request)).text
@@ -134,7 +140,7 @@ class SummarizerChain:
         provider = summarizer.provider
         try:
             # The deadline of the whole answer: the SDKs' timeouts bound each read only.
-            async with asyncio.timeout(timeout):
+            async with self._deadline(timeout):
                 answer = await summarizer.summarize(request)
         except TimeoutError:
             raise ProviderError(
@@ -173,6 +179,7 @@ def build_summarizer(
     *,
     base_delay: float = DEFAULT_BASE_DELAY,
     max_delay: float = DEFAULT_MAX_DELAY,
+    deadline: Deadline = asyncio.timeout,
 ) -> SummarizerChain:
     """The configured provider followed by `settings.fallback`, each tried once in order."""
     providers: list[Provider] = list(dict.fromkeys([settings.provider, *settings.fallback]))
@@ -182,6 +189,7 @@ def build_summarizer(
         timeout_seconds=settings.timeoutSeconds,
         base_delay=base_delay,
         max_delay=max_delay,
+        deadline=deadline,
     )
 
 
