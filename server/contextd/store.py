@@ -3,6 +3,7 @@
 One session is one file, `workspaces/<slug>-<hash>/sessions/<id>.jsonl`: a header line,
 then one entry per line. Lines are only ever appended. A crash mid-write leaves at most a
 torn last line, which loading sets aside in `<id>.jsonl.torn` before appending again.
+`<id>.jsonl.counts` keeps its entries' token counts for the next load (session/counts.py).
 """
 
 from __future__ import annotations
@@ -305,6 +306,10 @@ class SessionFile:
         """A view of a session that may be open elsewhere, or of a data directory that
         cannot be written (`because`): it reads, it never appends."""
         return cls(path, header, handles=None, read_only_because=because)
+
+    @property
+    def writable(self) -> bool:
+        return self._handles is not None
 
     def append(self, entry: Entry) -> None:
         self.append_all([entry])
@@ -670,7 +675,7 @@ class Store:
         if not held:
             self._lock(listing.session_id)
         try:
-            for path in (listing.path.with_name(listing.path.name + ".torn"), listing.path):
+            for path in (*(listing.path.with_name(listing.path.name + tail) for tail in (".torn", ".counts")), listing.path):
                 path.unlink(missing_ok=True)
         except BaseException:
             if not held:

@@ -15,11 +15,13 @@ class LiveSession(IdleTimer, Navigation):
         for task in list(self._tasks):
             task.cancel()
         self.abort_compaction()
+        self.keep_counts()
         self.file.close()
 
     def unload(self) -> None:
         """Leave memory but stay open: the lock is kept, so nobody else writes the file
         before this daemon reloads it. Only a session without work under way is unloaded."""
+        self.keep_counts()
         self.file.unload()
 
     def has_pending_work(self) -> bool:

@@ -44,6 +44,7 @@ from contextd.model import (
     is_node,
     message_text,
 )
+from contextd.session.counts import keep_counts, read_counts
 from contextd.session.errors import InvalidAppend, ReadOnlyMirror
 from contextd.session.events import SessionEvents
 from contextd.session.index import timestamp
@@ -188,10 +189,18 @@ class LiveState(ABC):
     # --- tokens -----------------------------------------------------------------------
 
     def _count_all(self, entries: Iterable[Entry]) -> None:
+        """Every entry counted, or its count taken from those kept beside this very file."""
         encoding = self.model_info.encoding
+        kept = read_counts(self.file.path, encoding)
         for entry in entries:
-            self.entry_tokens[entry.id] = count_entry(entry, encoding)
+            tokens = kept.get(entry.id)
+            self.entry_tokens[entry.id] = count_entry(entry, encoding) if tokens is None else tokens
         self._ledger = self._learn()
+
+    def keep_counts(self) -> None:
+        """Keep the counts beside the file as the session leaves memory, for its next load."""
+        if self.file.writable:
+            keep_counts(self.file.path, self.model_info.encoding, self.entry_tokens)
 
     def _learn(self) -> CalibrationLedger:
         """The calibration evidence, derived from the session's own entries (see

@@ -1,0 +1,66 @@
+"""Token counts kept beside a session file spare its next load the counting, and are
+never used for a file they were not taken from."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from contextd.model import AssistantMessage, Settings, TextContent, UserMessage
+from contextd.session import SessionManager, SilentEvents
+from contextd.session import state as session_state
+from contextd.session.counts import counts_path
+from contextd.store import SessionListing, Store
+
+
+def closed_session(data_dir: Path) -> tuple[str, Path, int]:
+    sessions = SessionManager(Store(data_dir), Settings(), SilentEvents())
+    session = sessions.create("/ws")
+    for index in range(20):
+        session.append_messages([UserMessage(content=f"request {index} " * 30), AssistantMessage(content=[TextContent(text="done " * 40)])])
+    tokens = session.tokens
+    sessions.close_all()
+    return session.session_id, session.file.path, tokens
+
+
+def reload_counting(data_dir: Path, session_id: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
+    """The reloaded session's figure, and how many entries its load counted."""
+    counted = []
+    real = session_state.count_entry
+    monkeypatch.setattr(session_state, "count_entry", lambda entry, encoding: counted.append(entry.id) or real(entry, encoding))
+    sessions = SessionManager(Store(data_dir), Settings(), SilentEvents())
+    tokens = sessions.get(session_id).tokens
+    sessions.close_all()
+    monkeypatch.setattr(session_state, "count_entry", real)
+    return tokens, len(counted)
+
+
+def test_a_reload_takes_the_kept_counts_and_shows_the_same_figure(tmp_path, monkeypatch):
+    session_id, _, tokens = closed_session(tmp_path)
+    assert reload_counting(tmp_path, session_id, monkeypatch) == (tokens, 0)
+
+
+def test_a_file_changed_since_is_counted_again(tmp_path, monkeypatch):
+    session_id, path, tokens = closed_session(tmp_path)
+    kept = json.loads(counts_path(path).read_bytes())
+    kept["tokens"] = {entry_id: 1 for entry_id in kept["tokens"]}  # what a stale count would show
+    counts_path(path).write_text(json.dumps(kept))
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # written since
+    assert reload_counting(tmp_path, session_id, monkeypatch) == (tokens, 41)
+
+
+@pytest.mark.parametrize("damage", ["{not json", '{"key": "other"}', "[]", '{"tokens": 3}'])
+def test_damaged_or_foreign_counts_are_counted_again(tmp_path, monkeypatch, damage):
+    session_id, path, tokens = closed_session(tmp_path)
+    counts_path(path).write_text(damage)
+    assert reload_counting(tmp_path, session_id, monkeypatch) == (tokens, 41)
+
+
+def test_deleting_a_session_deletes_its_counts(tmp_path):
+    session_id, path, _ = closed_session(tmp_path)
+    assert counts_path(path).exists()
+    Store(tmp_path).remove(SessionListing(session_id, path, "/ws"))
+    assert not path.exists() and not counts_path(path).exists()
