@@ -558,7 +558,8 @@ async def run_tree(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result)
     else:
-        print("\n".join(render.tree_lines(result)))
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+        print("\n".join(render.tree_lines(result, width)))
     return EXIT_OK
 
 

@@ -271,22 +271,29 @@ def figure_lines(usage: t.TokenUsage | dict[str, Any]) -> str:
     return f"{usage_figure(usage).strip()} ({usage['source']})\n{breakdown_text(usage['breakdown'])}"
 
 
-def node_title(node: t.TreeNode, id_width: int = 0) -> str:
+def node_title(node: t.TreeNode, shown_id: str, id_width: int) -> tuple[str, str]:
+    """The line of a node before its preview, and the preview (one line, labels after)."""
     kind = node.get("role") or node["type"]
     label = f" [{node['label']}]" if node.get("label") else ""
     preview = " ".join(node.get("preview", "").split())
-    if len(preview) > 60:
-        preview = preview[:59] + "…"
-    return f"{node['id']:<{id_width}}  {kind:<14} {tokens(node['tokens']):>7}  {preview}{label}"
+    return f"{shown_id:<{id_width}}  {kind:<14} {tokens(node['tokens']):>7}  ", preview + label
 
 
-def tree_lines(result: t.TreeResult) -> list[str]:
-    """The tree as text: a straight line of history stays flat; a fork indents its branches."""
+TREE_LEGEND = "● the path to the leaf · ◌ on it, folded into a compaction's summary · ○ another branch"
+
+
+def tree_lines(result: t.TreeResult, width: int | None = None) -> list[str]:
+    """The tree as text: a straight line of history stays flat; a fork indents its branches.
+    With a terminal `width`, ids are their unique prefixes and previews are shortened to fit."""
+    from contextd_client.fit import shorten, unique_prefixes
+
     nodes = {node["id"]: node for node in result["nodes"]}
     roots = [node["id"] for node in result["nodes"] if node["parentId"] not in nodes]
     leaf = result.get("leafId")
     on_leaf_path = _path_ids(nodes, leaf)
-    id_width = max((len(node_id) for node_id in nodes), default=0)
+    folded = _folded_ids(nodes, leaf)
+    shown_ids = unique_prefixes(nodes) if width is not None else {node_id: node_id for node_id in nodes}
+    id_width = max((len(shown) for shown in shown_ids.values()), default=0)
     lines: list[str] = []
 
     def walk(node_id: str, indent: str, glyph: str) -> None:
@@ -294,8 +301,14 @@ def tree_lines(result: t.TreeResult) -> list[str]:
         lead = glyph
         while True:
             marker = "  ← leaf" if node_id == leaf else ""
-            dot = "●" if node_id in on_leaf_path else "○"
-            lines.append(f"{indent}{lead}{dot} {node_title(nodes[node_id], id_width)}{marker}")
+            dot = "◌" if node_id in folded else "●" if node_id in on_leaf_path else "○"
+            head, preview = node_title(nodes[node_id], shown_ids[node_id], id_width)
+            head = f"{indent}{lead}{dot} {head}"
+            if width is not None:
+                preview = shorten(preview, max(width - len(head) - len(marker), 12))
+            elif len(preview) > 60:
+                preview = preview[:59] + "…"
+            lines.append(f"{head}{preview}{marker}")
             lead = continuation
             children = [child for child in nodes[node_id].get("children", []) if child in nodes]
             if len(children) != 1:
@@ -306,7 +319,26 @@ def tree_lines(result: t.TreeResult) -> list[str]:
 
     for root in roots:
         walk(root, "", "")
-    return lines
+    from contextd_client.fit import wrap
+
+    legend = wrap(TREE_LEGEND, width) if width is not None else TREE_LEGEND
+    return [*lines, "", *legend.splitlines()] if folded else lines
+
+
+def _folded_ids(nodes: dict[str, t.TreeNode], leaf: str | None) -> set[str]:
+    """The entries on the path to the leaf that the newest compaction on it folded away."""
+    path: list[str] = []
+    while leaf is not None and leaf in nodes and leaf not in path:
+        path.append(leaf)
+        leaf = nodes[leaf]["parentId"]
+    path.reverse()
+    for index in range(len(path) - 1, -1, -1):
+        node = nodes[path[index]]
+        kept = node.get("firstKeptEntryId")
+        if node["type"] == "compaction" and kept:
+            before = path[: path.index(kept)] if kept in path[:index] else path[:index]
+            return set(before)
+    return set()
 
 
 def _path_ids(nodes: dict[str, t.TreeNode], leaf: str | None) -> set[str]:

@@ -157,3 +157,39 @@ def test_follow_with_nothing_to_show_says_what_it_watches(data_dir: Path, tmp_pa
         follower.wait(timeout=30)
     assert f"Watching the Claude Code, Codex, pi transcripts of {empty}; none yet" in said, said
     assert "3 mirror(s) of other folders: contextd follow --all shows them." in said
+
+
+def test_tree_fits_80_columns_marks_what_a_compaction_folded_and_ids_are_taken_back(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    short = next(s for s in listing(data_dir) if s.get("name") == "short")
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps({"compaction": {"keepRecentTokens": 1000}}))
+    assert run(data_dir, "compact", short["sessionId"], "--settings", str(small)).returncode == 0
+    tree = run_json(data_dir, "tree", short["sessionId"])
+    lines = screen(data_dir, 80, "tree", short["sessionId"])
+    legend_at = lines.index("")
+    drawn, legend = lines[:legend_at], lines[legend_at + 1 :]
+    assert len(drawn) == len(tree["nodes"]), "a line wrapped:\n" + "\n".join(lines)
+    assert all(len(line) <= 80 for line in drawn)
+    assert any(line.startswith("◌") for line in drawn) and legend[0].startswith("● the path to the leaf")
+    assert " ".join(legend).split() == render_legend_words()
+    entry = drawn[0].split()[1]
+    assert len(entry) < len(tree["nodes"][0]["id"]) or entry == tree["nodes"][0]["id"]
+    shown = run(data_dir, "show", short["sessionId"], entry)
+    assert shown.returncode == 0, shown.stderr
+
+
+def test_a_mirrors_tree_shows_short_ids(data_dir: Path) -> None:
+    mirror = next(s for s in listing(data_dir) if s["sessionId"].startswith("claude-code"))
+    tree = run_json(data_dir, "tree", mirror["sessionId"])
+    lines = screen(data_dir, 80, "tree", mirror["sessionId"])
+    drawn = [line for line in lines if line[:1] in "●◌○│├└"]
+    assert len(drawn) == len(tree["nodes"]), "a line wrapped:\n" + "\n".join(lines[:20])
+    assert max(len(line.split()[1]) for line in drawn if line[0] in "●◌○") < 36
+
+
+def render_legend_words() -> list[str]:
+    from contextd_client.render import TREE_LEGEND
+
+    return TREE_LEGEND.split()
