@@ -582,6 +582,11 @@ def test_compact_preview_changes_nothing(editor: Editor) -> None:
     note = editor.wait_note("compaction preview")
     assert "summarize" in note["msg"] and "tokens" in note["msg"]
     assert editor.entries(session_id) == before
+    # The preview summary opens in a buffer of its own, as Markdown.
+    editor.wait("vim.api.nvim_buf_get_name(0):find('contextd://preview/', 1, true) ~= nil")
+    shown = "\n".join(editor.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)"))
+    assert shown.startswith("#") or "##" in shown, shown[:200]
+    assert editor.lua("return vim.bo.filetype") == "markdown"
 
 
 def test_nothing_to_compact_is_information_not_an_error(editor: Editor) -> None:
@@ -746,6 +751,10 @@ def test_handoff_moves_to_the_new_session(editor: Editor) -> None:
     assert handoff["fromSession"] == old_id
     assert handoff["document"]
     editor.wait("require('contextd').statusline() ~= ''")
+    # The document is in a buffer ready to copy.
+    editor.wait("vim.api.nvim_buf_get_name(0):find('contextd://handoff/', 1, true) ~= nil")
+    shown = editor.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)")
+    assert "\n".join(shown) == handoff["document"]
 
 
 BRANCHED = [user("Try the other approach"), assistant("Third answer: other approach tried.", 2000)]
@@ -1436,6 +1445,12 @@ def test_command_line_completion_of_subcommands_entries_and_sessions(editor: Edi
     assert set(entry_ids) <= set(complete("Contextd fork "))
     assert complete(f"Contextd fork {entry_ids[2][:-1]}") == [entry_ids[2]]
     assert complete("Contextd sessions ") == [session_id]
+    named = editor.lua(
+        "local opened = require('contextd.client').request_sync('contextd/session/open',"
+        " { name = 'parser work', workspace = require('contextd.config').workspace() }, 10000)"
+        " return opened.sessionId"
+    )
+    assert complete("Contextd sessions PARS") == [named]  # found by its name, completed to its id
     assert complete("Contextd idle o") == ["off"]
 
 

@@ -79,9 +79,27 @@ function M.compact(instructions)
   end)
 end
 
+-- A document in a scratch buffer of its own (a split), as Markdown, ready to read or copy.
+local function show_document(name, text)
+  vim.cmd("botright new")
+  local buffer = vim.api.nvim_get_current_buf()
+  vim.bo[buffer].buftype = "nofile"
+  vim.bo[buffer].bufhidden = "wipe"
+  vim.bo[buffer].swapfile = false
+  pcall(vim.api.nvim_buf_set_name, buffer, name)
+  vim.api.nvim_buf_set_lines(buffer, 0, -1, false, vim.split(text or "", "\n", { plain = true }))
+  vim.bo[buffer].modified = false
+  vim.bo[buffer].filetype = "markdown"
+  return buffer
+end
+M.show_document = show_document
+
 function M.preview()
   call("compaction preview", "contextd/compact", with_session({ dryRun = true }), function(plan)
     notify.info(table.concat(format.preview_lines(plan), "\n"))
+    if format.present(plan.summary) then
+      show_document("contextd://preview/" .. state.session_id, plan.summary)
+    end
   end)
 end
 
@@ -91,6 +109,7 @@ function M.handoff(goal)
   call("handoff", "contextd/handoff", params, function(result)
     state.handoff_requested = nil
     session.follow_handoff(result.sessionId)
+    show_document("contextd://handoff/" .. result.sessionId, result.document)
   end, function()
     state.handoff_requested = nil
   end)
@@ -344,14 +363,21 @@ local function complete_entry_ids()
   end, tree and tree.nodes or {})
 end
 
-local function complete_session_ids()
+-- Session ids, found by their id or by their name: `:Contextd sessions pars<Tab>` offers
+-- the id of the session named "parser work".
+local function complete_session_ids(lead)
   if not state.session_id then
     return {}
   end
   local listing = client.request_sync("contextd/session/list", { workspace = config.workspace() }, COMPLETION_TIMEOUT_MS)
-  return vim.tbl_map(function(listed)
-    return listed.sessionId
-  end, listing and listing.sessions or {})
+  local found = {}
+  for _, listed in ipairs(listing and listing.sessions or {}) do
+    local name = format.present(listed.name) and listed.name:lower() or ""
+    if vim.startswith(listed.sessionId, lead) or (lead ~= "" and name:find(lead:lower(), 1, true)) then
+      table.insert(found, listed.sessionId)
+    end
+  end
+  return found
 end
 
 -- name -> { run(args), what it does, complete(lead)?, legacy command name? }
@@ -399,6 +425,9 @@ function M.complete(lead, line, cursor)
     return starting_with(subcommand_names(), lead)
   end
   local subcommand = M.subcommands[words[2]]
+  if subcommand and subcommand.complete == complete_session_ids then
+    return complete_session_ids(lead)
+  end
   if subcommand and subcommand.complete then
     return starting_with(subcommand.complete(), lead)
   end
