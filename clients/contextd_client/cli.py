@@ -548,7 +548,9 @@ async def run_show(args: argparse.Namespace) -> int:
         print(datadir.entry_heading(entry, contents.listing.session_id))
         print(render.figure_lines(usage))
         print()
-        print(datadir.entry_text(entry))
+        text = datadir.entry_text(entry)
+        # On a terminal laid out to its width; piped, the text as stored (ready to paste).
+        print("\n".join(render.markdown_lines(text, shutil.get_terminal_size().columns)) if sys.stdout.isatty() else text)
     return EXIT_OK
 
 

@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
 
+from rich.text import Text
+
 from contextd_client import render
 from contextd_client import types as t
 from contextd_client.client import ContextdClient
@@ -136,9 +138,9 @@ def print_ending(
     )
     console.print(render.usage_line(state["usage"], console.width), markup=False)
     if summary:
-        lines = summary.strip().splitlines()
+        lines = render.markdown_lines(summary.strip(), console.width, indent=4, styled=console.is_terminal)
         console.print("\nThe summary the model now sees in place of the early history:\n", markup=False)
-        console.print("\n".join("    " + line for line in lines[:SUMMARY_LINES_SHOWN]), markup=False)
+        console.print(Text.from_ansi("\n".join(lines[:SUMMARY_LINES_SHOWN])), no_wrap=True, crop=False)
         if len(lines) > SUMMARY_LINES_SHOWN:
             console.print(f"    … {len(lines) - SUMMARY_LINES_SHOWN} more lines", markup=False)
     console.print(f"\nSession file:  {state.get('path', '(not reported)')}", markup=False)

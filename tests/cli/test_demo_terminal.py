@@ -5,6 +5,7 @@ line wider than the terminal would leave a stale wrapped fragment behind at ever
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pty
 import re
@@ -110,3 +111,20 @@ def test_the_sessions_table_fits_80_columns_with_every_column(demo_screen: tuple
     # the only session, so 8 name it.
     assert row.startswith(session_id[:8] + "  ") and row.endswith("  demo")
     assert "contextd demo: " in row  # the name, cut to fit, still starts as it should
+
+
+def test_the_summary_wraps_between_words_and_keeps_its_indent(demo_screen: tuple[list[str], Path]) -> None:
+    lines, data_dir = demo_screen
+    start = lines.index("The summary the model now sees in place of the early history:") + 2
+    shown = []
+    for line in lines[start:]:
+        if line.startswith("Session file:") or line.startswith("    … "):
+            break
+        shown.append(line)
+    assert len([line for line in shown if line.strip()]) > 3
+    assert all(not line.strip() or line.startswith("    ") for line in shown)  # the indent holds
+    entries = [json.loads(line) for line in next((data_dir / "workspaces").rglob("*.jsonl")).read_text().splitlines()]
+    summary = [entry for entry in entries if entry.get("type") == "compaction"][-1]["summary"]
+    words = set(re.findall(r"\w+", summary))
+    for word in re.findall(r"\w+", " ".join(shown)):
+        assert word in words, word  # every word shown is one of the summary's: none was cut in two
