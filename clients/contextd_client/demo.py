@@ -138,7 +138,12 @@ def print_ending(
     )
     console.print(render.usage_line(state["usage"], console.width), markup=False)
     if summary:
-        lines = render.markdown_lines(summary.strip(), console.width, indent=4, styled=console.is_terminal)
+        # On a terminal laid out to its width; piped, the text as stored.
+        lines = (
+            render.markdown_lines(summary.strip(), console.width, indent=4)
+            if console.is_terminal
+            else ["    " + line for line in summary.strip().splitlines()]
+        )
         console.print("\nThe summary the model now sees in place of the early history:\n", markup=False)
         console.print(Text.from_ansi("\n".join(lines[:SUMMARY_LINES_SHOWN])), no_wrap=True, crop=False)
         if len(lines) > SUMMARY_LINES_SHOWN:

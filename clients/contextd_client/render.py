@@ -387,7 +387,7 @@ def settings_in_force(answer: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def markdown_lines(text: str, width: int, indent: int = 0, styled: bool = True) -> list[str]:
+def markdown_lines(text: str, width: int, indent: int = 0) -> list[str]:
     """Markdown laid out for a terminal of `width` columns by rich: paragraphs and list items
     wrap between words and keep their indent (a plain print breaks words at the edge)."""
     import io
@@ -397,6 +397,6 @@ def markdown_lines(text: str, width: int, indent: int = 0, styled: bool = True) 
     from rich.padding import Padding
 
     out = io.StringIO()
-    console = Console(file=out, width=width, force_terminal=styled, color_system="standard" if styled else None)
+    console = Console(file=out, width=width, force_terminal=True, color_system="standard")
     console.print(Padding(Markdown(text), (0, 0, 0, indent)))
     return out.getvalue().rstrip("\n").splitlines()
