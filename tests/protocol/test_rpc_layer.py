@@ -19,7 +19,9 @@ from tests.client.helpers import SETTINGS, long_conversation
 from tests.protocol.wire import TRANSPORTS, WireDaemon, frame, open_wire
 from tests.shared_daemon import shared_environment
 
-pytestmark = pytest.mark.parametrize("transport", TRANSPORTS)
+over_both = pytest.mark.parametrize("transport", TRANSPORTS)
+"""Most tests run over stdio and the shared daemon's socket alike; a few need a daemon that
+outlives a client, which only the shared one is."""
 
 
 def list_request(request_id: Any) -> dict[str, Any]:
@@ -41,6 +43,7 @@ def in_batches(wire: WireDaemon, request_id: str) -> list[dict[str, Any]]:
 # --- 1: $/cancelRequest with an id that is an object or an array ----------------------------
 
 
+@over_both
 async def test_1_a_cancel_with_an_unusable_id_costs_no_reply(transport, tmp_path):
     async with open_wire(transport, tmp_path / "data", "--log-level", "DEBUG") as wire:
         for bad_id in ({"x": 1}, [1, 2], None, True):
@@ -56,6 +59,7 @@ async def test_1_a_cancel_with_an_unusable_id_costs_no_reply(transport, tmp_path
     assert "Traceback" not in log and "without a usable id" in log
 
 
+@over_both
 async def test_1_a_batch_member_cancelled_before_it_began_is_answered(transport, tmp_path):
     """The cancel comes in the same read as its batch: the member is cancelled before its
     first step, so the code that answers a cancelled request never ran; it is answered all
@@ -74,6 +78,7 @@ async def test_1_a_batch_member_cancelled_before_it_began_is_answered(transport,
 # --- 2: a header with a short or missing body ---------------------------------------------
 
 
+@over_both
 async def test_2_a_short_or_missing_body_does_not_eat_the_next_request(transport, tmp_path):
     async with open_wire(transport, tmp_path / "data") as wire:
         for number, broken in enumerate([
@@ -99,6 +104,7 @@ def nested(depth: int) -> dict[str, Any]:
     return value
 
 
+@over_both
 async def test_3_settings_nested_900_levels_are_refused_and_the_daemon_keeps_serving(transport, tmp_path):
     async with open_wire(transport, tmp_path / "data") as wire:
         wire.send({
@@ -134,6 +140,7 @@ async def big_session(wire: WireDaemon) -> str:
     return str(session["sessionId"])
 
 
+@over_both
 async def test_13_a_client_that_stops_reading_is_dropped(transport, tmp_path):
     limit = ("--max-write-buffer-bytes", str(LIMIT))
     async with open_wire(transport, tmp_path / "data", *limit) as wire:
@@ -198,6 +205,7 @@ def finished(wire: WireDaemon) -> list[dict[str, Any]]:
     return [n["params"] for n in wire.notifications if n["method"] == "contextd/compactionFinished"]
 
 
+@over_both
 @pytest.mark.parametrize("answer", ["result", "error"])
 async def test_14_progress_begins_only_after_the_token_is_created(transport, answer, tmp_path):
     progress = {"window": {"workDoneProgress": True}}
@@ -226,6 +234,7 @@ async def test_14_progress_begins_only_after_the_token_is_created(transport, ans
 # --- 15: one running request per id; a connection's tasks end with it ------------------------
 
 
+@over_both
 async def test_15_a_second_request_with_a_running_id_is_refused(transport, tmp_path):
     hooks = {"experimental": {"contextd": {"beforeCompact": True}}}
     async with open_wire(transport, tmp_path / "data", capabilities=hooks, settings=SETTINGS) as wire:
@@ -254,12 +263,10 @@ async def test_15_a_second_request_with_a_running_id_is_refused(transport, tmp_p
         assert "sessions" in wire.replies_to("same")[2]["result"]
 
 
-async def test_15_a_leaving_connection_takes_its_running_requests_with_it(transport, tmp_path):
+async def test_15_a_leaving_connection_takes_its_running_requests_with_it(tmp_path):
     """The compaction a client started is cancelled when it leaves (it finishes once, as
     `cancelled`), instead of running on for nobody; another client can compact after it."""
-    if transport == "stdio":
-        pytest.skip("on stdio the daemon ends with its one client: tests/e2e cover that")
-    async with open_wire(transport, tmp_path / "data", settings=SETTINGS) as watcher:
+    async with open_wire("shared", tmp_path / "data", settings=SETTINGS) as watcher:
         session_id = await compactable_session(watcher)
         assert watcher.address is not None
         reader, writer = await asyncio.open_unix_connection(watcher.address)
@@ -282,9 +289,7 @@ async def test_15_a_leaving_connection_takes_its_running_requests_with_it(transp
 # --- 16: the forwarder reports a daemon that went away ----------------------------------------
 
 
-async def test_16_serve_shared_exits_non_zero_when_its_daemon_is_killed(transport, tmp_path):
-    if transport == "stdio":
-        pytest.skip("a stdio daemon is the process itself; its exit code is tested in tests/e2e")
+async def test_16_serve_shared_exits_non_zero_when_its_daemon_is_killed(tmp_path):
     with shared_environment() as env:
         wire = await WireDaemon.start(tmp_path / "data", "--shared", env=env)
         pid = (await wire.result("contextd/daemon/status", {}))["pid"]
