@@ -480,13 +480,13 @@ def _focus_sentences(
     their order, leaving out those the checkpoint already says."""
     terms = significant_words(" ".join(filter(None, [request.instructions, request.goal])))
     terms -= _INSTRUCTION_WORDS
-    candidates = [s for s in _unique(facts.sentences) if not checkpoint.mentions(s)]
-    scores = {s: _matches(terms, significant_words(s)) for s in candidates}
-    best = sorted(
-        (s for s in candidates if scores[s]),
-        key=lambda s: (-scores[s], -candidates.index(s)),
-    )[:MAX_FOCUS_SENTENCES]
-    return [s for s in candidates if s in best]
+    if not terms:
+        return []  # nothing can score: spare the checkpoint's word-for-word checks
+    # Scored first: only a sentence that scores is worth checking against every item.
+    scored = [(s, score) for s in _unique(facts.sentences) if (score := _matches(terms, significant_words(s)))]
+    candidates = [(s, score) for s, score in scored if not checkpoint.mentions(s)]
+    best = sorted(range(len(candidates)), key=lambda index: (-candidates[index][1], -index))[:MAX_FOCUS_SENTENCES]
+    return [candidates[index][0] for index in sorted(best)]
 
 
 def _matches(terms: set[str], words: set[str]) -> int:
