@@ -1,6 +1,6 @@
 """Append latency over real stdio against the real daemon, by session size.
 
-    python benchmarks/bench_append.py [--appends N] [--sizes 100,1000,10000]
+    python benchmarks/bench_append.py [--appends N] [--sizes 100,1000,10000] [--clients 20]
 
 One `contextd serve` per session size, each session filled to exactly that many entries
 with large batched appends of generated coding turns, then N single-message appends sent
@@ -12,6 +12,11 @@ processes on the shared machine weighs on all of them alike.
 
 The model is given a window far beyond the sessions' size, so the threshold check runs on
 every append but no compaction starts: this measures appending, not compacting.
+
+With `--clients N` (N > 1) each size gets a daemon serving a Unix socket, as the shared
+one does, with N connections in one workspace, each appending to its own session of that
+size at the same time as the others (and hearing their workspace activity); every append
+of every client is timed.
 
 The `in-process` column times `LiveSession.append_messages` alone on the same messages
 (already validated, no JSON-RPC, no notifications sent), to tell the session's own cost
@@ -27,8 +32,8 @@ import gc
 import os
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -36,7 +41,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from coding_session import filler_turns, message_tokens
-from live_daemon import fill, model_settings, running_daemon
+from live_daemon import fill, model_settings, running_daemon, shared_daemon
 from contextd.model import Message, Settings
 from contextd.session import SessionManager, SilentEvents
 from contextd.store import Store
@@ -109,26 +114,45 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-async def run(sizes: list[int], appends: int) -> None:
+async def run(sizes: list[int], appends: int, clients: int) -> None:
     settings = model_settings(HUGE_WINDOW)
     messages = measured_messages(WARMUP_APPENDS + appends, seed=7)
     measured = messages[WARMUP_APPENDS : WARMUP_APPENDS + appends]
     async with AsyncExitStack() as stack:
-        clients = [await stack.enter_async_context(running_daemon(settings)) for _ in sizes]
+        daemons = [await stack.enter_async_context(daemon_clients(settings, clients)) for _ in sizes]
         started = time.perf_counter()
-        sessions = [await open_filled(client, size) for client, size in zip(clients, sizes)]
+        sessions = [[await open_filled(client, size) for client in daemon] for daemon, size in zip(daemons, sizes)]
         fill_seconds = time.perf_counter() - started
-        for client, session_id in zip(clients, sessions):
-            for message in messages[:WARMUP_APPENDS]:
-                await client.append(session_id, [message])
+        for daemon, opened in zip(daemons, sessions):
+            await asyncio.gather(*(appended(client, session_id, messages[:WARMUP_APPENDS]) for client, session_id in zip(daemon, opened)))
         latencies: list[list[float]] = [[] for _ in sizes]
         gc.collect()  # the client's own garbage from filling stays out of the timings
         for start in range(0, len(measured), ROUND):
-            for column, (client, session_id) in enumerate(zip(clients, sessions)):
-                for message in measured[start : start + ROUND]:
-                    latencies[column].append(await timed_append(client, session_id, message))
+            for column, (daemon, opened) in enumerate(zip(daemons, sessions)):
+                rounds = await asyncio.gather(
+                    *(appended(client, session_id, measured[start : start + ROUND]) for client, session_id in zip(daemon, opened))
+                )
+                latencies[column] += [latency for timings in rounds for latency in timings]
     in_process = [in_process_p50(size, messages) for size in sizes]
-    report(sizes, latencies, in_process, measured, fill_seconds)
+    report(sizes, latencies, in_process, measured, fill_seconds, clients)
+
+
+def daemon_clients(settings: dict[str, Any], clients: int) -> Any:
+    """One client of a daemon over stdio, or `clients` of one serving a socket."""
+    if clients == 1:
+        return _one(running_daemon(settings))
+    return shared_daemon(settings, clients)
+
+
+@asynccontextmanager
+async def _one(daemon: Any) -> AsyncIterator[list[ContextdClient]]:
+    async with daemon as client:
+        yield [client]
+
+
+async def appended(client: ContextdClient, session_id: str, messages: list[dict[str, Any]]) -> list[float]:
+    """Each message appended alone, the next once the reply came; the latencies in ms."""
+    return [await timed_append(client, session_id, message) for message in messages]
 
 
 def report(
@@ -137,10 +161,12 @@ def report(
     in_process: list[float],
     measured: list[dict[str, Any]],
     fill_seconds: float,
+    clients: int,
 ) -> None:
     tokens = [message_tokens(message) for message in measured]
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
-    print(f"append latency over stdio, {len(measured)} single-message appends per size "
+    transport = "over stdio" if clients == 1 else f"over a Unix socket, {clients} clients appending at once"
+    print(f"append latency {transport}, {len(measured)} single-message appends per size and client "
           f"({sum(tokens) / len(tokens):.0f} tokens per message on average, max {max(tokens)}); "
           f"{os.cpu_count()} cores, load average {load}; {date.today().isoformat()}")
     print(f"filling the sessions took {fill_seconds:.1f} s\n")
@@ -161,8 +187,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--appends", type=int, default=1000)
     parser.add_argument("--sizes", default=",".join(str(size) for size in SIZES))
+    parser.add_argument("--clients", type=int, default=1)
     args = parser.parse_args()
-    asyncio.run(run([int(size) for size in args.sizes.split(",")], args.appends))
+    asyncio.run(run([int(size) for size in args.sizes.split(",")], args.appends, args.clients))
 
 
 if __name__ == "__main__":

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
 import tempfile
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from contextd.rpc.listen import socket_in_use
 from contextd_client import ContextdClient
 
 BENCH_MODEL = "bench-model"
@@ -28,6 +32,33 @@ async def running_daemon(settings: dict[str, Any]) -> AsyncIterator[ContextdClie
             yield client
         finally:
             await client.close()
+
+
+@asynccontextmanager
+async def shared_daemon(settings: dict[str, Any], clients: int) -> AsyncIterator[list[ContextdClient]]:
+    """A daemon serving a Unix socket, as the shared one does (its settings from a file),
+    with `clients` connections in one workspace: each hears the others' activity."""
+    with tempfile.TemporaryDirectory(prefix="contextd-bench-") as root:
+        workspace, socket, settings_file = Path(root) / "workspace", Path(root) / "daemon.sock", Path(root) / "settings.json"
+        workspace.mkdir()
+        settings_file.write_text(json.dumps(settings))
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "contextd", "--data-dir", str(Path(root) / "data"), "--log-level", "WARNING",
+            "serve", "--socket", str(socket), "--settings", str(settings_file),
+        )
+        try:
+            while not socket_in_use(socket):
+                await asyncio.sleep(0.05)
+            async with AsyncExitStack() as stack:
+                connected = []
+                for _ in range(clients):
+                    client = await ContextdClient.connect_unix(socket, workspace=workspace)
+                    stack.push_async_callback(client.close)
+                    connected.append(client)
+                yield connected
+        finally:
+            process.terminate()
+            await process.wait()
 
 
 def model_settings(context_window: int, **compaction: Any) -> dict[str, Any]:
