@@ -1,5 +1,6 @@
 """The client commands of `contextd`: demo, replay, import, sessions, show, tree, compact,
-handoff, watch. The parser they share with `serve` is built in server/contextd/cli.py.
+handoff, watch. The parser they share with `serve` is built in server/contextd/cli.py and
+assembled with them in command.py.
 
 Each command that needs a daemon attaches to the shared one of its data dir (starting it
 when none runs; `CONTEXTD_SHARED=0`: a daemon of its own), unless `--tcp HOST:PORT` names a
@@ -24,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from contextd.cli import UsageError
+from contextd.cli import AddCommand, Parser, UsageError, build_parser
 
 from contextd_client import render
 from contextd_client.agents.commands import add_agent_commands, agent_commands
@@ -35,6 +36,7 @@ from contextd_client.replay import (
     UsageDisplay,
     read_file,
     replay,
+    with_window,
 )
 from contextd_client.rpc import (
     INTERNAL_ERROR,
@@ -58,7 +60,6 @@ MIN_WINDOW, MAX_WINDOW = 4_096, 10_000_000
 DEMO_MIN_WINDOW, DEMO_MAX_WINDOW = 16_000, 1_000_000
 MAX_DELAY_SECONDS = 60.0
 
-AddCommand = Callable[..., argparse.ArgumentParser]
 T = TypeVar("T")
 
 
@@ -305,22 +306,6 @@ def load_settings(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"cannot use the settings file {error}") from None
 
 
-def with_window(settings: dict[str, Any], model: str, window: int | None) -> dict[str, Any]:
-    """Settings that give `model` a context window of `window` tokens.
-
-    The compaction reserve and kept tail scale down with the window (a tenth and a fifth of
-    it) unless the settings choose them: the defaults (16,384 and 20,000) would leave no room
-    for compaction in a small window.
-    """
-    if window is None:
-        return settings
-    models = dict(settings.get("models") or {})
-    models[model] = {**models.get(model, {}), "contextWindow": window}
-    scaled = {"reserveTokens": max(window // 10, 1), "keepRecentTokens": max(window // 5, 1)}
-    compaction = {**scaled, **(settings.get("compaction") or {})}
-    return {**settings, "models": models, "compaction": compaction}
-
-
 async def connect(
     args: argparse.Namespace, settings: dict[str, Any], workspace: str | None = None
 ) -> ContextdClient:
@@ -367,12 +352,15 @@ async def run_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def run_completion(args: argparse.Namespace) -> int:
-    from contextd.cli import build_parser
+def contextd_parser() -> Parser:
+    """The whole `contextd` command: the daemon's `serve` and these client commands."""
+    return build_parser(add_client_commands, EXIT_CODES)
 
+
+async def run_completion(args: argparse.Namespace) -> int:
     from contextd_client.completion import script
 
-    print(script(args.shell, build_parser()), end="")
+    print(script(args.shell, contextd_parser()), end="")
     return EXIT_OK
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal, Self, cast, overload
 
+from contextd import __version__
 from contextd_client import types as t
 from contextd_client.daemon import DaemonProcess, daemon_command, wants_shared_daemon
 from contextd_client.rpc import METHOD_NOT_FOUND, ContextdError, JsonRpcConnection
@@ -257,8 +258,6 @@ class ContextdClient:
         if workspace is not None:
             path = Path(workspace).resolve()
             folders = [{"uri": path.as_uri(), "name": path.name}]
-        from contextd_client import __version__
-
         result = await self._rpc.request(
             "initialize",
             {

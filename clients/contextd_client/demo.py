@@ -25,6 +25,7 @@ from contextd_client.replay import (
     read_messages,
     replay,
     steps,
+    with_window,
 )
 
 DEMO_MODEL = "contextd-demo"
@@ -42,8 +43,6 @@ def demo_messages() -> ReplayFile:
 
 def demo_settings(user_settings: dict[str, Any], window: int) -> dict[str, Any]:
     """A small window so the session has to compact; the user's settings layered on top."""
-    from contextd_client.cli import with_window
-
     model = {"maxOutputTokens": OUTPUT_RESERVE_TOKENS, "encoding": "o200k_base"}
     settings = {
         **user_settings,

@@ -103,6 +103,22 @@ def read_file(path: Path, *, keep_usage: bool = True) -> ReplayFile:
         raise ReplayFileError(f"cannot read {path}: {error.strerror}") from None
 
 
+def with_window(settings: dict[str, Any], model: str, window: int | None) -> dict[str, Any]:
+    """Settings that give `model` a context window of `window` tokens.
+
+    The compaction reserve and kept tail scale down with the window (a tenth and a fifth of
+    it) unless the settings choose them: the defaults (16,384 and 20,000) would leave no room
+    for compaction in a small window.
+    """
+    if window is None:
+        return settings
+    models = dict(settings.get("models") or {})
+    models[model] = {**models.get(model, {}), "contextWindow": window}
+    scaled = {"reserveTokens": max(window // 10, 1), "keepRecentTokens": max(window // 5, 1)}
+    compaction = {**scaled, **(settings.get("compaction") or {})}
+    return {**settings, "models": models, "compaction": compaction}
+
+
 def steps(messages: list[t.Message]) -> list[list[t.Message]]:
     """Messages grouped as an agent appends them: tool results ride with their call."""
     grouped: list[list[t.Message]] = []

@@ -1,11 +1,13 @@
-"""`contextd ...`: one parser for every command. `serve` runs the daemon; the other commands
-are its clients (clients/contextd_client/cli.py)."""
+"""The daemon's part of the `contextd` command: `serve`, the options every command takes, and
+the parser they share. The client package assembles the whole command from it
+(clients/contextd_client/command.py); nothing here imports the client package."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import sys
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from contextd import __version__
@@ -22,6 +24,10 @@ examples:
   contextd serve                       the daemon on stdio, for an editor
   contextd COMMAND --help              what a command takes
 """
+AddCommand = Callable[..., argparse.ArgumentParser]
+"""Adds one subcommand: its name, one-line summary, examples and argparse's own arguments."""
+AddCommands = Callable[[AddCommand, argparse.ArgumentParser], None]
+"""Adds the commands besides `serve`, given `AddCommand` and the options they all take."""
 LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"]
 SERVE_LOG_LEVEL = "INFO"
 
@@ -119,12 +125,12 @@ def global_adder(options: argparse.ArgumentParser, keep: dict[str, Any]) -> Any:
     return add
 
 
-def build_parser() -> Parser:
-    from contextd_client.cli import EXIT_CODES, add_client_commands
-
-    exit_codes = "\n".join(f"  {code:<3} {meaning}" for code, meaning in EXIT_CODES.items())
+def build_parser(add_commands: AddCommands, exit_codes: Mapping[int, str]) -> Parser:
+    """The whole command: `serve`, then what `add_commands` adds; `exit_codes` are listed in
+    the help."""
+    codes = "\n".join(f"  {code:<3} {meaning}" for code, meaning in exit_codes.items())
     parser = Parser(
-        prog="contextd", description=SUMMARY, epilog=f"{EPILOG}\nexit codes:\n{exit_codes}\n",
+        prog="contextd", description=SUMMARY, epilog=f"{EPILOG}\nexit codes:\n{codes}\n",
         formatter_class=HelpFormatter,
         parents=[global_options(defaults=True)],
     )
@@ -146,7 +152,7 @@ def build_parser() -> Parser:
         "  contextd serve --tcp 127.0.0.1:7777 --log-level DEBUG\n",
     )
     add_serve_options(serve)
-    add_client_commands(add_command, after)
+    add_commands(add_command, after)
     return parser
 
 
@@ -179,8 +185,7 @@ def add_serve_options(serve: argparse.ArgumentParser) -> None:
     )
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = build_parser()
+def parse_args(argv: list[str], parser: Parser) -> argparse.Namespace:
     if not argv:
         raise UsageError("a command is needed", parser.format_help())
     args = parser.parse_args(argv)
@@ -303,20 +308,3 @@ def read_settings(path: str | None) -> Settings | None:
         return Settings.model_validate(read_settings_option(path))
     except SettingsFileError as error:
         raise UsageError(f"cannot use the settings file {error}") from None
-
-
-def main(argv: list[str] | None = None) -> int:
-    from contextd_client.cli import report_error, run_client_command
-
-    argv = sys.argv[1:] if argv is None else argv
-    try:
-        args = parse_args(argv)
-        if args.command == "serve":
-            return serve(args)
-    except UsageError as error:
-        return report_error(error, as_json="--json" in argv)
-    return run_client_command(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import secrets
 from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from contextd.follow.memory import return_freed_memory
@@ -32,7 +33,7 @@ from contextd.session.live import LiveSession
 from contextd.store import SessionNotFound, Store, StoreError
 
 if TYPE_CHECKING:
-    from contextd.rpc.daemon import Daemon
+    from contextd.session.manager import SessionManager
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,21 @@ AGENT_COMPACTION = "agent"
 
 
 class Follower:
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+    """Takes from its daemon only what following needs, each asked anew when used: the data
+    directory and the session manager (settings can move or remake them), the workspaces the
+    connections watch (None: all of them) and how a session is deleted for every connection."""
+
+    def __init__(
+        self,
+        data_dir: Callable[[], Path],
+        sessions: Callable[[], SessionManager],
+        watched_workspaces: Callable[[], set[str] | None],
+        delete_session: Callable[[str], Awaitable[object]],
+    ) -> None:
+        self._data_dir = data_dir
+        self._sessions = sessions
+        self._watched_workspaces = watched_workspaces
+        self._delete_session = delete_session
         self.settings = FollowSettings()
         self.mirrors: dict[str, Mirror] = {}
         self._elsewhere: dict[str, tuple[FileStamp, str | None]] = {}
@@ -57,7 +71,7 @@ class Follower:
 
     @property
     def state_dir(self) -> Path:
-        return self.daemon.data_dir / "follow"
+        return self._data_dir() / "follow"
 
     # --- settings ---------------------------------------------------------------------
 
@@ -112,7 +126,7 @@ class Follower:
         sessions of quiet mirrors leave memory (they reload on their next request), and
         once much was let go it is given back to the system."""
         settings, workspaces = self.settings, self._wanted_workspaces()
-        store = self.daemon.sessions.store  # the manager is made on the loop, not in the thread
+        store = self._sessions().store  # the manager is made on the loop, not in the thread
         grown = await asyncio.to_thread(self._look, settings, workspaces, store)
         read = sum(mirror.unread_bytes(stamp) for mirror, stamp in grown)
         while grown:
@@ -122,7 +136,7 @@ class Follower:
                 (mirror, stamp) for mirror, stamp in grown
                 if mirror.path not in failed and self.mirrors.get(mirror.path) is mirror
             ]
-        sessions = self.daemon.sessions
+        sessions = self._sessions()
         unloaded = [mirror for mirror in list(self.mirrors.values()) if mirror.quiet and sessions.unload(mirror.session_id)]
         if read >= READ_BUDGET or unloaded:
             return_freed_memory()
@@ -145,14 +159,7 @@ class Follower:
 
     def _wanted_workspaces(self) -> set[str] | None:
         """The workspaces whose transcripts are followed; None for every one."""
-        if self.settings.allWorkspaces:
-            return None
-        wanted: set[str] = set()
-        for connection in self.daemon.connections:
-            if connection.watches_all_workspaces:
-                return None
-            wanted |= connection.watched_workspaces | connection.open_workspaces
-        return wanted
+        return None if self.settings.allWorkspaces else self._watched_workspaces()
 
     # --- in the worker thread ---------------------------------------------------------
 
@@ -222,11 +229,11 @@ class Follower:
         mirror = change.mirror
         if self.mirrors.get(mirror.path) is not mirror:
             return  # no longer followed (the settings changed while the files were read)
-        sessions = self.daemon.sessions
+        sessions = self._sessions()
         if change.reset:
             log.info("following %s: the file was rewritten; importing it again", mirror.path)
             with contextlib.suppress(SessionNotFound):
-                await self.daemon.delete_session(mirror.session_id)  # its saved state is written anew below
+                await self._delete_session(mirror.session_id)  # its saved state is written anew below
         created = False
         try:
             await sessions.load(mirror.session_id)

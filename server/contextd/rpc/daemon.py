@@ -223,7 +223,10 @@ class Daemon:
         self.on_idle: Callable[[], None] = lambda: None
         self._sessions: SessionManager | None = None
         self.events = DaemonEvents(self)
-        self.follower = Follower(self)
+        self.follower = Follower(
+            data_dir=lambda: self.data_dir, sessions=lambda: self.sessions,
+            watched_workspaces=self.watched_workspaces, delete_session=self.delete_session,
+        )
 
     # --- sessions ---------------------------------------------------------------------
 
@@ -266,6 +269,15 @@ class Daemon:
         for connection in self.connections:
             connection.open_sessions.pop(session_id, None)
         return deleted
+
+    def watched_workspaces(self) -> set[str] | None:
+        """The workspaces some connection opened or watches; None when one watches them all."""
+        wanted: set[str] = set()
+        for connection in self.connections:
+            if connection.watches_all_workspaces:
+                return None
+            wanted |= connection.watched_workspaces | connection.open_workspaces
+        return wanted
 
     def watch_workspace(self, connection: ClientConnection, workspace: str | None) -> None:
         """`connection` hears of every change of the sessions of `workspace` (None: of all)."""

@@ -21,7 +21,7 @@ from contextd.session.errors import (
     NothingToCompactError,
 )
 from contextd.session.events import HookAnswer, SessionEvents, SilentEvents
-from contextd.session.jobs import RunningCompaction
+from contextd.session.running import RunningCompaction
 from contextd.session.live import LiveSession
 from contextd.session.manager import SessionManager, tree_of
 from contextd.session.navigation import entry_preview

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from contextd.compaction.context import standing_instructions
@@ -40,6 +40,7 @@ from contextd.session.errors import (
     CompactionVetoed,
     NothingToCompactError,
 )
+from contextd.session.running import RunningCompaction
 from contextd.session.state import LiveState
 from contextd.store import StorageFailed
 from contextd.summarizers.base import SummarizerError
@@ -56,16 +57,6 @@ COMPACTION_FIELDS = {
 """What a compaction draft hands on to the entry that is written (id, parent and tokensAfter
 are the written entry's own)."""
 NewSession = TypeVar("NewSession", bound=LiveState)
-
-
-@dataclass
-class RunningCompaction:
-    compaction_id: str
-    reason: str
-    task: asyncio.Task[Any] | None
-    aborted: bool = False
-    will_retry: bool = False
-    """Whether the client should resend its request once this job is done."""
 
 
 def _text(summary: Summary | None) -> str | None:

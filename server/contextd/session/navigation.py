@@ -41,7 +41,8 @@ from contextd.session.errors import (
     NavigationVetoed,
     NothingToCompactError,
 )
-from contextd.session.jobs import CompactionJobs, RunningCompaction
+from contextd.session.jobs import CompactionJobs
+from contextd.session.running import RunningCompaction
 from contextd.summarizers.base import SummarizerError
 from contextd.summarizers.chain import build_summarizer
 from contextd.summarizers.errors import redact

@@ -70,7 +70,7 @@ from contextd.tokens.registry import best_match
 from contextd.tokens.unseen import UnseenState, learn_unseen
 
 if TYPE_CHECKING:
-    from contextd.session.jobs import RunningCompaction
+    from contextd.session.running import RunningCompaction
 
 SESSION_NAME_CHARS = 80
 """The longest name contextd gives a session (from a handoff's goal, a mirror's first request)."""
