@@ -7,11 +7,11 @@ import os
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal, Self, cast, overload
+from typing import IO, Any, Literal, Self, TypedDict, Unpack, cast, overload
 
 from contextd import __version__
 from contextd_client import types as t
-from contextd_client.daemon import DaemonProcess, daemon_command, wants_shared_daemon
+from contextd_client.daemon import STREAM_LIMIT_BYTES, DaemonProcess, daemon_command, wants_shared_daemon
 from contextd_client.rpc import METHOD_NOT_FOUND, ContextdError, JsonRpcConnection
 
 CLIENT_NAME = "contextd-client"
@@ -101,6 +101,16 @@ def _watch_params(workspace: str | Path | None, all_workspaces: bool) -> dict[st
     )
 
 
+class _ClientOptions(TypedDict, total=False):
+    """What every way of reaching a daemon passes on to the client it makes."""
+
+    settings: dict[str, Any] | None
+    daemon: DaemonProcess | None
+    before_compact: BeforeCompactHandler | None
+    before_navigate: BeforeNavigateHandler | None
+    work_done_progress: bool
+
+
 class ContextdClient:
     """A connection to one contextd daemon, spawned over stdio or reached over TCP.
 
@@ -176,16 +186,11 @@ class ContextdClient:
             env=env,
             stderr=stderr,
         )
-        client = cls(
-            daemon.reader,
-            daemon.writer,
-            settings=settings,
-            daemon=daemon,
-            before_compact=before_compact,
-            before_navigate=before_navigate,
+        return await cls._attach(
+            (daemon.reader, daemon.writer), workspace, settings=settings, daemon=daemon,
+            before_compact=before_compact, before_navigate=before_navigate,
             work_done_progress=work_done_progress,
         )
-        return await client._handshake(workspace)
 
     @classmethod
     async def connect(
@@ -205,13 +210,12 @@ class ContextdClient:
         (`contextd.rpc.access.tcp_token_path(port)`)."""
         from contextd.rpc.access import read_tcp_token
 
-        reader, writer = await asyncio.open_connection(host, port, limit=2**24)
-        client = cls(
-            reader, writer, settings=settings, before_compact=before_compact,
-            before_navigate=before_navigate, work_done_progress=work_done_progress,
+        opened = await asyncio.open_connection(host, port, limit=STREAM_LIMIT_BYTES)
+        return await cls._attach(
+            opened, workspace, token=token if token is not None else read_tcp_token(port),
+            settings=settings, before_compact=before_compact, before_navigate=before_navigate,
+            work_done_progress=work_done_progress,
         )
-        client._token = token if token is not None else read_tcp_token(port)
-        return await client._handshake(workspace)
 
     @classmethod
     async def connect_unix(
@@ -228,16 +232,31 @@ class ContextdClient:
         shared daemon's socket) without starting one; the hooks as for `spawn`."""
         from contextd.rpc.access import check_same_user
 
-        reader, writer = await asyncio.open_unix_connection(str(path), limit=2**24)
+        opened = await asyncio.open_unix_connection(str(path), limit=STREAM_LIMIT_BYTES)
         try:
-            check_same_user(writer.get_extra_info("socket"), f"the daemon on {path}")
+            check_same_user(opened[1].get_extra_info("socket"), f"the daemon on {path}")
         except Exception:
-            writer.close()
+            opened[1].close()
             raise
-        return await cls(
-            reader, writer, settings=settings, before_compact=before_compact,
+        return await cls._attach(
+            opened, workspace, settings=settings, before_compact=before_compact,
             before_navigate=before_navigate, work_done_progress=work_done_progress,
-        )._handshake(workspace)
+        )
+
+    @classmethod
+    async def _attach(
+        cls,
+        opened: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+        workspace: str | Path | None,
+        *,
+        token: str | None = None,
+        **options: Unpack[_ClientOptions],
+    ) -> ContextdClient:
+        """A client on a stream just opened (a spawned daemon's stdio, a TCP or Unix socket)
+        and its handshake: what spawn, connect and connect_unix differ in ends here."""
+        client = cls(*opened, **options)
+        client._token = token
+        return await client._handshake(workspace)
 
     async def daemon_status(self) -> dict[str, Any]:
         """contextd/daemon/status: the daemon's pid, address, connections and sessions."""

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import IO, Any
 
 PR_SET_PDEATHSIG = 1
+STREAM_LIMIT_BYTES = 2**24
+"""The longest line a client's stream reader takes, however the daemon is reached."""
 
 _live_pids: set[int] = set()
 
@@ -107,7 +109,7 @@ class DaemonProcess:
             # shuts the daemon down in order instead of both dying at once.
             start_new_session=True,
             preexec_fn=_parent_death_signal(),
-            limit=2**24,
+            limit=STREAM_LIMIT_BYTES,
         )
         return cls(process)
 

@@ -151,18 +151,7 @@ class ClaudeCodeImporter(StreamingImporter):
         self._converter.flush_answer()
         self._converter.flush_boundary(None)
         self._converter.keep_notes(self.builder.leaf_id)
-        entries, leaf_id = self.builder.finish(self.last_line)
-        first = self._first or {}
-        return ImportedSession(
-            source=SOURCE,
-            source_id=first.get("sessionId"),
-            workspace=first.get("cwd"),
-            created_at=first.get("timestamp"),
-            name=self.name,
-            entries=entries,
-            leaf_id=leaf_id,
-            problems=self.problems,
-        )
+        return self.imported(self._first or {}, "sessionId", self.name, self.builder.finish(self.last_line))
 
     def pending_usage(self) -> Usage | None:
         answer = self._converter.answer

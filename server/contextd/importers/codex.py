@@ -148,17 +148,7 @@ class CodexImporter(StreamingImporter):
     def finish(self) -> ImportedSession:
         converter = self._converter
         converter.flush_answer()
-        entries, leaf_id = self.builder.finish(max(self.last_line, 1))
-        return ImportedSession(
-            source=SOURCE,
-            source_id=converter.meta.get("id"),
-            workspace=converter.meta.get("cwd"),
-            created_at=converter.meta.get("timestamp"),
-            name=None,
-            entries=entries,
-            leaf_id=leaf_id,
-            problems=self.problems,
-        )
+        return self.imported(converter.meta, "id", None, self.builder.finish(max(self.last_line, 1)))
 
 
 def _dumped(usage: Usage | None) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -533,6 +533,24 @@ class StreamingImporter(ABC):
     @abstractmethod
     def finish(self) -> ImportedSession:
         """The session the lines fed so far make, as a whole-file import."""
+
+    def imported(
+        self, described_by: Mapping[str, Any], id_key: str, name: str | None, finished: tuple[list[Entry], str | None]
+    ) -> ImportedSession:
+        """The whole-file import: the entries and leaf `finished` gives, with the source id,
+        working directory and start time of the record that describes the transcript (its
+        `id_key`, `cwd` and `timestamp`)."""
+        entries, leaf_id = finished
+        return ImportedSession(
+            source=self.source,
+            source_id=described_by.get(id_key),
+            workspace=described_by.get("cwd"),
+            created_at=described_by.get("timestamp"),
+            name=name,
+            entries=entries,
+            leaf_id=leaf_id,
+            problems=self.problems,
+        )
 
     @property
     @abstractmethod

@@ -214,20 +214,11 @@ class PiImporter(StreamingImporter):
         if header is None:
             if not self.problems:
                 self.problems.append(Problem(1, "corrupt", NOT_A_HEADER))
-            return ImportedSession(SOURCE, None, None, None, None, [], None, self.problems)
+            return self.imported({}, "id", None, ([], None))
         if self._waiting is not None:
             self._start(None)
-        entries, leaf_id = self.builder.finish(max(self.last_line, self.header_line), leaf=self._previous)
-        return ImportedSession(
-            source=SOURCE,
-            source_id=header.get("id"),
-            workspace=header.get("cwd"),
-            created_at=header.get("timestamp"),
-            name=self.name,
-            entries=entries,
-            leaf_id=leaf_id,
-            problems=self.problems,
-        )
+        finished = self.builder.finish(max(self.last_line, self.header_line), leaf=self._previous)
+        return self.imported(header, "id", self.name, finished)
 
 
 def _convert(
