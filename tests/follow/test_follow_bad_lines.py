@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.storage import daemons as daemons  # noqa: F401 - the fixture
-from tests.follow.test_follow_e2e import (
+from tests.follow.support import (
     TRANSCRIPTS,
     append_lines,
     corpus_lines,

@@ -4,7 +4,6 @@ agent session of the workspace, until Ctrl-C (exit 130)."""
 from __future__ import annotations
 
 import asyncio
-import gzip
 import json
 import os
 import signal
@@ -14,14 +13,13 @@ from pathlib import Path
 
 from contextd_client import ContextdClient
 
-from tests.cli.commands import CONTEXTD
+from tests.cli.commands import CONTEXTD, run
+from tests.follow.support import corpus_lines
 from tests.shared_daemon import shared_command, stop_daemon
-
-REAL = Path(__file__).parents[1] / "fixtures" / "real"
 
 
 def test_follow_prints_a_line_per_change_of_a_mirror_until_interrupted(tmp_path: Path) -> None:
-    lines = gzip.decompress((REAL / "pi-coffee-single-task.jsonl.gz").read_bytes()).splitlines(keepends=True)
+    lines = corpus_lines("pi-coffee-single-task.jsonl.gz")
     workspace = json.loads(lines[0])["cwd"]
     home = tmp_path / "home"
     transcript = home / ".pi/agent/sessions/--coffee--/2025-10-05_abc.jsonl"
@@ -53,17 +51,14 @@ def test_follow_prints_a_line_per_change_of_a_mirror_until_interrupted(tmp_path:
 
 
 def test_follow_refuses_a_workspace_and_all_at_once(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [*CONTEXTD, "--data-dir", str(tmp_path / "data"), "follow", "--all", "--workspace", "/x"],
-        capture_output=True, text=True, timeout=60, check=False,
-    )
+    done = run(tmp_path / "data", "follow", "--all", "--workspace", "/x", timeout=60)
     assert done.returncode == 2 and "either --workspace or --all" in done.stderr
 
 
 async def test_follow_turns_following_on_in_the_shared_daemon_for_every_client(
     tmp_path: Path, shared_env: dict[str, str]
 ) -> None:
-    lines = gzip.decompress((REAL / "pi-coffee-single-task.jsonl.gz").read_bytes()).splitlines(keepends=True)
+    lines = corpus_lines("pi-coffee-single-task.jsonl.gz")
     workspace = tmp_path / "app"
     workspace.mkdir()
     home = tmp_path / "home"

@@ -4,7 +4,6 @@ workspace activity of a mirror names the agent and the transcript."""
 from __future__ import annotations
 
 import asyncio
-import gzip
 import json
 import os
 from pathlib import Path
@@ -13,7 +12,7 @@ import pytest
 from contextd_client import ContextdClient
 from contextd_client.rpc import ContextdError
 
-REAL = Path(__file__).parents[1] / "fixtures" / "real"
+from tests.follow.support import corpus_lines
 
 
 def append(path: Path, data: bytes) -> None:
@@ -22,7 +21,7 @@ def append(path: Path, data: bytes) -> None:
 
 
 async def test_following_is_off_by_default_and_switched_at_run_time(tmp_path: Path) -> None:
-    lines = gzip.decompress((REAL / "codex-lotto.jsonl.gz").read_bytes()).splitlines(keepends=True)
+    lines = corpus_lines("codex-lotto.jsonl.gz")
     workspace = json.loads(lines[0])["payload"]["cwd"]
     home = tmp_path / "home"
     rollout = home / ".codex/sessions/2025/10/05/rollout-2025-10-05T10-00-00-lotto.jsonl"
@@ -74,7 +73,7 @@ async def test_following_is_off_by_default_and_switched_at_run_time(tmp_path: Pa
 
 
 def pi_transcript(home: Path, name: str, cwd: str) -> Path:
-    lines = gzip.decompress((REAL / "pi-coffee-single-task.jsonl.gz").read_bytes()).splitlines(keepends=True)
+    lines = corpus_lines("pi-coffee-single-task.jsonl.gz")
     header = {**json.loads(lines[0]), "cwd": cwd}
     path = home / ".pi/agent/sessions" / f"--{name}--" / f"2025-10-05_{name}.jsonl"
     path.parent.mkdir(parents=True)

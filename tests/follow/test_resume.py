@@ -14,7 +14,7 @@ from contextd.follow import mirror as mirror_module
 from contextd.follow.mirror import HEAD_BYTES, Mirror, mirror_session_id
 from contextd.follow.transcripts import FileStamp
 
-from tests.follow.test_follow_e2e import (
+from tests.follow.support import (
     TRANSCRIPTS,
     WAIT,
     append_lines,

@@ -11,7 +11,7 @@ from pathlib import Path
 from contextd.importers import IMPORTERS
 from contextd.model import SessionInfoEntry
 
-from tests.follow.test_follow_e2e import (
+from tests.follow.support import (
     WAIT,
     append_lines,
     corpus_lines,
