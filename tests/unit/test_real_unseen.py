@@ -17,7 +17,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pytest
 from contextd.importers import IMPORTERS, save
 from contextd.model import Settings
 from contextd.session import SessionManager, SilentEvents
@@ -174,11 +173,10 @@ def reports_of(agent: str) -> list[NextReport]:
     return [report for name in sorted(MANIFEST) if MANIFEST[name]["agent"] == agent for report in next_reports(name)]
 
 
-@pytest.mark.parametrize("agent", sorted(RULES))
-def test_the_figure_after_an_agents_compaction_is_its_next_report(tmp_path, agent):
-    reports = [report for report in reports_of(agent) if report.learnable]
-    if not reports:
-        pytest.skip(f"no {agent} transcript of the corpus holds a compaction after a report")
+def test_the_figure_after_an_agents_compaction_is_its_next_report(tmp_path):
+    # Every agent's transcripts, those of an agent whose corpus holds no such compaction (pi,
+    # today) included: the test below keeps this from passing empty.
+    reports = [report for agent in sorted(RULES) for report in reports_of(agent) if report.learnable]
     misses = []
     for number, report in enumerate(reports):
         figure = figure_before(report, tmp_path / str(number))
