@@ -1,6 +1,8 @@
 """protocol.md cannot drift from the server: every method of the server's table is
-documented, and every request example names only fields its params model has and every
-field the model requires (the models are the ones the server validates params with)."""
+documented, every request example names only fields its params model has and every field
+the model requires (the models the server validates params with), and so does every result
+example of a method whose result has a model (contextd.results, held to the daemon's
+answers by tests/client/test_result_shapes.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+from contextd.results import RESULTS
 from contextd.server import NOTIFICATIONS, REQUESTS
 from pydantic import BaseModel
 
@@ -22,10 +25,18 @@ def sections() -> dict[str, str]:
     return {title.strip(): body for title, body in zip(parts[1::2], parts[2::2], strict=True)}
 
 
+def json_blocks(section: str) -> list[str]:
+    return re.findall(r"^```json\n(.*?)^```", section, flags=re.MULTILINE | re.DOTALL)
+
+
 def request_examples(section: str) -> list[str]:
     """The `→` (client to server) part of each JSON example of a section."""
-    blocks = re.findall(r"^```json\n(.*?)^```", section, flags=re.MULTILINE | re.DOTALL)
-    return [block.split("→", 1)[1].split("\n←", 1)[0] for block in blocks if "→" in block]
+    return [block.split("→", 1)[1].split("\n←", 1)[0] for block in json_blocks(section) if "→" in block]
+
+
+def result_examples(section: str) -> list[str]:
+    """The `←` (server to client) part of each JSON example of a section."""
+    return [block.split("←", 1)[1] for block in json_blocks(section) if "←" in block]
 
 
 def tokens(text: str) -> list[str]:
@@ -98,6 +109,16 @@ def test_request_examples_match_the_params_model(method: str) -> None:
         for keys in objects_keys(example):
             assert keys <= fields, f"{method}: protocol.md names {sorted(keys - fields)}, not params of the server"
             assert required <= keys, f"{method}: protocol.md leaves out the required {sorted(required - keys)}"
+
+
+@pytest.mark.parametrize("method", sorted(RESULTS))
+def test_result_examples_match_the_result_model(method: str) -> None:
+    fields, required = field_names(RESULTS[method])
+    shown = [keys for example in result_examples(sections()[method]) for keys in objects_keys(example)]
+    assert shown, f"{method}: protocol.md shows no result"
+    for keys in shown:
+        assert keys <= fields, f"{method}: protocol.md names {sorted(keys - fields)}, not in its result"
+        assert required <= keys, f"{method}: protocol.md leaves out {sorted(required - keys)} of its result"
 
 
 @pytest.mark.parametrize(

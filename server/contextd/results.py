@@ -1,0 +1,108 @@
+"""The results of contextd's requests, as pydantic models: one definition of each shape that
+protocol.md shows and tests hold the server to (tests/unit/test_protocol_doc.py checks the
+examples, tests/client/test_result_shapes.py the real daemon's answers). Not every result is here
+yet: `RESULTS` names the methods whose result is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from contextd.model import MirrorSource
+
+
+class Result(BaseModel):
+    """A result names exactly these fields: one more or one fewer is a difference."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+Usage = dict[str, Any]
+"""The contextd/tokenUsage notification's body (not a model yet)."""
+
+
+class OpenResult(Result):
+    sessionId: str
+    name: str | None
+    leafId: str | None
+    model: str
+    contextWindow: int
+    usage: Usage
+    path: str
+    source: MirrorSource | None = None
+    """A mirror's agent and transcript; absent for every other session."""
+
+
+class StateResult(OpenResult):
+    workspace: str
+    entries: int
+    compacting: bool
+
+
+class AppendResult(Result):
+    entryIds: list[str]
+    leafId: str | None
+    usage: Usage
+
+
+class SetInstructionsResult(Result):
+    entryId: str
+    leafId: str | None
+    usage: Usage
+
+
+class SetModelResult(Result):
+    model: str
+    contextWindow: int
+    usage: Usage
+
+
+class CloseResult(Result):
+    closed: bool
+
+
+class DeleteResult(Result):
+    deleted: bool
+    sessionId: str
+    path: str
+
+
+class AbortResult(Result):
+    aborted: bool
+
+
+class HandoffResult(Result):
+    sessionId: str
+    entryId: str
+    document: str
+
+
+class LabelResult(Result):
+    entryId: str
+    label: str | None
+
+
+class ForkResult(Result):
+    sessionId: str
+    leafId: str | None
+
+
+class EmptyResult(Result):
+    pass
+
+
+RESULTS: dict[str, type[Result]] = {
+    "contextd/session/open": OpenResult,
+    "contextd/session/state": StateResult,
+    "contextd/session/append": AppendResult,
+    "contextd/session/setInstructions": SetInstructionsResult,
+    "contextd/session/setModel": SetModelResult,
+    "contextd/session/close": CloseResult,
+    "contextd/session/delete": DeleteResult,
+    "contextd/compact/abort": AbortResult,
+    "contextd/handoff": HandoffResult,
+    "contextd/label": LabelResult,
+    "contextd/fork": ForkResult,
+    "contextd/workspace/unwatch": EmptyResult,
+}

@@ -1,0 +1,40 @@
+"""The real daemon answers each request of `contextd.results.RESULTS` with exactly the fields
+its model has (no more, none missing, each of its type): the models protocol.md's examples
+are checked against are the daemon's own answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextd.results import RESULTS
+from contextd_client import ContextdClient
+
+from tests.client.helpers import tool_turn, user
+
+
+async def test_every_modelled_result_is_what_the_daemon_answers(client: ContextdClient) -> None:
+    answers: dict[str, Any] = {}
+
+    async def ask(method: str, params: dict[str, Any]) -> Any:
+        answers[method] = await client.request(method, params)
+        return answers[method]
+
+    opened = await ask("contextd/session/open", {"name": "shapes"})
+    session = opened["sessionId"]
+    appended = await ask("contextd/session/append", {
+        "sessionId": session, "messages": [user("Read the parser."), *tool_turn("c1", "read", {"path": "p.py"}, "x = 1")],
+    })
+    await ask("contextd/session/setInstructions", {"sessionId": session, "text": "Run make check.", "source": "AGENTS.md"})
+    await ask("contextd/session/setModel", {"sessionId": session, "model": "gpt-4.1"})
+    await ask("contextd/label", {"sessionId": session, "entryId": appended["entryIds"][0], "label": "start"})
+    forked = await ask("contextd/fork", {"sessionId": session, "entryId": appended["entryIds"][0]})
+    handed = await ask("contextd/handoff", {"sessionId": session, "goal": "Finish the parser"})
+    await ask("contextd/session/state", {"sessionId": session})
+    await ask("contextd/compact/abort", {"sessionId": session})
+    await ask("contextd/workspace/unwatch", {})
+    await ask("contextd/session/close", {"sessionId": handed["sessionId"]})
+    await ask("contextd/session/delete", {"sessionId": forked["sessionId"]})
+
+    assert sorted(answers) == sorted(RESULTS)
+    for method, answer in answers.items():
+        RESULTS[method].model_validate(answer)  # raises, naming the field, on any difference
