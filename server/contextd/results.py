@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from contextd.model import MirrorSource
+from contextd.model import MirrorSource, Settings
 
 
 class Result(BaseModel):
@@ -92,6 +92,15 @@ class EmptyResult(Result):
     pass
 
 
+class SettingsResult(Result):
+    workspace: str | None
+    settings: Settings
+    sources: dict[str, str]
+    """Each key set above the built-in layer, and the layer that set it."""
+    userFile: str
+    userFileError: str | None
+
+
 RESULTS: dict[str, type[Result]] = {
     "contextd/session/open": OpenResult,
     "contextd/session/state": StateResult,
@@ -105,4 +114,5 @@ RESULTS: dict[str, type[Result]] = {
     "contextd/label": LabelResult,
     "contextd/fork": ForkResult,
     "contextd/workspace/unwatch": EmptyResult,
+    "contextd/settings": SettingsResult,
 }

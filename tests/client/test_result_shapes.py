@@ -32,6 +32,7 @@ async def test_every_modelled_result_is_what_the_daemon_answers(client: Contextd
     await ask("contextd/session/state", {"sessionId": session})
     await ask("contextd/compact/abort", {"sessionId": session})
     await ask("contextd/workspace/unwatch", {})
+    await ask("contextd/settings", {})
     await ask("contextd/session/close", {"sessionId": handed["sessionId"]})
     await ask("contextd/session/delete", {"sessionId": forked["sessionId"]})
 

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+from contextd.model import Settings
 from contextd.results import RESULTS
 from contextd.server import NOTIFICATIONS, REQUESTS
 from pydantic import BaseModel
@@ -119,6 +120,18 @@ def test_result_examples_match_the_result_model(method: str) -> None:
     for keys in shown:
         assert keys <= fields, f"{method}: protocol.md names {sorted(keys - fields)}, not in its result"
         assert required <= keys, f"{method}: protocol.md leaves out {sorted(required - keys)} of its result"
+
+
+def test_the_settings_defaults_shown_are_the_defaults() -> None:
+    """The Settings section's example is the settings object with every default, and a
+    model of the user's own (`models` has none by default)."""
+    (shown,) = [json.loads(block) for block in json_blocks(sections()["Settings"])]
+    Settings.model_validate(shown)
+    defaults = Settings().model_dump(mode="json", by_alias=True)
+    assert set(shown) == set(defaults)
+    assert {key: value for key, value in shown.items() if key != "models"} == {
+        key: value for key, value in defaults.items() if key != "models"
+    }
 
 
 @pytest.mark.parametrize(
