@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from contextd.model import MirrorSource, Settings
+from contextd.model import MirrorSource, ParentSession, Settings
 
 
 class Result(BaseModel):
@@ -38,6 +38,54 @@ class StateResult(OpenResult):
     workspace: str
     entries: int
     compacting: bool
+
+
+class SessionRow(Result):
+    """A session as contextd/session/list and contextd/workspace/watch list it."""
+
+    sessionId: str
+    name: str | None
+    workspace: str | None
+    entries: int
+    tokens: int
+    updatedAt: str
+    parentSession: ParentSession | None = None
+    """The session and entry it was forked or handed off from."""
+    source: MirrorSource | None = None
+    damaged: str | None = None
+    """Why the session file cannot be opened."""
+
+
+class SessionsResult(Result):
+    sessions: list[SessionRow]
+
+
+class Figures(Result):
+    entries: int
+    tokens: int
+
+
+class CompactionFigures(Result):
+    count: int
+    tokensSaved: int
+    summaryTokens: int
+
+
+class PruneFigures(Result):
+    count: int
+    tokensSaved: int
+
+
+class StatsResult(Result):
+    sessionId: str
+    treeNodes: int
+    history: Figures
+    context: Figures
+    compactions: CompactionFigures
+    prunes: PruneFigures
+    ratio: float
+    breakdown: dict[str, int]
+    """The tokenUsage body's breakdown."""
 
 
 class AppendResult(Result):
@@ -104,6 +152,9 @@ class SettingsResult(Result):
 RESULTS: dict[str, type[Result]] = {
     "contextd/session/open": OpenResult,
     "contextd/session/state": StateResult,
+    "contextd/session/list": SessionsResult,
+    "contextd/workspace/watch": SessionsResult,
+    "contextd/session/stats": StatsResult,
     "contextd/session/append": AppendResult,
     "contextd/session/setInstructions": SetInstructionsResult,
     "contextd/session/setModel": SetModelResult,

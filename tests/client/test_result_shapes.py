@@ -30,12 +30,16 @@ async def test_every_modelled_result_is_what_the_daemon_answers(client: Contextd
     forked = await ask("contextd/fork", {"sessionId": session, "entryId": appended["entryIds"][0]})
     handed = await ask("contextd/handoff", {"sessionId": session, "goal": "Finish the parser"})
     await ask("contextd/session/state", {"sessionId": session})
+    await ask("contextd/session/stats", {"sessionId": session})
+    listed = await ask("contextd/session/list", {})
+    await ask("contextd/workspace/watch", {"allWorkspaces": True})
     await ask("contextd/compact/abort", {"sessionId": session})
     await ask("contextd/workspace/unwatch", {})
     await ask("contextd/settings", {})
     await ask("contextd/session/close", {"sessionId": handed["sessionId"]})
     await ask("contextd/session/delete", {"sessionId": forked["sessionId"]})
 
+    assert any("parentSession" in row for row in listed["sessions"])  # the fork's and the handoff's
     assert sorted(answers) == sorted(RESULTS)
     for method, answer in answers.items():
         RESULTS[method].model_validate(answer)  # raises, naming the field, on any difference

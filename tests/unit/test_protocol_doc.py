@@ -10,6 +10,7 @@ import inspect
 import json
 import re
 from pathlib import Path
+from typing import Any, get_args, get_origin
 
 import pytest
 from contextd.model import Settings
@@ -45,26 +46,67 @@ def tokens(text: str) -> list[str]:
     return re.findall(r'"(?:[^"\\]|\\.)*"|[{}\[\],:?|]', text)
 
 
-def objects_keys(example: str) -> list[set[str]]:
-    """The top-level keys of each object an example shows (`{"a": 1} or {"b"?}` is two).
-    A key is a string at the object's own depth that opens an item (after `{` or `,`), or
-    an alternative's key (`"entryIds": [...] | "around": "e7"`)."""
-    found: list[set[str]] = []
-    depth, previous = 0, ""
-    parts = tokens(example)
+Shown = dict[str, list["Shown"]]
+"""An object an example shows: each key, and the objects shown in its value."""
+
+
+def shown_objects(example: str) -> list[Shown]:
+    """The objects an example shows (`{"a": 1} or {"b"?}` is two), with their nested ones.
+    A key is a string of the object itself (not of a list in it) that opens an item (after
+    `{` or `,`), or an alternative's key (`"entryIds": [...] | "around": "e7"`)."""
+    found: list[Shown] = []
+    open_objects: list[tuple[Shown, list[int], list[str]]] = []
+    """Each object being read, how many lists are open in it, and its latest key."""
+    parts, previous = tokens(example), ""
     for index, token in enumerate(parts):
         following = parts[index + 1] if index + 1 < len(parts) else ""
-        if token in "{[":
-            depth += 1
-            if token == "{" and depth == 1:
-                found.append(set())
-        elif token in "}]":
-            depth -= 1
-        elif token.startswith('"') and depth == 1 and found:
+        inside = open_objects[-1] if open_objects else None
+        if token == "{":
+            shown: Shown = {}
+            if inside is None:
+                found.append(shown)
+            elif inside[2]:
+                inside[0][inside[2][-1]].append(shown)
+            open_objects.append((shown, [0], []))
+        elif token == "}" and inside is not None:
+            open_objects.pop()
+        elif token in "[]" and inside is not None:
+            inside[1][0] += 1 if token == "[" else -1
+        elif token.startswith('"') and inside is not None and inside[1][0] == 0:
             opens_item = previous in ("{", ",") and following in (":", ",", "?", "}")
             if opens_item or (previous == "|" and following == ":"):
-                found[-1].add(json.loads(token))
+                key = json.loads(token)
+                inside[0].setdefault(key, [])
+                inside[2].append(key)
         previous = token
+    return found
+
+
+def objects_keys(example: str) -> list[set[str]]:
+    return [set(shown) for shown in shown_objects(example)]
+
+
+def nested_model(annotation: Any) -> type[BaseModel] | None:
+    """The model a field's value is, or a list or optional one holds (not a dict's values:
+    their keys are data, not fields)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if get_origin(annotation) is dict:
+        return None
+    return next((model for arg in get_args(annotation) if (model := nested_model(arg))), None)
+
+
+def differences(shown: Shown, model: type[BaseModel], where: str) -> list[str]:
+    """How an object an example shows differs from the model: a field it lacks, a required
+    one left out, and the same for each nested object (`{…}` placeholders aside)."""
+    fields = {field.alias or name: field for name, field in model.model_fields.items()}
+    found = [f"{where} names {key!r}, which it has not" for key in shown if key not in fields]
+    found += [f"{where} leaves out {key!r}" for key, field in fields.items() if field.is_required() and key not in shown]
+    for key, children in shown.items():
+        inner = nested_model(fields[key].annotation) if key in fields else None
+        for child in children if inner is not None else []:
+            if child:
+                found += differences(child, inner, f"{where}.{key}")
     return found
 
 
@@ -114,12 +156,9 @@ def test_request_examples_match_the_params_model(method: str) -> None:
 
 @pytest.mark.parametrize("method", sorted(RESULTS))
 def test_result_examples_match_the_result_model(method: str) -> None:
-    fields, required = field_names(RESULTS[method])
-    shown = [keys for example in result_examples(sections()[method]) for keys in objects_keys(example)]
+    shown = [obj for example in result_examples(sections()[method]) for obj in shown_objects(example)]
     assert shown, f"{method}: protocol.md shows no result"
-    for keys in shown:
-        assert keys <= fields, f"{method}: protocol.md names {sorted(keys - fields)}, not in its result"
-        assert required <= keys, f"{method}: protocol.md leaves out {sorted(required - keys)} of its result"
+    assert [problem for obj in shown for problem in differences(obj, RESULTS[method], method)] == []
 
 
 def test_the_settings_defaults_shown_are_the_defaults() -> None:
@@ -145,3 +184,10 @@ def test_the_settings_defaults_shown_are_the_defaults() -> None:
 )
 def test_the_reader_of_examples_finds_their_keys(example: str, keys: list[set[str]]) -> None:
     assert objects_keys(example) == keys
+
+
+def test_the_reader_finds_nested_objects_in_lists_and_values() -> None:
+    example = '{"sessions": [{"sessionId", "parentSession": {"id", "entryId"}?}, {…rows…}], "n": 1}'
+    assert shown_objects(example) == [
+        {"sessions": [{"sessionId": [], "parentSession": [{"id": [], "entryId": []}]}, {}], "n": []}
+    ]
