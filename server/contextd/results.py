@@ -88,6 +88,40 @@ class StatsResult(Result):
     """The tokenUsage body's breakdown."""
 
 
+class TreeNode(Result):
+    id: str
+    parentId: str | None
+    type: str
+    role: str | None = None
+    """A message's role."""
+    preview: str
+    tokens: int
+    timestamp: str
+    children: list[str]
+    label: str | None = None
+    shortSummary: str | None = None
+    """A compaction's or branch summary's one line."""
+    firstKeptEntryId: str | None = None
+    tokensBefore: int | None = None
+    tokensAfter: int | None = None
+    """The three of a compaction."""
+
+
+class TreeResult(Result):
+    leafId: str | None
+    nodes: list[TreeNode]
+
+
+class IdleConfigureResult(Result):
+    enabled: bool
+    timeoutSeconds: float
+    thresholdTokens: int | None
+    thresholdPercent: float
+    sessionId: str | None = None
+    effectiveThresholdTokens: int | None = None
+    """These two for one session's idle compaction; absent for the daemon-wide settings."""
+
+
 class AppendResult(Result):
     entryIds: list[str]
     leafId: str | None
@@ -155,6 +189,8 @@ RESULTS: dict[str, type[Result]] = {
     "contextd/session/list": SessionsResult,
     "contextd/workspace/watch": SessionsResult,
     "contextd/session/stats": StatsResult,
+    "contextd/tree": TreeResult,
+    "contextd/idle/configure": IdleConfigureResult,
     "contextd/session/append": AppendResult,
     "contextd/session/setInstructions": SetInstructionsResult,
     "contextd/session/setModel": SetModelResult,

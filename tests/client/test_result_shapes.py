@@ -9,7 +9,7 @@ from typing import Any
 from contextd.results import RESULTS
 from contextd_client import ContextdClient
 
-from tests.client.helpers import tool_turn, user
+from tests.client.helpers import long_conversation, tool_turn, user
 
 
 async def test_every_modelled_result_is_what_the_daemon_answers(client: ContextdClient) -> None:
@@ -29,6 +29,13 @@ async def test_every_modelled_result_is_what_the_daemon_answers(client: Contextd
     await ask("contextd/label", {"sessionId": session, "entryId": appended["entryIds"][0], "label": "start"})
     forked = await ask("contextd/fork", {"sessionId": session, "entryId": appended["entryIds"][0]})
     handed = await ask("contextd/handoff", {"sessionId": session, "goal": "Finish the parser"})
+    await client.append(session, long_conversation(6))
+    await client.compact(session)
+    tree = await ask("contextd/tree", {"sessionId": session})
+    assert {"message", "compaction"} <= {node["type"] for node in tree["nodes"]}
+    await ask("contextd/idle/configure", {"sessionId": session, "enabled": True})
+    daemon_wide = await client.request("contextd/idle/configure", {"enabled": False, "timeoutSeconds": 60})
+    RESULTS["contextd/idle/configure"].model_validate(daemon_wide)
     await ask("contextd/session/state", {"sessionId": session})
     await ask("contextd/session/stats", {"sessionId": session})
     listed = await ask("contextd/session/list", {})
