@@ -1,7 +1,8 @@
-"""The results of contextd's requests, as pydantic models: one definition of each shape that
-protocol.md shows and tests hold the server to (tests/unit/test_protocol_doc.py checks the
-examples, tests/client/test_result_shapes.py the real daemon's answers). Not every result is here
-yet: `RESULTS` names the methods whose result is."""
+"""The results of contextd's requests and the bodies of its notifications, as pydantic
+models: one definition of each shape that protocol.md shows and tests hold the server to
+(tests/unit/test_protocol_doc.py checks the examples, tests/client/test_result_shapes.py the
+real daemon's answers). Not every shape is here yet: `RESULTS` and `NOTIFICATION_BODIES`
+name the methods whose shape is."""
 
 from __future__ import annotations
 
@@ -202,4 +203,59 @@ RESULTS: dict[str, type[Result]] = {
     "contextd/fork": ForkResult,
     "contextd/workspace/unwatch": EmptyResult,
     "contextd/settings": SettingsResult,
+}
+
+
+class SessionChanged(Result):
+    sessionId: str
+    leafId: str | None
+    cause: str
+
+
+class WorkspaceActivity(Result):
+    sessionId: str
+    name: str | None
+    workspace: str
+    cause: str
+    leafId: str | None
+    usage: Usage
+    source: MirrorSource | None = None
+    updatedAt: str
+
+
+class CompactionStarted(Result):
+    sessionId: str
+    compactionId: str
+    reason: str
+    tokensBefore: int
+
+
+class CompactionFinished(CompactionStarted):
+    outcome: str
+    tokensAfter: int | None = None
+    entryId: str | None = None
+    shortSummary: str | None = None
+    error: str | None = None
+    willRetry: bool
+    handoffSessionId: str | None = None
+    model: str | None = None
+    contextWindow: int | None = None
+    previousModel: str | None = None
+    previousContextWindow: int | None = None
+    """The last four for a promotion to a larger model."""
+
+
+class IdleTimer(Result):
+    sessionId: str
+    state: str
+    dueAt: str | None = None
+    reason: str | None = None
+
+
+NOTIFICATION_BODIES: dict[str, type[Result]] = {
+    "contextd/sessionChanged": SessionChanged,
+    "contextd/workspace/activity": WorkspaceActivity,
+    "contextd/compactionStarted": CompactionStarted,
+    "contextd/compactionFinished": CompactionFinished,
+    "contextd/idleTimer": IdleTimer,
 }

@@ -1,12 +1,13 @@
-"""The real daemon answers each request of `contextd.results.RESULTS` with exactly the fields
-its model has (no more, none missing, each of its type): the models protocol.md's examples
-are checked against are the daemon's own answers."""
+"""The real daemon answers each request of `contextd.results.RESULTS`, and sends each
+notification of `NOTIFICATION_BODIES`, with exactly the fields its model has (no more, none
+missing, each of its type): the models protocol.md's examples are checked against are the
+daemon's own messages. (A request's notifications go out before its answer, on one stream.)"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from contextd.results import RESULTS
+from contextd.results import NOTIFICATION_BODIES, RESULTS
 from contextd_client import ContextdClient
 
 from tests.client.helpers import long_conversation, tool_turn, user
@@ -14,13 +15,17 @@ from tests.client.helpers import long_conversation, tool_turn, user
 
 async def test_every_modelled_result_is_what_the_daemon_answers(client: ContextdClient) -> None:
     answers: dict[str, Any] = {}
+    heard: list[tuple[str, dict[str, Any]]] = []
+    client.on(None, lambda method, params: heard.append((method, params)))
 
     async def ask(method: str, params: dict[str, Any]) -> Any:
         answers[method] = await client.request(method, params)
         return answers[method]
 
+    await ask("contextd/workspace/watch", {"allWorkspaces": True})
     opened = await ask("contextd/session/open", {"name": "shapes"})
     session = opened["sessionId"]
+    await ask("contextd/idle/configure", {"sessionId": session, "enabled": True, "thresholdTokens": 1})
     appended = await ask("contextd/session/append", {
         "sessionId": session, "messages": [user("Read the parser."), *tool_turn("c1", "read", {"path": "p.py"}, "x = 1")],
     })
@@ -33,19 +38,22 @@ async def test_every_modelled_result_is_what_the_daemon_answers(client: Contextd
     await client.compact(session)
     tree = await ask("contextd/tree", {"sessionId": session})
     assert {"message", "compaction"} <= {node["type"] for node in tree["nodes"]}
-    await ask("contextd/idle/configure", {"sessionId": session, "enabled": True})
     daemon_wide = await client.request("contextd/idle/configure", {"enabled": False, "timeoutSeconds": 60})
     RESULTS["contextd/idle/configure"].model_validate(daemon_wide)
     await ask("contextd/session/state", {"sessionId": session})
     await ask("contextd/session/stats", {"sessionId": session})
     listed = await ask("contextd/session/list", {})
-    await ask("contextd/workspace/watch", {"allWorkspaces": True})
     await ask("contextd/compact/abort", {"sessionId": session})
     await ask("contextd/workspace/unwatch", {})
     await ask("contextd/settings", {})
     await ask("contextd/session/close", {"sessionId": handed["sessionId"]})
     await ask("contextd/session/delete", {"sessionId": forked["sessionId"]})
 
+
+    assert {method for method, _ in heard} >= set(NOTIFICATION_BODIES)
+    for method, body in heard:
+        if method in NOTIFICATION_BODIES:
+            NOTIFICATION_BODIES[method].model_validate(body)
     assert any("parentSession" in row for row in listed["sessions"])  # the fork's and the handoff's
     assert sorted(answers) == sorted(RESULTS)
     for method, answer in answers.items():

@@ -2,7 +2,7 @@
 documented, every request example names only fields its params model has and every field
 the model requires (the models the server validates params with), and so does every result
 example of a method whose result has a model (contextd.results, held to the daemon's
-answers by tests/client/test_result_shapes.py)."""
+answers by tests/client/test_result_shapes.py), and every notification body shown."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any, get_args, get_origin
 
 import pytest
 from contextd.model import Settings
-from contextd.results import RESULTS
+from contextd.results import NOTIFICATION_BODIES, RESULTS
 from contextd.server import NOTIFICATIONS, REQUESTS
 from pydantic import BaseModel
 
@@ -159,6 +159,13 @@ def test_result_examples_match_the_result_model(method: str) -> None:
     shown = [obj for example in result_examples(sections()[method]) for obj in shown_objects(example)]
     assert shown, f"{method}: protocol.md shows no result"
     assert [problem for obj in shown for problem in differences(obj, RESULTS[method], method)] == []
+
+
+@pytest.mark.parametrize("method", sorted(NOTIFICATION_BODIES))
+def test_notification_examples_match_the_body_model(method: str) -> None:
+    shown = [obj for block in json_blocks(sections()[method]) for obj in shown_objects(block)]
+    assert shown, f"{method}: protocol.md shows no body"
+    assert [problem for obj in shown for problem in differences(obj, NOTIFICATION_BODIES[method], method)] == []
 
 
 def test_the_settings_defaults_shown_are_the_defaults() -> None:
