@@ -118,20 +118,17 @@ def prepare_compaction(
         return NothingToCompact("empty", "The session has no entries.")
     if isinstance(path[-1], CompactionEntry):
         return NothingToCompact("just_compacted", "Nothing was added since the last compaction.")
-    visible = visible_entries(path)
-    previous = visible[0] if isinstance(visible[0], CompactionEntry) else None
-    candidates = visible[1:] if previous else visible
-    sizes = visible_sizes(path, entry_tokens)
+    span = _span(path, entry_tokens)
     divisors = OVERFLOW_KEEP_DIVISORS if reason == "overflow" else OVERFLOW_KEEP_DIVISORS[:1]
     for divisor in divisors:
         keep_recent = settings.compaction.keepRecentTokens // divisor
-        cut = find_cut_point(candidates, sizes, keep_recent)
+        cut = find_cut_point(span.candidates, span.sizes, keep_recent)
         if cut.first_kept_index > 0:
             break
     else:
-        return NothingToCompact("fits", fits_message(sum(sizes.values()), tokens_before, keep_recent))
+        return NothingToCompact("fits", fits_message(sum(span.sizes.values()), tokens_before, keep_recent))
     return _prepare_at(
-        path, entry_tokens, settings, cut, keep_recent,
+        path, entry_tokens, settings, span, cut, keep_recent,
         instructions=instructions, reason=reason, tokens_before=tokens_before,
     )
 
@@ -160,8 +157,8 @@ def prepare_span(
     summarizes the span that agent's compaction folds away. A kept entry inside a turn makes
     the turn's beginning a split turn's prefix, as `find_cut_point` would. The preparation's
     `first_kept_entry_id` is "" when nothing is kept."""
-    visible = visible_entries(path)
-    candidates = visible[1:] if visible and isinstance(visible[0], CompactionEntry) else visible
+    span = _span(path, entry_tokens)
+    candidates = span.candidates
     ids = [entry.id for entry in candidates]
     kept_at = ids.index(first_kept_entry_id) if first_kept_entry_id in ids else len(ids)
     if kept_at == 0:
@@ -170,15 +167,32 @@ def prepare_span(
     if kept_at < len(candidates) and not is_turn_start(candidates[kept_at]):
         turn_start = next((i for i in range(kept_at - 1, -1, -1) if is_turn_start(candidates[i])), None)
     return _prepare_at(
-        path, entry_tokens, settings, CutPoint(kept_at, turn_start), settings.compaction.keepRecentTokens,
+        path, entry_tokens, settings, span, CutPoint(kept_at, turn_start), settings.compaction.keepRecentTokens,
         instructions=None, reason="manual", tokens_before=None,
     )
+
+
+@dataclass(frozen=True)
+class _Span:
+    """The context's entries after its latest compaction (`previous`), and the size of each
+    visible entry: worked out once per preparation."""
+
+    previous: CompactionEntry | None
+    candidates: list[Entry]
+    sizes: dict[str, int]
+
+
+def _span(path: Sequence[Entry], entry_tokens: Mapping[str, int]) -> _Span:
+    visible = visible_entries(path)
+    previous = visible[0] if visible and isinstance(visible[0], CompactionEntry) else None
+    return _Span(previous, visible[1:] if previous else visible, visible_sizes(path, entry_tokens))
 
 
 def _prepare_at(
     path: Sequence[Entry],
     entry_tokens: Mapping[str, int],
     settings: Settings,
+    span: _Span,
     cut: CutPoint,
     keep_recent: int,
     *,
@@ -188,10 +202,7 @@ def _prepare_at(
 ) -> CompactionPreparation:
     """The preparation of the compaction of `path` whose kept part starts at `cut` (an index
     into the context's entries after its latest compaction)."""
-    visible = visible_entries(path)
-    previous = visible[0] if isinstance(visible[0], CompactionEntry) else None
-    candidates = visible[1:] if previous else visible
-    sizes = visible_sizes(path, entry_tokens)
+    previous, candidates, sizes = span.previous, span.candidates, span.sizes
     messages = {item.entry_id: item.message for item in build_context(path, entry_tokens)}
     history, prefix, kept = _split(candidates, cut, messages)
     previous_summary = without_file_lists(previous.summary) if previous else None
