@@ -123,6 +123,45 @@ class IdleConfigureResult(Result):
     """These two for one session's idle compaction; absent for the daemon-wide settings."""
 
 
+class ConnectionRow(Result):
+    id: int
+    client: str | None
+    """The name its initialize gave (clientInfo.name)."""
+    sessions: list[str]
+    workspaces: list[str]
+    allWorkspaces: bool
+    connectedAt: str
+
+
+class LoadedSession(Result):
+    sessionId: str
+    name: str | None
+    tokens: int
+    connections: list[int]
+    """The ids of the connections that have it open."""
+
+
+class DaemonStatus(Result):
+    pid: int
+    address: str | None
+    """The socket or host:port it listens on; None on stdio."""
+    dataDir: str
+    dedicated: bool
+    startedAt: str
+    connections: list[ConnectionRow]
+    sessions: list[LoadedSession]
+    connection: int
+    """The id of the connection that asked."""
+
+
+class FollowResult(Result):
+    enabled: bool
+    agents: list[str]
+    roots: dict[str, str]
+    allWorkspaces: bool
+    mirrors: int
+
+
 class AppendResult(Result):
     entryIds: list[str]
     leafId: str | None
@@ -203,6 +242,8 @@ RESULTS: dict[str, type[Result]] = {
     "contextd/fork": ForkResult,
     "contextd/workspace/unwatch": EmptyResult,
     "contextd/settings": SettingsResult,
+    "contextd/daemon/status": DaemonStatus,
+    "contextd/follow": FollowResult,
 }
 
 

@@ -46,6 +46,8 @@ async def test_every_modelled_result_is_what_the_daemon_answers(client: Contextd
     await ask("contextd/compact/abort", {"sessionId": session})
     await ask("contextd/workspace/unwatch", {})
     await ask("contextd/settings", {})
+    await ask("contextd/daemon/status", {})
+    await ask("contextd/follow", {"enabled": False})
     await ask("contextd/session/close", {"sessionId": handed["sessionId"]})
     await ask("contextd/session/delete", {"sessionId": forked["sessionId"]})
 
