@@ -1584,3 +1584,34 @@ def test_a_typo_in_setup_is_shown_by_the_shared_daemon(editor: Editor) -> None:
     editor.setup(shared=True, settings={"compaction": {"keepRecent": 2000}})
     note = editor.wait_note("compaction.keepRecent ignored (did you mean compaction.keepRecentTokens?)")
     assert note["level"] == WARN
+
+
+def test_a_long_compaction_shows_how_long_it_has_run(editor: Editor) -> None:
+    statusline = editor.lua(
+        "return require('contextd.format').statusline({ status = 'running',"
+        " usage = { tokens = 84000, contextWindow = 200000, percent = 42 },"
+        " compacting = { reason = 'threshold', elapsed_s = 72.4 } })"
+    )
+    assert statusline == "ctx 84k/200k 42% compacting… 1m12s"
+    short = editor.lua(
+        "return require('contextd.format').statusline({ status = 'running',"
+        " usage = { tokens = 84000, contextWindow = 200000, percent = 42 },"
+        " compacting = { reason = 'threshold', elapsed_s = 2 } })"
+    )
+    assert short == "ctx 84k/200k 42% compacting…"
+
+
+def test_the_shown_mirrors_own_compaction_is_announced_when_it_is_not_current(
+    editor: Editor, tmp_path: Path
+) -> None:
+    owner_names_claude_root(tmp_path)
+    transcript = FollowedTranscript(tmp_path / "claude", editor.workspace, "claude-code-atlas-sonnet45")
+    boundaries = [i for i, line in enumerate(transcript.lines) if '"compact_boundary"' in line]
+    transcript.write(boundaries[1])
+    follow = {"enabled": True, "agents": ["claude-code"], "roots": {"claude-code": str(transcript.root)}}
+    editor.setup(shared=True, settings={"follow": follow})
+    editor.wait("require('contextd').statusline():find('^Claude Code ') ~= nil")
+    assert editor.state()["shown"]["current"] is False  # shown, not the session worked on
+    transcript.write(len(transcript.lines))  # the agent compacts again
+    note = editor.wait_note("Claude Code compacted its context")
+    assert note["level"] == INFO and "tokens" in note["msg"]

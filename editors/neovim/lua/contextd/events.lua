@@ -36,10 +36,24 @@ local function on_session_changed(_, change)
   state.changed()
 end
 
+-- While a compaction runs the statusline counts the time it takes: redrawn every second.
+local function redraw_while_compacting()
+  local timer = vim.loop.new_timer()
+  timer:start(1000, 1000, vim.schedule_wrap(function()
+    if not state.compacting then
+      timer:stop()
+      timer:close()
+      return
+    end
+    vim.cmd("redrawstatus")
+  end))
+end
+
 local function on_compaction_started(_, started)
   if state.is_current(started) then
-    state.compacting = started
+    state.compacting = vim.tbl_extend("force", started, { started_ms = vim.loop.now() })
     state.changed()
+    redraw_while_compacting()
   end
 end
 
@@ -128,6 +142,18 @@ local function on_workspace_activity(_, activity)
   end
   state.latest = activity.sessionId ~= state.session_id and activity or nil
   state.changed()
+  -- A mirror's agent compacting the session the statusline shows is news even when it is not
+  -- the current session (the current one's compactions come as compactionFinished).
+  local shown = state.shown()
+  if activity.cause == "compaction" and format.present(activity.source) and not shown.current
+    and shown.session_id == activity.sessionId then
+    notify.info(string.format(
+      "%s compacted its context (%s): now %s tokens",
+      format.agent_name(activity.source) or "the agent",
+      format.one_line(format.present(activity.name) and activity.name or activity.sessionId, 40),
+      format.tokens(activity.usage and activity.usage.tokens)
+    ))
+  end
 end
 
 -- The daemon says what the user must know (settings it could not apply) this way.

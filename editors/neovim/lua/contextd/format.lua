@@ -99,6 +99,18 @@ function M.agent_name(source)
   return AGENT_NAMES[source.agent] or tostring(source.agent)
 end
 
+--- How long a compaction has run, once it is long enough to wonder: " 12s", " 1m05s".
+function M.elapsed(seconds)
+  if not seconds or seconds < 5 then
+    return ""
+  end
+  seconds = math.floor(seconds)
+  if seconds < 60 then
+    return string.format(" %ds", seconds)
+  end
+  return string.format(" %dm%02ds", math.floor(seconds / 60), seconds % 60)
+end
+
 --- The statusline text for the cached state (see :help contextd-statusline).
 --- `view` is {status, usage, compacting, idle, agent}; `agent` names the agent of a
 --- mirrored session, shown instead of "ctx".
@@ -121,7 +133,7 @@ function M.statusline(view)
   )
   if view.compacting then
     local doing = view.compacting.reason == "branch" and "summarizing branch…" or "compacting…"
-    return text .. " " .. doing
+    return text .. " " .. doing .. M.elapsed(view.compacting.elapsed_s)
   end
   text = text .. (CUE[M.level(view.status, usage)] or "")
   if view.idle and view.idle.state == "armed" and present(view.idle.dueAt) then

@@ -61,11 +61,15 @@ end
 -- What the statusline shows. Compaction and idle cues are known of the current session only.
 local function view()
   local session = state.shown()
+  local compacting = session.current and state.compacting or nil
+  if compacting and compacting.started_ms then
+    compacting = vim.tbl_extend("force", compacting, { elapsed_s = (vim.loop.now() - compacting.started_ms) / 1000 })
+  end
   return {
     status = state.status,
     usage = session.usage,
     agent = format.agent_name(session.source),
-    compacting = session.current and state.compacting or nil,
+    compacting = compacting,
     idle = session.current and state.idle or nil,
   }
 end
