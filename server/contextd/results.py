@@ -162,6 +162,21 @@ class FollowResult(Result):
     mirrors: int
 
 
+class NavigateResult(Result):
+    leafId: str | None
+    branchSummaryId: str | None = None
+    """The summary left of the branch, when one was asked for."""
+    editorText: str | None = None
+    """A user message navigated to: its text, for the client's input box."""
+
+
+class ContextResult(Result):
+    messages: list[dict[str, Any]]
+    """In the format asked for (neutral, anthropic, openai or openai-responses)."""
+    system: str | None = None
+    tokens: int
+
+
 class AppendResult(Result):
     entryIds: list[str]
     leafId: str | None
@@ -244,6 +259,8 @@ RESULTS: dict[str, type[Result]] = {
     "contextd/settings": SettingsResult,
     "contextd/daemon/status": DaemonStatus,
     "contextd/follow": FollowResult,
+    "contextd/navigate": NavigateResult,
+    "contextd/session/context": ContextResult,
 }
 
 

@@ -32,6 +32,8 @@ async def test_every_modelled_result_is_what_the_daemon_answers(client: Contextd
     await ask("contextd/session/setInstructions", {"sessionId": session, "text": "Run make check.", "source": "AGENTS.md"})
     await ask("contextd/session/setModel", {"sessionId": session, "model": "gpt-4.1"})
     await ask("contextd/label", {"sessionId": session, "entryId": appended["entryIds"][0], "label": "start"})
+    await ask("contextd/session/context", {"sessionId": session, "format": "anthropic"})
+    await ask("contextd/navigate", {"sessionId": session, "targetId": appended["entryIds"][0]})
     forked = await ask("contextd/fork", {"sessionId": session, "entryId": appended["entryIds"][0]})
     handed = await ask("contextd/handoff", {"sessionId": session, "goal": "Finish the parser"})
     await client.append(session, long_conversation(6))
