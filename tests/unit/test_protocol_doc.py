@@ -15,6 +15,7 @@ from typing import Any, get_args, get_origin
 import pytest
 from contextd.model import Settings
 from contextd.results import NOTIFICATION_BODIES, RESULTS
+from contextd.rpc.daemon import BeforeCompactAnswer, BeforeNavigateAnswer
 from contextd.server import NOTIFICATIONS, REQUESTS
 from pydantic import BaseModel
 
@@ -166,6 +167,17 @@ def test_notification_examples_match_the_body_model(method: str) -> None:
     shown = [obj for block in json_blocks(sections()[method]) for obj in shown_objects(block)]
     assert shown, f"{method}: protocol.md shows no body"
     assert [problem for obj in shown for problem in differences(obj, NOTIFICATION_BODIES[method], method)] == []
+
+
+HOOK_ANSWERS = {"contextd/beforeCompact": BeforeCompactAnswer, "contextd/beforeNavigate": BeforeNavigateAnswer}
+"""The server-to-client requests, and the models the daemon reads their answers with."""
+
+
+@pytest.mark.parametrize("method", sorted(HOOK_ANSWERS))
+def test_hook_answer_examples_match_what_the_daemon_reads(method: str) -> None:
+    shown = [obj for example in result_examples(sections()[method]) for obj in shown_objects(example)]
+    assert len(shown) >= 3, f"{method}: protocol.md shows no answers"
+    assert [problem for obj in shown for problem in differences(obj, HOOK_ANSWERS[method], method)] == []
 
 
 def test_the_settings_defaults_shown_are_the_defaults() -> None:
