@@ -1,8 +1,8 @@
 """The results of contextd's requests and the bodies of its notifications, as pydantic
 models: one definition of each shape that protocol.md shows and tests hold the server to
 (tests/unit/test_protocol_doc.py checks the examples, tests/client/test_result_shapes.py the
-real daemon's answers). Not every shape is here yet: `RESULTS` and `NOTIFICATION_BODIES`
-name the methods whose shape is."""
+real daemon's answers). `RESULTS` gives the shapes each method's result takes (compact's
+dry run is a second one), `NOTIFICATION_BODIES` each notification's body."""
 
 from __future__ import annotations
 
@@ -177,6 +177,32 @@ class ContextResult(Result):
     tokens: int
 
 
+class CompactResult(Result):
+    entryId: str
+    summary: str
+    firstKeptEntryId: str | None
+    tokensBefore: int
+    tokensAfter: int
+    summarizer: dict[str, Any]
+    """The provider and model that wrote the summary (the compaction entry's `summarizer`)."""
+    shortSummary: str | None
+
+
+class CompactPreview(Result):
+    """`dryRun`: what a compaction would do, no summarizer called."""
+
+    firstKeptEntryId: str | None
+    summarizeEntryIds: list[str]
+    keptEntryIds: list[str]
+    pruneEntryIds: list[str]
+    tokensBefore: int
+    tokensKept: int
+    tokensAfter: int
+    tokensAfterMax: int
+    splitTurn: bool
+    summary: str
+
+
 class AppendResult(Result):
     entryIds: list[str]
     leafId: str | None
@@ -238,29 +264,30 @@ class SettingsResult(Result):
     userFileError: str | None
 
 
-RESULTS: dict[str, type[Result]] = {
-    "contextd/session/open": OpenResult,
-    "contextd/session/state": StateResult,
-    "contextd/session/list": SessionsResult,
-    "contextd/workspace/watch": SessionsResult,
-    "contextd/session/stats": StatsResult,
-    "contextd/tree": TreeResult,
-    "contextd/idle/configure": IdleConfigureResult,
-    "contextd/session/append": AppendResult,
-    "contextd/session/setInstructions": SetInstructionsResult,
-    "contextd/session/setModel": SetModelResult,
-    "contextd/session/close": CloseResult,
-    "contextd/session/delete": DeleteResult,
-    "contextd/compact/abort": AbortResult,
-    "contextd/handoff": HandoffResult,
-    "contextd/label": LabelResult,
-    "contextd/fork": ForkResult,
-    "contextd/workspace/unwatch": EmptyResult,
-    "contextd/settings": SettingsResult,
-    "contextd/daemon/status": DaemonStatus,
-    "contextd/follow": FollowResult,
-    "contextd/navigate": NavigateResult,
-    "contextd/session/context": ContextResult,
+RESULTS: dict[str, tuple[type[Result], ...]] = {
+    "contextd/compact": (CompactResult, CompactPreview),
+    "contextd/session/open": (OpenResult,),
+    "contextd/session/state": (StateResult,),
+    "contextd/session/list": (SessionsResult,),
+    "contextd/workspace/watch": (SessionsResult,),
+    "contextd/session/stats": (StatsResult,),
+    "contextd/tree": (TreeResult,),
+    "contextd/idle/configure": (IdleConfigureResult,),
+    "contextd/session/append": (AppendResult,),
+    "contextd/session/setInstructions": (SetInstructionsResult,),
+    "contextd/session/setModel": (SetModelResult,),
+    "contextd/session/close": (CloseResult,),
+    "contextd/session/delete": (DeleteResult,),
+    "contextd/compact/abort": (AbortResult,),
+    "contextd/handoff": (HandoffResult,),
+    "contextd/label": (LabelResult,),
+    "contextd/fork": (ForkResult,),
+    "contextd/workspace/unwatch": (EmptyResult,),
+    "contextd/settings": (SettingsResult,),
+    "contextd/daemon/status": (DaemonStatus,),
+    "contextd/follow": (FollowResult,),
+    "contextd/navigate": (NavigateResult,),
+    "contextd/session/context": (ContextResult,),
 }
 
 
