@@ -203,6 +203,68 @@ class CompactPreview(Result):
     summary: str
 
 
+class SearchHit(Result):
+    entryId: str
+    type: str
+    role: str | None = None
+    tool: str | None = None
+    timestamp: str
+    branch: str
+    """`current` or `abandoned`."""
+    foldedBy: str | None
+    """The compaction whose summary stands for it on the current branch."""
+    snippet: str
+
+
+class SearchResult(Result):
+    sessionId: str
+    hits: list[SearchHit]
+
+
+class HistoryEntry(Result):
+    entryId: str
+    parentId: str | None
+    type: str
+    role: str | None = None
+    tool: str | None = None
+    timestamp: str
+    branch: str
+    foldedBy: str | None
+    text: str
+    tokens: int
+    truncated: bool | None = None
+
+
+class HistoryEntries(Result):
+    sessionId: str
+    entries: list[HistoryEntry]
+    omitted: list[str]
+    """Entries asked for that the token budget left out."""
+
+
+class SourceItem(Result):
+    item: int
+    section: str
+    text: str
+    entryIds: list[str]
+
+
+class SourcesResult(Result):
+    sessionId: str
+    entryId: str
+    items: list[SourceItem]
+
+
+class SpanSummary(Result):
+    sessionId: str
+    summary: str
+    firstKeptEntryId: str | None
+    summarizeEntryIds: list[str]
+    tokensBefore: int
+    details: dict[str, Any]
+    """The files read and modified in the span."""
+
+
 class AppendResult(Result):
     entryIds: list[str]
     leafId: str | None
@@ -266,6 +328,10 @@ class SettingsResult(Result):
 
 RESULTS: dict[str, tuple[type[Result], ...]] = {
     "contextd/compact": (CompactResult, CompactPreview),
+    "contextd/history/search": (SearchResult,),
+    "contextd/history/get": (HistoryEntries,),
+    "contextd/history/sources": (SourcesResult,),
+    "contextd/history/summarize": (SpanSummary,),
     "contextd/session/open": (OpenResult,),
     "contextd/session/state": (StateResult,),
     "contextd/session/list": (SessionsResult,),

@@ -40,7 +40,12 @@ async def test_every_modelled_result_is_what_the_daemon_answers(client: Contextd
     handed = await ask("contextd/handoff", {"sessionId": session, "goal": "Finish the parser"})
     await client.append(session, long_conversation(6))
     await ask("contextd/compact", {"sessionId": session, "dryRun": True})
-    await ask("contextd/compact", {"sessionId": session})
+    compaction = (await ask("contextd/compact", {"sessionId": session}))["entryId"]
+    found = await ask("contextd/history/search", {"sessionId": session, "query": "module"})
+    got = await ask("contextd/history/get", {"sessionId": session, "around": appended["entryIds"][1], "maxTokens": 50})
+    sources = await ask("contextd/history/sources", {"sessionId": session, "entryId": compaction})
+    assert found["hits"] and got["entries"] and sources["items"]  # every row shape answered
+    await ask("contextd/history/summarize", {"sessionId": session})
     tree = await ask("contextd/tree", {"sessionId": session})
     assert {"message", "compaction"} <= {node["type"] for node in tree["nodes"]}
     await ask("contextd/idle/configure", {"enabled": False, "timeoutSeconds": 60})  # the daemon-wide answer
