@@ -203,7 +203,9 @@ class CompactPreview(Result):
     summary: str
 
 
-class SearchHit(Result):
+class HistoryRow(Result):
+    """What a search hit and a fetched entry both say of an entry."""
+
     entryId: str
     type: str
     role: str | None = None
@@ -213,6 +215,9 @@ class SearchHit(Result):
     """`current` or `abandoned`."""
     foldedBy: str | None
     """The compaction whose summary stands for it on the current branch."""
+
+
+class SearchHit(HistoryRow):
     snippet: str
 
 
@@ -221,15 +226,8 @@ class SearchResult(Result):
     hits: list[SearchHit]
 
 
-class HistoryEntry(Result):
-    entryId: str
+class HistoryEntry(HistoryRow):
     parentId: str | None
-    type: str
-    role: str | None = None
-    tool: str | None = None
-    timestamp: str
-    branch: str
-    foldedBy: str | None
     text: str
     tokens: int
     truncated: bool | None = None

@@ -155,6 +155,10 @@ def test_request_examples_match_the_params_model(method: str) -> None:
             assert required <= keys, f"{method}: protocol.md leaves out the required {sorted(required - keys)}"
 
 
+def test_every_request_of_contextd_has_its_result_modelled() -> None:
+    assert sorted(method for method in REQUESTS if method.startswith("contextd/")) == sorted(RESULTS)
+
+
 @pytest.mark.parametrize("method", sorted(RESULTS))
 def test_result_examples_match_a_result_model(method: str) -> None:
     """Each result shown is one of the method's shapes exactly (compact: its result or its
