@@ -16,6 +16,7 @@ benchmarks and their goals):
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import tempfile
@@ -66,13 +67,24 @@ def seconds(action: Callable[[], object]) -> float:
     return time.perf_counter() - began
 
 
+def parse_floor(lines: list[bytes]) -> float:
+    """`json.loads` of every line with the collector paused, as a load pauses it: otherwise the
+    floor's speed depends on how many objects this process already holds (1.3-4x apart)."""
+    gc.collect()
+    gc.disable()
+    try:
+        return seconds(lambda: [json.loads(line) for line in lines])
+    finally:
+        gc.enable()
+
+
 def cold_open_ratio(root: Path, settings: Settings, session: LiveSession) -> float:
     """Best of OPENS alternating rounds each, once the session was closed as a daemon does."""
     lines = session.file.path.read_bytes().splitlines()
 
     floor, opened = [], []
     for _ in range(OPENS):
-        floor.append(seconds(lambda: [json.loads(line) for line in lines]))
+        floor.append(parse_floor(lines))
         sessions = SessionManager(Store(root), settings, SilentEvents())
         opened.append(seconds(lambda: sessions.get(session.session_id)))
         sessions.close_all()  # not timed: closing is no part of opening
@@ -94,14 +106,24 @@ def measure() -> dict[str, float]:
         }
 
 
-def main() -> int:
+def over_limit(ratios: dict[str, float]) -> list[str]:
     failed = []
-    for name, ratio in measure().items():
+    for name, ratio in ratios.items():
         goal = GOALS[name]
-        verdict = "ok" if ratio <= 2 * goal else "FAILED"
+        verdict = "ok" if ratio <= 2 * goal else "over the limit"
         print(f"{name}: {ratio:.2f}x (goal {goal}x, fails over {2 * goal}x) {verdict}")
         if verdict != "ok":
             failed.append(name)
+    return failed
+
+
+def main() -> int:
+    if not over_limit(measure()):
+        return 0
+    # A regression is over the limit in every run; a burst of load on a shared machine is not.
+    print("measuring again to tell a regression from a burst of load")
+    failed = over_limit(measure())
+    print(f"FAILED: {', '.join(failed)}" if failed else "ok on the second measurement")
     return 1 if failed else 0
 
 
