@@ -1450,7 +1450,10 @@ def test_command_line_completion_of_subcommands_entries_and_sessions(editor: Edi
         " { name = 'parser work', workspace = require('contextd.config').workspace() }, 10000)"
         " return opened.sessionId"
     )
-    assert complete("Contextd sessions PARS") == [named]  # found by its name, completed to its id
+    # Found by its name, offered as its id with the name after it; the id alone is the argument.
+    assert complete("Contextd sessions PARS") == [f"{named} parser work"]
+    editor.command(f"Contextd sessions {named} parser work")
+    editor.wait(f"require('contextd.state').session_id == '{named}'")
     assert complete("Contextd idle o") == ["off"]
 
 

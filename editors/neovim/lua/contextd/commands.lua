@@ -264,13 +264,14 @@ local function switch_session(session_id)
   end)
 end
 
-function M.sessions(session_id)
-  if non_empty(session_id) then
+function M.sessions(argument)
+  if non_empty(argument) then
+    local session_id = vim.trim(argument):match("^%S+") -- a completed name follows the id
     return session.when_ready(function(err)
       if err then
         return client.notify_error("sessions", err)
       end
-      switch_session(vim.trim(session_id))
+      switch_session(session_id)
     end)
   end
   call("sessions", "contextd/session/list", function()
@@ -363,8 +364,17 @@ local function complete_entry_ids()
   end, tree and tree.nodes or {})
 end
 
--- Session ids, found by their id or by their name: `:Contextd sessions pars<Tab>` offers
--- the id of the session named "parser work".
+-- A completion candidate shows the session's name after its id; only the first word is
+-- the argument (`M.sessions` reads the id alone).
+local function session_candidate(listed)
+  if not format.present(listed.name) then
+    return listed.sessionId
+  end
+  return listed.sessionId .. " " .. listed.name:gsub("%s+", " ")
+end
+
+-- Sessions, found by their id or by their name: `:Contextd sessions pars<Tab>` offers
+-- "<id> parser work" for the session named "parser work".
 local function complete_session_ids(lead)
   if not state.session_id then
     return {}
@@ -374,7 +384,7 @@ local function complete_session_ids(lead)
   for _, listed in ipairs(listing and listing.sessions or {}) do
     local name = format.present(listed.name) and listed.name:lower() or ""
     if vim.startswith(listed.sessionId, lead) or (lead ~= "" and name:find(lead:lower(), 1, true)) then
-      table.insert(found, listed.sessionId)
+      table.insert(found, session_candidate(listed))
     end
   end
   return found
