@@ -188,12 +188,7 @@ class Breakdown:
     unseen: int
 
     def as_dict(self) -> dict[str, int]:
-        return {
-            "instructions": self.instructions,
-            "summary": self.summary,
-            "messages": self.messages,
-            "unseen": self.unseen,
-        }
+        return dict(vars(self))
 
 
 def counted_parts(path: Sequence[Entry], tokens_of: Callable[[Entry], int]) -> tuple[int, int]:
