@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gzip
-import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from contextd_client import ContextdClient
 
-ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT / "tests" / "fixtures" / "real"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.corpus
+from tests.corpus import NAMES, agent_of, read_bytes  # noqa: E402
+
 LINES_PER_FILE = 150
 FOLDERS = {
     "claude-code": lambda n: f".claude/projects/-work-p{n % 20}/{n:04d}-session.jsonl",
@@ -36,10 +36,9 @@ FOLDERS = {
 
 
 def write_transcripts(home: Path, count: int) -> None:
-    manifest = json.loads((REAL / "MANIFEST.json").read_text())
     sources = [
-        (item["agent"], b"".join(gzip.decompress((REAL / item["file"]).read_bytes()).splitlines(keepends=True)[:LINES_PER_FILE]))
-        for item in sorted(manifest, key=lambda item: item["file"])
+        (agent_of(name), b"".join(read_bytes(name).splitlines(keepends=True)[:LINES_PER_FILE]))
+        for name in NAMES
     ]
     for number in range(count):
         agent, data = sources[number % len(sources)]

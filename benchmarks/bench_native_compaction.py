@@ -21,8 +21,8 @@ manual compaction at its end with default settings (keepRecentTokens 20000):
 
 from __future__ import annotations
 
-import gzip
 import json
+import sys
 import tempfile
 from pathlib import Path
 
@@ -36,9 +36,8 @@ from contextd.summarizers.offline import summarize_offline
 from contextd.summarizers.openai_native import compact_input
 from contextd.tokens import count_text
 
-ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT / "tests" / "fixtures" / "real"
-AGENTS = ("claude-code", "codex", "pi")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.corpus
+from tests.corpus import NAMES, agent_of, read_text  # noqa: E402
 
 
 def unpaired(items: list[dict]) -> int:
@@ -47,14 +46,11 @@ def unpaired(items: list[dict]) -> int:
     return len(calls ^ outputs)
 
 
-def row(path: Path, scratch: Path) -> str:
-    agent = next(prefix for prefix in AGENTS if path.name.startswith(prefix))
-    with gzip.open(path, "rt", encoding="utf-8") as file:
-        session_id, _ = save(
-            IMPORTERS[agent](file.read().splitlines()), scratch, workspace="/bench", name=None
-        )
+def row(file: str, scratch: Path) -> str:
+    lines = read_text(file).splitlines()
+    session_id, _ = save(IMPORTERS[agent_of(file)](lines), scratch, workspace="/bench", name=None)
     session = SessionManager(Store(scratch), Settings(), SilentEvents()).get(session_id)
-    name = path.name.removesuffix(".jsonl.gz")
+    name = file.removesuffix(".jsonl.gz")
     prepared = prepare_compaction(session.path, session.model_tokens(), session.settings)
     if isinstance(prepared, NothingToCompact):
         return f"{name:<36} {session.tokens:>9,}  nothing to compact"
@@ -88,8 +84,8 @@ def main() -> None:
         f" {'items':>6} {'KB':>8} {'unpaired':>8} {'readable':>9}"
     )
     with tempfile.TemporaryDirectory() as scratch:
-        for path in sorted(REAL.glob("*.jsonl.gz")):
-            print(row(path, Path(scratch) / path.name))
+        for file in NAMES:
+            print(row(file, Path(scratch) / file))
 
 
 if __name__ == "__main__":

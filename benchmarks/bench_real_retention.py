@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gzip
 import json
 import re
 import sys
@@ -56,18 +55,15 @@ from contextd.summarizers.checkpoint import count_tokens
 from contextd.summarizers.offline import OfflineSummarizer, summarize_offline
 from contextd.tokens import count_entry
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT / "tests" / "fixtures" / "real"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.corpus
+from tests.corpus import MANIFEST, read_text  # noqa: E402
+
 FACTS = Path(__file__).resolve().parent / "real_facts"
 ENCODING = "o200k_base"
 # (first, second compaction) targets: autonomous single-request runs keep >= 85% after one
 # compaction; conversational sessions >= 90% after each.
 TARGETS = {"autonomous": (0.85, 0.85), "conversational": (0.90, 0.90)}
-AUTONOMOUS = {
-    item["file"].removesuffix(".jsonl.gz")
-    for item in json.loads((CORPUS / "MANIFEST.json").read_text())
-    if item.get("autonomous")
-}
+AUTONOMOUS = {file.removesuffix(".jsonl.gz") for file, item in MANIFEST.items() if item.get("autonomous")}
 CURRENT_SECTIONS = ("goal", "in progress", "blocked", "next steps")
 HEADING = re.compile(r"^#{2,3} (.+?)\s*$", re.MULTILINE)
 
@@ -116,8 +112,7 @@ def agent_current_sections(summary: str) -> str:
 
 
 def load_transcript(name: str, agent: str) -> tuple[list[Entry], str | None]:
-    with gzip.open(CORPUS / f"{name}.jsonl.gz", "rt", encoding="utf-8") as handle:
-        imported = IMPORTERS[agent](handle.read().splitlines())
+    imported = IMPORTERS[agent](read_text(f"{name}.jsonl.gz").splitlines())
     return imported.entries, imported.leaf_id
 
 

@@ -21,7 +21,7 @@ report contextd saw from the start of its stretch.
 from __future__ import annotations
 
 import asyncio
-import gzip
+import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -41,20 +41,17 @@ from contextd.session import (
 from contextd.store import Store
 from pydantic import TypeAdapter
 
-ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT / "tests" / "fixtures" / "real"
-AGENTS = {"claude-code": "claude-code", "codex": "codex", "pi": "pi"}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.corpus
+from tests.corpus import NAMES, agent_of, read_text  # noqa: E402
 
 
 def manager(data_dir: Path) -> SessionManager:
     return SessionManager(Store(data_dir), Settings(), SilentEvents())
 
 
-def transcript(data_dir: Path, path: Path) -> LiveSession:
-    agent = next(prefix for prefix in AGENTS if path.name.startswith(prefix))
-    with gzip.open(path, "rt", encoding="utf-8") as file:
-        lines = file.read().splitlines()
-    session_id, _ = save(IMPORTERS[agent](lines), data_dir, workspace="/bench", name=None)
+def transcript(data_dir: Path, file: str) -> LiveSession:
+    lines = read_text(file).splitlines()
+    session_id, _ = save(IMPORTERS[agent_of(file)](lines), data_dir, workspace="/bench", name=None)
     return manager(data_dir).get(session_id)
 
 
@@ -131,8 +128,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         print(row("demo", demo(Path(scratch) / "demo")))
         imported = {
-            path.name.removesuffix(".jsonl.gz"): transcript(Path(scratch) / path.name, path)
-            for path in sorted(REAL.glob("*.jsonl.gz"))
+            file.removesuffix(".jsonl.gz"): transcript(Path(scratch) / file, file)
+            for file in NAMES
         }
         errors = [line for name, session in imported.items() for line in figure_errors(name, session)]
         for name, session in imported.items():

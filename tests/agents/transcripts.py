@@ -3,10 +3,9 @@ keep them, with their working directory moved to a test's workspace."""
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 
-REAL = Path(__file__).parents[1] / "fixtures" / "real"
+from tests import corpus
 
 CLAUDE_CODE_COMPACTED = "claude-code-atlas-sonnet45.jsonl.gz"
 """Two compactions by Claude Code; recorded in /Users/Sam."""
@@ -15,7 +14,7 @@ CLAUDE_CODE_HOME = "/Users/Sam"
 
 def place_claude_code_transcript(home: Path, workspace: Path, name: str = CLAUDE_CODE_COMPACTED) -> Path:
     """The corpus transcript as Claude Code would have written it for `workspace`."""
-    text = gzip.decompress((REAL / name).read_bytes()).decode()
+    text = corpus.read_text(name)
     text = text.replace(f'"{CLAUDE_CODE_HOME}', f'"{workspace}')
     folder = home / ".claude" / "projects" / str(workspace).replace("/", "-")
     folder.mkdir(parents=True, exist_ok=True)

@@ -11,19 +11,13 @@ import pytest
 
 from contextd_client.transcripts import detect_agent, open_transcript
 from tests.cli.commands import run
-
-REAL = Path(__file__).parents[1] / "fixtures" / "real"
-AGENTS = ("claude-code", "codex", "pi")
+from tests.corpus import NAMES, REAL, agent_of
 
 
-def agent_named_by(path: Path) -> str:
-    return next(agent for agent in AGENTS if path.name.startswith(agent + "-"))
-
-
-@pytest.mark.parametrize("path", sorted(REAL.glob("*.jsonl.gz")), ids=lambda path: path.name)
-def test_every_real_transcript_is_told_by_its_records(path: Path) -> None:
-    with open_transcript(path) as handle:
-        assert detect_agent(handle) == agent_named_by(path)
+@pytest.mark.parametrize("name", NAMES)
+def test_every_real_transcript_is_told_by_its_records(name: str) -> None:
+    with open_transcript(REAL / name) as handle:
+        assert detect_agent(handle) == agent_of(name)
 
 
 def test_a_gz_transcript_imports_without_from(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ that pruned)."""
 from __future__ import annotations
 
 import asyncio
-import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -14,9 +13,9 @@ from typing import Any
 from contextd_client import ContextdClient
 
 from tests.cli.commands import run, run_json
+from tests.corpus import read_text
 from tests.client.helpers import long_conversation, user
 
-REAL = Path(__file__).parents[1] / "fixtures" / "real"
 MESSAGE_KINDS = {"message", "compaction", "branch_summary", "handoff"}
 """The node types the model reads as messages: what the branch's history is made of."""
 
@@ -60,8 +59,7 @@ async def expected_stats(client: ContextdClient, session_id: str) -> dict[str, A
 
 def import_real_rollout(data_dir: Path, tmp_path: Path) -> str:
     rollout = tmp_path / "rollout.jsonl"
-    with gzip.open(REAL / "codex-knearme-compacted.jsonl.gz", "rt", encoding="utf-8") as handle:
-        rollout.write_text(handle.read(), encoding="utf-8")
+    rollout.write_text(read_text("codex-knearme-compacted.jsonl.gz"), encoding="utf-8")
     imported = run_json(data_dir, "import", str(rollout), "--from", "codex", "--name", "knearme")
     compacted = run(data_dir, "compact", imported["sessionId"])
     assert compacted.returncode == 0, compacted.stderr

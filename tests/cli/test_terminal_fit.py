@@ -5,7 +5,6 @@ may wrap, and each id shown is a unique prefix `contextd` takes back."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import signal
@@ -20,8 +19,8 @@ from contextd_client.render import tokens
 from tests.cli.commands import CONTEXTD, run, run_json
 from tests.cli.test_demo_terminal import record, screen_lines
 from tests.client.helpers import long_conversation
+from tests.corpus import read_bytes
 
-REAL = Path(__file__).parents[1] / "fixtures" / "real"
 TRANSCRIPTS = {
     "pi": ("pi-coffee-single-task.jsonl.gz", ".pi/agent/sessions/--coffee--/2025-10-05T08-14-22-123Z_3067b5a1-9c1e-4b7e-8f00-2b8c5d9e0a11.jsonl"),
     "codex": ("codex-lotto.jsonl.gz", ".codex/sessions/2025/10/05/rollout-2025-10-05T08-14-22-0199b0f4-7c2d-7a31-9a55-1f2e3d4c5b6a.jsonl"),
@@ -38,7 +37,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name, where in TRANSCRIPTS.values():
         path = home / where
         path.parent.mkdir(parents=True)
-        path.write_bytes(gzip.decompress((REAL / name).read_bytes()))
+        path.write_bytes(read_bytes(name))
     follower = subprocess.Popen(
         [*CONTEXTD, "--data-dir", str(data), "follow", "--all", "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(home)},

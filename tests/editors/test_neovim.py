@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gzip
 import json
 import os
 import re
@@ -28,6 +27,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+
+from tests import corpus
 
 pynvim = pytest.importorskip("pynvim")
 
@@ -1128,9 +1129,6 @@ def test_the_session_picker_lists_other_clients_sessions_and_opens_the_chosen(
 
 # --- mirrors of other agents' sessions, followed by the shared daemon ----------------------
 
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
-
-
 class FollowedTranscript:
     """A real Claude Code transcript (tests/fixtures/real) written into a Claude Code folder
     as the agent would, its working directory moved to the editor's workspace."""
@@ -1140,7 +1138,7 @@ class FollowedTranscript:
         self.path = root / "-workspace" / f"5b2f0c1e-{name}.jsonl"
         self.path.parent.mkdir(parents=True)
         self.lines = []
-        for line in gzip.decompress((REAL / f"{name}.jsonl.gz").read_bytes()).decode().splitlines():
+        for line in corpus.read_text(f"{name}.jsonl.gz").splitlines():
             record = json.loads(line)
             if record.get("cwd"):
                 record["cwd"] = str(workspace)

@@ -9,7 +9,6 @@ Screenshots and logs of the last run are copied to tests/editors/artifacts/vscod
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
@@ -24,6 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests import corpus
 
 REPO = Path(__file__).resolve().parents[2]
 EXTENSION = REPO / "editors" / "vscode"
@@ -343,7 +344,7 @@ def test_the_extension_in_a_real_vscode(
     (tmp_path / "expect.json").write_text(json.dumps(expect))
     # A real Claude Code transcript, as if Claude Code ran in this workspace; the driver
     # puts it where Claude Code keeps its sessions once the window is up.
-    transcript = gzip.decompress((REPO / "tests" / "fixtures" / "real" / CLAUDE_TRANSCRIPT).read_bytes())
+    transcript = corpus.read_bytes(CLAUDE_TRANSCRIPT)
     (tmp_path / "claude-transcript.jsonl").write_bytes(
         transcript.replace(b'"cwd":"/Users/Sam"', b'"cwd":' + json.dumps(str(bench.workspace)).encode())
     )

@@ -5,7 +5,6 @@ for a mirror to catch up."""
 from __future__ import annotations
 
 import asyncio
-import gzip
 import os
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,8 @@ from contextd.importers.feed import LineFeed
 from contextd_client import ContextdClient
 from contextd_client.rpc import ContextdError
 
-REAL = Path(__file__).parents[1] / "fixtures" / "real"
+from tests import corpus
+
 WAIT = 60.0
 
 TRANSCRIPTS = {
@@ -27,7 +27,7 @@ TRANSCRIPTS = {
 
 
 def corpus_lines(name: str) -> list[bytes]:
-    return gzip.decompress((REAL / name).read_bytes()).splitlines(keepends=True)
+    return corpus.read_bytes(name).splitlines(keepends=True)
 
 
 def expected_after(agent: str, lines: list[bytes]) -> tuple[list[Any], str | None]:

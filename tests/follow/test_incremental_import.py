@@ -3,10 +3,8 @@ what the importer has settled never changes afterwards (a mirror writes it at on
 
 from __future__ import annotations
 
-import gzip
 import json
 from functools import cache
-from pathlib import Path
 
 import pytest
 from contextd.importers import IMPORTERS, STREAMING_IMPORTERS
@@ -16,19 +14,17 @@ from contextd.model import Entry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-REAL = Path(__file__).parents[1] / "fixtures" / "real"
-MANIFEST = {item["file"]: item["agent"] for item in json.loads((REAL / "MANIFEST.json").read_text())}
-CORPUS = sorted(MANIFEST)
+from tests.corpus import NAMES, agent_of, read_bytes
 
 
 @cache
 def source(name: str) -> bytes:
-    return gzip.decompress((REAL / name).read_bytes())
+    return read_bytes(name)
 
 
 @cache
 def whole(name: str) -> ImportedSession:
-    return IMPORTERS[MANIFEST[name]](source(name).decode("utf-8").splitlines())
+    return IMPORTERS[agent_of(name)](source(name).decode("utf-8").splitlines())
 
 
 def dumped_entries(entries: list[Entry]) -> list[object]:
@@ -36,11 +32,11 @@ def dumped_entries(entries: list[Entry]) -> list[object]:
 
 
 @settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(name=st.sampled_from(CORPUS), cuts=st.lists(st.floats(min_value=0, max_value=1), min_size=1, max_size=30))
+@given(name=st.sampled_from(NAMES), cuts=st.lists(st.floats(min_value=0, max_value=1), min_size=1, max_size=30))
 def test_random_chunks_import_as_the_whole_file_and_settled_entries_never_change(name: str, cuts: list[float]) -> None:
     data = source(name)
     positions = sorted({int(cut * len(data)) for cut in cuts} | {len(data)})
-    importer = STREAMING_IMPORTERS[MANIFEST[name]]()
+    importer = STREAMING_IMPORTERS[agent_of(name)]()
     feed = LineFeed(importer)
     taken: list[Entry] = []
     start = 0
@@ -64,14 +60,14 @@ def test_random_chunks_import_as_the_whole_file_and_settled_entries_never_change
 
 @settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    name=st.sampled_from(CORPUS),
+    name=st.sampled_from(NAMES),
     cuts=st.lists(st.tuples(st.floats(min_value=0, max_value=1), st.booleans()), min_size=1, max_size=20),
 )
 def test_a_snapshot_at_any_handed_over_point_continues_as_the_whole_file(name: str, cuts: list[tuple[float, bool]]) -> None:
     """What a restart does: the importer's state saved after a batch was handed over, read
     back, and fed only the bytes after it, hands over what the whole file holds."""
     data = source(name)
-    importer_class = STREAMING_IMPORTERS[MANIFEST[name]]
+    importer_class = STREAMING_IMPORTERS[agent_of(name)]
     feed = LineFeed(importer_class())
     taken: list[Entry] = []
     for position, restart in sorted(cuts):
@@ -95,7 +91,7 @@ def test_a_snapshot_at_any_handed_over_point_continues_as_the_whole_file(name: s
 
 
 def test_a_snapshot_of_another_version_or_agent_is_not_restored() -> None:
-    name = next(name for name in CORPUS if MANIFEST[name] == "codex")
+    name = next(name for name in NAMES if agent_of(name) == "codex")
     importer = STREAMING_IMPORTERS["codex"]()
     LineFeed(importer).feed(source(name)[: len(source(name)) // 2])
     importer.take_settled()
@@ -111,9 +107,9 @@ def test_a_snapshot_of_another_version_or_agent_is_not_restored() -> None:
 def test_most_of_a_growing_transcript_is_settled_at_once() -> None:
     """Only a few trailing entries wait for a later line (a mirror is never far behind), and
     the importer keeps only those: what it handed over is let go."""
-    for name in CORPUS:
+    for name in NAMES:
         data = source(name)
-        importer = STREAMING_IMPORTERS[MANIFEST[name]]()
+        importer = STREAMING_IMPORTERS[agent_of(name)]()
         LineFeed(importer).feed(data)
         taken = importer.take_settled()
         assert len(importer.builder.entries) <= 3, name
@@ -121,7 +117,7 @@ def test_most_of_a_growing_transcript_is_settled_at_once() -> None:
 
 
 def test_a_partial_last_line_waits_for_its_newline() -> None:
-    name = next(name for name in CORPUS if MANIFEST[name] == "pi")
+    name = next(name for name in NAMES if agent_of(name) == "pi")
     data = source(name)
     second_newline = data.index(b"\n", data.index(b"\n") + 1)
     importer = STREAMING_IMPORTERS["pi"]()

@@ -9,7 +9,6 @@ daemon's figure starts from the usage the source reported last.
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import subprocess
@@ -40,28 +39,21 @@ from contextd.model import (
 )
 from contextd_client import ContextdClient
 
+from tests.corpus import MANIFEST, NAMES, REAL, agent_of, read_text
 from tests.factories import coding_turn
 from tests.importers.test_importers import assert_tool_calls_paired
 
-REAL = Path(__file__).parents[1] / "fixtures" / "real"
-MANIFEST = {item["file"]: item for item in json.loads((REAL / "MANIFEST.json").read_text())}
-CORPUS = sorted(MANIFEST)
 INJECTED_OPENINGS = ("# AGENTS.md instructions for ", "<environment_context>", "<user_instructions>")
-
-
-def agent(name: str) -> str:
-    return str(MANIFEST[name]["agent"])
 
 
 @cache
 def source_lines(name: str) -> tuple[str, ...]:
-    with gzip.open(REAL / name, "rt", encoding="utf-8") as handle:
-        return tuple(handle.read().splitlines())
+    return tuple(read_text(name).splitlines())
 
 
 @cache
 def imported(name: str) -> ImportedSession:
-    return IMPORTERS[agent(name)](list(source_lines(name)))
+    return IMPORTERS[agent_of(name)](list(source_lines(name)))
 
 
 @cache
@@ -79,7 +71,7 @@ def records(name: str) -> tuple[tuple[int, dict[str, Any]], ...]:
 
 
 def by_agent(wanted: str) -> list[str]:
-    return [name for name in CORPUS if agent(name) == wanted]
+    return [name for name in NAMES if agent_of(name) == wanted]
 
 
 def test_the_corpus_holds_at_least_three_transcripts_of_each_agent() -> None:
@@ -207,7 +199,7 @@ def import_fingerprints(session: ImportedSession) -> tuple[set[Fingerprint], str
     return found, "\n".join(texts)
 
 
-@pytest.mark.parametrize("name", CORPUS)
+@pytest.mark.parametrize("name", NAMES)
 def test_every_source_line_is_imported_or_reported(name: str) -> None:
     session = imported(name)
     assert session.refusal() is None and session.message_count > 10
@@ -215,7 +207,7 @@ def test_every_source_line_is_imported_or_reported(name: str) -> None:
     reported = {problem.line for problem in session.problems}
     unaccounted = []
     for number, raw in records(name):
-        fingerprints = FINGERPRINTS[agent(name)](raw)
+        fingerprints = FINGERPRINTS[agent_of(name)](raw)
         if fingerprints is None:
             missing = ["nothing imported"]
         else:
@@ -367,7 +359,7 @@ def test_claude_code_records_of_one_answer_stay_one_message_with_their_results(n
     assert not stand_ins & answered
 
 
-@pytest.mark.parametrize("name", CORPUS)
+@pytest.mark.parametrize("name", NAMES)
 def test_a_file_whose_every_write_failed_is_not_a_modified_file(name: str) -> None:
     """claude-code-atlas-short's orchestrator.ts and codex-knearme-two-compactions'
     reader.ts were only ever written by edits that failed: nothing of them changed."""
@@ -392,14 +384,14 @@ def last_reported_usage(name: str) -> int | None:
     reported one (a report of all zeros is none)."""
     last: int | None = None
     for _, raw in records(name):
-        if agent(name) == "claude-code":
+        if agent_of(name) == "claude-code":
             message = raw.get("message")
             if raw.get("type") == "assistant" and isinstance(message, dict) and not raw.get("isSidechain") \
                     and message.get("model") != "<synthetic>" and not raw.get("isApiErrorMessage") and message.get("usage"):
                 usage = message["usage"]
                 total = sum(int(usage.get(key) or 0) for key in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
                 last = total or last  # all zeros is no report (GLM behind Claude Code writes them)
-        elif agent(name) == "codex":
+        elif agent_of(name) == "codex":
             payload = raw.get("payload") or {}
             usage = (payload.get("info") or {}).get("last_token_usage") if payload.get("type") == "token_count" else None
             if usage and usage.get("input_tokens"):
@@ -414,7 +406,7 @@ def last_reported_usage(name: str) -> int | None:
 
 
 async def test_every_transcript_rebuilds_paired_with_the_reported_figure(tmp_path: Path) -> None:
-    saved = {name: save(imported(name), tmp_path, workspace=str(tmp_path / name), name=name)[0] for name in CORPUS}
+    saved = {name: save(imported(name), tmp_path, workspace=str(tmp_path / name), name=name)[0] for name in NAMES}
     async with await ContextdClient.spawn(data_dir=tmp_path) as client:
         for name, session_id in saved.items():
             opened = await client.session_open(session_id=session_id)
@@ -500,7 +492,7 @@ BAD_FILES = {
 def test_files_that_are_not_the_format_exit_2_with_one_line(tmp_path: Path, source: str, bad: str) -> None:
     path = tmp_path / "input.jsonl"
     if bad == "another agent":
-        other = next(name for name in CORPUS if agent(name) != source)
+        other = next(name for name in NAMES if agent_of(name) != source)
         path.write_text("\n".join(source_lines(other)) + "\n")
     else:
         path.write_bytes(BAD_FILES[bad])

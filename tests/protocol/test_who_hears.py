@@ -6,21 +6,20 @@ workspace's session, nameless, after its `contextd/follow` at connect)."""
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 
 from contextd_client import NotificationStream
 
+from tests import corpus
 from tests.factories import coding_turn
 
-REAL = Path(__file__).parents[1] / "fixtures" / "real"
 WAIT_SECONDS = 60
 
 
 def claude_transcript(root: Path, workspace: Path) -> Path:
     """A real Claude Code transcript, as if Claude Code ran in `workspace`."""
-    lines = gzip.decompress((REAL / "claude-code-atlas-short.jsonl.gz").read_bytes()).splitlines(keepends=True)
+    lines = corpus.read_bytes("claude-code-atlas-short.jsonl.gz").splitlines(keepends=True)
     cwd = json.dumps(str(workspace)).encode()
     path = root / "-project" / "7d1c2f0e-8b1a-4c3d-9e5f-0a1b2c3d4e5f.jsonl"
     path.parent.mkdir(parents=True)

@@ -6,11 +6,8 @@ format's own repairs (unsigned thinking, empty text, tool ids) on the cases that
 
 from __future__ import annotations
 
-import gzip
-import json
 import re
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,6 +28,7 @@ from contextd.model import (
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.corpus import NAMES, agent_of, read_text
 from tests.summarizers.api_rules import (
     ANTHROPIC_TOOL_ID,
     anthropic_problems,
@@ -38,14 +36,10 @@ from tests.summarizers.api_rules import (
     openai_responses_problems,
 )
 
-REAL = Path(__file__).parents[1] / "fixtures" / "real"
-MANIFEST = {item["file"]: item for item in json.loads((REAL / "MANIFEST.json").read_text())}
-
 
 @cache
 def session_path(name: str) -> tuple[Entry, ...]:
-    with gzip.open(REAL / name, "rt", encoding="utf-8") as handle:
-        imported = IMPORTERS[MANIFEST[name]["agent"]](handle.read().splitlines())
+    imported = IMPORTERS[agent_of(name)](read_text(name).splitlines())
     entries = {entry.id: entry for entry in imported.entries}
     path: list[Entry] = []
     current = imported.leaf_id
@@ -90,7 +84,7 @@ CHECKS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(MANIFEST))
+@pytest.mark.parametrize("name", NAMES)
 def test_every_real_transcript_renders_requests_the_apis_accept(name: str) -> None:
     path = session_path(name)
     problems = {}
@@ -106,7 +100,7 @@ def test_codex_compaction_items_are_among_the_requests_checked() -> None:
     """The corpus test covers the replay of an imported Codex compaction's item."""
     replayed = [
         name
-        for name in MANIFEST
+        for name in NAMES
         if any(item.get("type") == "compaction" for item in requests(session_path(name))["openai-responses"]["input"])
     ]
     assert any(name.startswith("codex-") for name in replayed)

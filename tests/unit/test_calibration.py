@@ -3,7 +3,6 @@ whose tokenizer does not ship."""
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ from contextd.tokens.calibration import (
 )
 from contextd.tokens.context_size import context_size, usage_anchor
 
-REAL = Path(__file__).parents[1] / "fixtures" / "real"
+from tests.corpus import read_text
 
 O200K = "o200k_base"
 
@@ -369,8 +368,7 @@ def test_calibration_is_learned_across_clean_stretches_only(tmp_path, name, agen
     """28 damaged lines (the tool results with the most text, cut in half) lose those
     results: the provider counted them, contextd has a stand-in. Growth across a lost result
     teaches nothing, so the factor stays near the clean file's (it rose 9-16% before)."""
-    with gzip.open(REAL / f"{name}.jsonl.gz", "rt", encoding="utf-8") as handle:
-        lines = handle.read().splitlines()
+    lines = read_text(f"{name}.jsonl.gz").splitlines()
     results = sorted(
         (number for number, line in enumerate(lines) if '"tool_result"' in line or '"toolResult"' in line),
         key=lambda number: -len(lines[number]),

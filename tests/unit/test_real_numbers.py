@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import gzip
 from importlib import resources
 from pathlib import Path
 
@@ -15,9 +14,9 @@ from contextd.session import LiveSession, SessionManager, SilentEvents
 from contextd.store import Store
 from pydantic import TypeAdapter
 
+from tests.corpus import read_text
 from tests.factories import user
 
-REAL = Path(__file__).parent.parent / "fixtures" / "real"
 TRANSCRIPTS = [
     ("codex-lotto", "codex"),
     ("claude-code-atlas-short", "claude-code"),
@@ -26,8 +25,7 @@ TRANSCRIPTS = [
 
 
 def imported(data_dir: Path, name: str, agent: str) -> LiveSession:
-    with gzip.open(REAL / f"{name}.jsonl.gz", "rt", encoding="utf-8") as file:
-        lines = file.read().splitlines()
+    lines = read_text(f"{name}.jsonl.gz").splitlines()
     session_id, _ = save(IMPORTERS[agent](lines), data_dir, workspace="/ws", name=None)
     return SessionManager(Store(data_dir), Settings(), SilentEvents()).get(session_id)
 

@@ -10,7 +10,6 @@ contextd never sees) included. The checks read the source files with their own s
 
 from __future__ import annotations
 
-import gzip
 import json
 from dataclasses import dataclass
 from functools import cache
@@ -22,16 +21,15 @@ from contextd.model import Settings
 from contextd.session import SessionManager, SilentEvents
 from contextd.store import Store
 
-REAL = Path(__file__).parents[1] / "fixtures" / "real"
-MANIFEST = {item["file"]: item for item in json.loads((REAL / "MANIFEST.json").read_text())}
+from tests.corpus import NAMES, agent_of, read_text
+
 TOLERANCE = 0.15
 
 
 @cache
 def source(name: str) -> tuple[dict[str, Any], ...]:
     """The file's records, one per line (a line that is not a JSON object reads as {})."""
-    with gzip.open(REAL / name, "rt", encoding="utf-8") as handle:
-        lines = handle.read().splitlines()
+    lines = read_text(name).splitlines()
     records = []
     for line in lines:
         try:
@@ -141,7 +139,7 @@ class NextReport:
 
 
 def next_reports(name: str) -> list[NextReport]:
-    rules, records = RULES[MANIFEST[name]["agent"]], source(name)
+    rules, records = RULES[agent_of(name)], source(name)
     found: list[NextReport] = []
     seen_from_start = next((rules.is_request(r) for r in records if rules.answer_starts(r) or rules.is_request(r)), False)
     taught, compaction, answer = False, None, None
@@ -163,14 +161,13 @@ def next_reports(name: str) -> list[NextReport]:
 
 def figure_before(report: NextReport, data_dir: Path) -> int:
     """The figure of the transcript imported up to the answer (what a mirror shows then)."""
-    with gzip.open(REAL / report.name, "rt", encoding="utf-8") as handle:
-        lines = handle.read().splitlines()[: report.answer_line - 1]
-    session_id, _ = save(IMPORTERS[MANIFEST[report.name]["agent"]](lines), data_dir, workspace="/ws", name=None)
+    lines = read_text(report.name).splitlines()[: report.answer_line - 1]
+    session_id, _ = save(IMPORTERS[agent_of(report.name)](lines), data_dir, workspace="/ws", name=None)
     return SessionManager(Store(data_dir), Settings(), SilentEvents()).get(session_id).tokens
 
 
 def reports_of(agent: str) -> list[NextReport]:
-    return [report for name in sorted(MANIFEST) if MANIFEST[name]["agent"] == agent for report in next_reports(name)]
+    return [report for name in NAMES if agent_of(name) == agent for report in next_reports(name)]
 
 
 def test_the_figure_after_an_agents_compaction_is_its_next_report(tmp_path):

@@ -4,8 +4,6 @@ never reads over 100% (a GLM model behind Claude Code read 150,906/128,000, 117.
 
 from __future__ import annotations
 
-import gzip
-import json
 from pathlib import Path
 
 import pytest
@@ -16,12 +14,11 @@ from contextd.store import Store
 from contextd.tokens.calibration import stated_window
 from pydantic import TypeAdapter
 
+from tests.corpus import NAMES, agent_of, read_text
 from tests.factories import assistant, user
 
 messages_of = TypeAdapter(list[Message]).validate_python
 MANUAL = Settings.model_validate({"compaction": {"enabled": False}})
-REAL = Path(__file__).parents[1] / "fixtures" / "real"
-MANIFEST = {item["file"]: item["agent"] for item in json.loads((REAL / "MANIFEST.json").read_text())}
 
 
 def test_a_report_larger_than_the_window_raises_it_for_that_model_only(tmp_path: Path) -> None:
@@ -75,14 +72,13 @@ def test_an_overflow_error_states_the_window(error: str, window: int | None) -> 
     assert stated_window(error) == window
 
 
-@pytest.mark.parametrize("name", sorted(MANIFEST))
+@pytest.mark.parametrize("name", NAMES)
 def test_no_corpus_session_that_worked_reads_over_100_percent(tmp_path: Path, name: str) -> None:
     """Every transcript whose last answer came back reads at most 100%; one that ended in an
     overflow has the window its provider stated (claude-code-flow-lock-scheduler: GLM-4.7's
     202,750, where the registry assumed 128,000)."""
-    agent = MANIFEST[name]
-    with gzip.open(REAL / name, "rt", encoding="utf-8") as handle:
-        session_id, _ = save(IMPORTERS[agent](handle.read().splitlines()), tmp_path, workspace="/ws", name=None)
+    lines = read_text(name).splitlines()
+    session_id, _ = save(IMPORTERS[agent_of(name)](lines), tmp_path, workspace="/ws", name=None)
     session = SessionManager(Store(tmp_path), Settings(), SilentEvents()).get(session_id)
     answers = [e.message for e in session.path if isinstance(e, MessageEntry) and isinstance(e.message, AssistantMessage)]
     stated = [stated_window(answer.errorMessage) for answer in answers if answer.failed]
