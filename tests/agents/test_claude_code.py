@@ -68,9 +68,8 @@ def run_turns(
 
 
 def wait_for_mirrored_compaction(env: dict[str, str], data_dir: Path) -> None:
-    """Until the daemon's mirror holds Claude Code's compaction. The importer settles it only
-    once the turn after the compaction has been answered and more records follow (Claude
-    Code 2.1.328's records after a compaction), so the search comes two turns later."""
+    """Until the daemon's mirror holds Claude Code's compaction (settled at its summary
+    record: Claude Code 2.1.328 writes the size after it in the boundary)."""
     deadline = time.monotonic() + MIRROR_SECONDS
     while time.monotonic() < deadline:
         rows = json.loads(contextd(env, data_dir, "sessions", "--stats", "--json"))["sessions"]
@@ -107,7 +106,7 @@ def test_claude_code_gets_back_what_its_compaction_lost(tmp_path: Path, shared_e
                 "NOTOOL what next?",
                 "NOTOOL and then?",
                 'CALL mcp__contextd__history_search {"query": "test_quokka"}',
-            ], before={4: lambda: wait_for_mirrored_compaction(env, data_dir)})
+            ], before={2: lambda: wait_for_mirrored_compaction(env, data_dir)})
         finally:
             stop_shared_daemon(env, data_dir)
     assert [e.get("subtype") for e in events if e.get("type") == "result"] == ["success"] * 5

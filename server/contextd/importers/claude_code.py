@@ -12,7 +12,11 @@ of the conversation follows (or the file ends); the bookkeeping records Claude C
 among them (file snapshots, progress, queue operations, hooks) do not end it.
 
 Claude Code's compaction summary is free text ("This session is being continued from a
-previous conversation…"); it is imported whole as the compaction's summary.
+previous conversation…"); it is imported whole as the compaction's summary. Newer versions
+(2.1.x) write in the boundary's `compactMetadata` the size of the context after it
+(`postTokens`) and the latest messages they kept after the summary (`preservedSegment`): such
+a compaction is settled at its summary record, with those messages kept; an older one waits
+for the next answer's usage to learn its size.
 """
 
 from __future__ import annotations
@@ -47,6 +51,13 @@ NOT_CONVERSATION = {
     "queue-operation": "the prompt queue",
     "progress": "tool progress display",
     "custom-title": "a session title",
+    "last-prompt": "the prompt to show on resume",
+    "api-request": "the parameters of a request to the model",
+    "api-request-shape": "the system prompt and tools of a request",
+    "api-request-blob": "a copy of a request's content",
+    "tools-used": "the tools a request used",
+    "cost-state": "the session's cost",
+    "atis-latch": "an internal flag",
 }
 STOP_REASONS = {
     "end_turn": "stop",
@@ -253,6 +264,10 @@ def _why_not_imported(line: int, raw: dict[str, Any]) -> Problem:
         return Problem(line, "skipped", f"system record ({raw.get('subtype')}), not sent to the model")
     if kind in NOT_CONVERSATION:
         return Problem(line, "skipped", f"{kind}: {NOT_CONVERSATION[kind]}, not part of the conversation")
+    if kind == "attachment":
+        attachment = raw.get("attachment")
+        what = attachment.get("type") if isinstance(attachment, dict) else None
+        return Problem(line, "skipped", f"attachment ({what}): context Claude Code adds to its requests, not imported")
     if raw.get("isSidechain"):
         return Problem(line, "skipped", f"{kind}: a subagent's conversation (sidechain)")
     if kind in ("user", "assistant"):
@@ -496,14 +511,26 @@ class _Converter:
             id=PLACEHOLDER_ID,
             parentId=None,
             summary=summary,
-            firstKeptEntryId=None,
+            firstKeptEntryId=self.first_kept(metadata),
             tokensBefore=int(metadata.get("preTokens") or self.last_context_tokens),
-            tokensAfter=0,
+            tokensAfter=_count(metadata.get("postTokens")),
             reason=COMPACTION_REASONS.get(str(metadata.get("trigger")), "threshold"),
             summarizer=SummarizerInfo(provider=SOURCE),
             **({"timestamp": raw["timestamp"]} if isinstance(raw.get("timestamp"), str) else {}),
         )
         return self.builder.add_node(line, raw["uuid"], parent, entry, enters_context=True).id
+
+    def first_kept(self, metadata: dict[str, Any]) -> str | None:
+        """The first of the messages Claude Code kept after its summary (newer versions keep
+        the latest ones: `preservedSegment`, from its head to the boundary's parent)."""
+        segment = metadata.get("preservedSegment")
+        head = segment.get("headUuid") if isinstance(segment, dict) else None
+        return self.builder.resolve(head) if isinstance(head, str) and self.builder.known(head) else None
+
+
+def _count(value: Any) -> int:
+    """A token count Claude Code wrote, or 0 where it wrote none."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _is_claude_md(text: Any) -> bool:

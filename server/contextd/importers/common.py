@@ -386,7 +386,7 @@ class EntryBuilder:
                 below.add(entry.id)
             else:  # the conversation went on elsewhere: no answer will tell this size
                 del self._awaiting_size[compaction_id]
-        if isinstance(entry, CompactionEntry):
+        if isinstance(entry, CompactionEntry) and entry.tokensAfter == 0:  # the agent did not say
             self._awaiting_size[entry.id] = {entry.id}
 
     def close_open_calls(self, parent: str | None, line: int, timestamp: str | None) -> str | None:
