@@ -1,26 +1,282 @@
-"""The results of contextd's requests and the bodies of its notifications, as pydantic
-models: one definition of each shape that protocol.md shows and tests hold the server to
-(tests/unit/test_protocol_doc.py checks the examples, tests/client/test_result_shapes.py the
-real daemon's answers). `RESULTS` gives the shapes each method's result takes (compact's
-dry run is a second one), `NOTIFICATION_BODIES` each notification's body."""
+"""contextd's messages as pydantic models: the params of its requests (which the server
+validates them with), their results and the bodies of its notifications. One definition of
+each shape that protocol.md shows and tests hold the server to (tests/unit/test_protocol_doc.py
+checks the examples, tests/client/test_result_shapes.py the real daemon's answers).
+`RESULTS` gives the shapes each method's result takes (compact's dry run is a second one),
+`NOTIFICATION_BODIES` each notification's body.
+
+`json_schema()` is all of them as one JSON Schema: the VS Code extension's protocol types
+are generated from it (`python -m contextd.results | node
+editors/vscode/scripts/generate-protocol.mjs`, checked by tests/editors/test_protocol_types.py)."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidationInfo,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import GenerateJsonSchema, models_json_schema
+from typing_extensions import TypeAliasType
 
-from contextd.model import MirrorSource, ParentSession, Settings
+from contextd.formats import Format
+from contextd.model import (
+    MAX_CONTENT_DEPTH,
+    MAX_TEXT_CHARS,
+    FileDetails,
+    FollowedAgent,
+    Message,
+    MirrorSource,
+    ParentSession,
+    Settings,
+    SummarizerInfo,
+    TranscriptRoot,
+    nesting_depth,
+)
+
+MAX_MESSAGES_PER_APPEND = 10_000
+
+
+# --- params -------------------------------------------------------------------------------
+
+
+class Params(BaseModel):
+    """A request's params: a field it does not have is an error naming it (-32602)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+SessionId = Field(min_length=1, max_length=128)
+
+
+class SessionParams(Params):
+    sessionId: str = SessionId
+
+
+class OpenParams(Params):
+    workspace: str | None = Field(default=None, min_length=1, max_length=4096)
+    sessionId: str | None = Field(default=None, min_length=1, max_length=128)
+    name: str | None = Field(default=None, max_length=256)
+    model: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+class ListParams(Params):
+    workspace: str | None = Field(default=None, min_length=1, max_length=4096)
+
+
+class WorkspaceWatchParams(Params):
+    """A workspace, or every workspace; neither means the connection's first workspace folder."""
+
+    workspace: str | None = Field(default=None, min_length=1, max_length=4096)
+    allWorkspaces: bool = Field(default=False, strict=True)
+
+    @field_validator("allWorkspaces")
+    @classmethod
+    def _not_both(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("workspace") is not None:
+            raise ValueError("give either workspace or allWorkspaces: true, not both")
+        return value
+
+
+class AppendParams(SessionParams):
+    messages: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES_PER_APPEND)
+
+    @field_validator("messages", mode="before")
+    @classmethod
+    def _not_too_deep(cls, raw: Any) -> Any:
+        if isinstance(raw, list):
+            for index, message in enumerate(raw):
+                if nesting_depth(message) > MAX_CONTENT_DEPTH:
+                    raise ValueError(
+                        f"message {index} nests deeper than {MAX_CONTENT_DEPTH} levels"
+                    )
+        return raw
+
+    @model_validator(mode="after")
+    def _storable(self) -> AppendParams:
+        """Every message of the batch must serialize before the first one is written."""
+        for index, message in enumerate(self.messages):
+            try:
+                json.dumps(message.model_dump(mode="json"))
+            except (ValueError, TypeError, RecursionError):
+                raise ValueError(f"message {index} cannot be stored as JSON") from None
+        return self
+
+
+MAX_HISTORY_HITS = 100
+MAX_HISTORY_TOKENS = 100_000
+
+
+class HistorySearchParams(SessionParams):
+    query: str = Field(min_length=1, max_length=2000)
+    limit: int = Field(default=10, ge=1, le=MAX_HISTORY_HITS)
+
+
+class HistoryGetParams(SessionParams):
+    entryIds: list[str] | None = Field(default=None, min_length=1, max_length=1000)
+    around: str | None = Field(default=None, min_length=1, max_length=256)
+    maxTokens: int = Field(default=4000, ge=1, le=MAX_HISTORY_TOKENS)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> HistoryGetParams:
+        if (self.entryIds is None) == (self.around is None):
+            raise ValueError("give either entryIds or around")
+        return self
+
+
+class HistorySourcesParams(SessionParams):
+    entryId: str = Field(min_length=1, max_length=256)
+    item: int | str | None = None
+
+
+class HistorySummarizeParams(SessionParams):
+    throughEntryId: str | None = Field(default=None, min_length=1, max_length=256)
+    firstKeptEntryId: str | None = Field(default=None, min_length=1, max_length=256)
+    afterEntryId: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+class ContextParams(SessionParams):
+    format: Format = "neutral"
+    model: str | None = Field(default=None, min_length=1, max_length=256)
+    """The model the request is for (default: the session's): provider state is replayed to
+    the model that made it only."""
+
+
+class SetInstructionsParams(SessionParams):
+    text: str = Field(max_length=MAX_TEXT_CHARS)
+    source: str = Field(default="client", min_length=1, max_length=128)
+
+
+class SetModelParams(SessionParams):
+    model: str = Field(min_length=1, max_length=256)
+
+
+class LabelParams(SessionParams):
+    entryId: str = Field(min_length=1, max_length=64)
+    label: str | None = Field(max_length=200)
+
+
+class NavigateParams(SessionParams):
+    targetId: str = Field(min_length=1, max_length=64)
+    summarize: bool = False
+    instructions: str | None = Field(default=None, max_length=20_000)
+
+
+class ForkParams(SessionParams):
+    entryId: str = Field(min_length=1, max_length=64)
+
+
+class HandoffParams(SessionParams):
+    goal: str | None = Field(default=None, max_length=20_000)
+
+
+class IdleConfigureParams(Params):
+    sessionId: str | None = Field(default=None, min_length=1, max_length=128)
+    enabled: bool
+    timeoutSeconds: float | None = Field(default=None, gt=0, le=7 * 24 * 3600)
+    thresholdTokens: int | None = Field(default=None, gt=0)
+    thresholdPercent: float | None = Field(default=None, gt=0, le=1)
+
+
+class FollowParams(Params):
+    """Changes to the daemon-wide `follow` settings; none only reads them."""
+
+    enabled: bool | None = Field(default=None, strict=True)
+    agents: list[FollowedAgent] | None = None
+    roots: dict[FollowedAgent, TranscriptRoot] | None = None
+    allWorkspaces: bool | None = Field(default=None, strict=True)
+
+
+class CompactParams(SessionParams):
+    instructions: str | None = Field(default=None, max_length=20_000)
+    dryRun: bool = False
+
+
+class SettingsParams(Params):
+    workspace: str | None = Field(default=None, min_length=1, max_length=4096)
+    """Whose sessions' settings; the connection's workspace when omitted."""
+
+
+# --- results and notification bodies -----------------------------------------------------
 
 
 class Result(BaseModel):
-    """A result names exactly these fields: one more or one fewer is a difference."""
+    """A result names exactly these fields: one more or one fewer is a difference. A field
+    that defaults to None is sent only when it was given (the RPC layer dumps
+    `exclude_unset`); `absent_if_none()` marks those never given as None."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
 
 
-Usage = dict[str, Any]
-"""The contextd/tokenUsage notification's body (not a model yet)."""
+def absent_if_none() -> Any:
+    """A field the daemon sends with a value or leaves out, never as null: its schema says so."""
+    return Field(default=None, json_schema_extra=_not_null)
+
+
+def _not_null(schema: dict[str, Any]) -> None:
+    """`T | None` as just `T`: the field's absence stands for None."""
+    (kept,) = [branch for branch in schema.pop("anyOf") if branch != {"type": "null"}]
+    schema.pop("default", None)
+    schema.update(kept)
+
+
+UsageSource = TypeAliasType("UsageSource", Literal["usage", "counted", "estimated"])
+"""Where a figure comes from: the provider's report, a calibrated count, or an estimate."""
+
+CompactionReason = TypeAliasType(
+    "CompactionReason",
+    Literal["manual", "threshold", "overflow", "incomplete", "idle", "handoff", "branch", "agent"],
+)
+"""Why a summarizing job runs; a hand-off and a branch summary report their jobs with these
+events too, and a mirror its agent's own compactions (`agent`)."""
+
+CompactionOutcome = TypeAliasType(
+    "CompactionOutcome", Literal["compacted", "failed", "aborted", "cancelled", "promoted"]
+)
+"""`promoted`: no summary; the session moved to a larger model (compaction.promotion)."""
+
+ChangeCause = TypeAliasType(
+    "ChangeCause",
+    Literal[
+        "open", "append", "compaction", "prune", "navigate", "model", "label", "instructions",
+        "fork", "handoff", "overflow", "incomplete", "deleted",
+    ],
+)
+"""`deleted`: the session's file is gone (contextd/session/delete); nothing more comes of it."""
+
+
+class FigureBreakdown(Result):
+    """Where the figure's tokens are, the way an agent's /context splits a window; the parts
+    add up to `tokens`."""
+
+    instructions: int
+    summary: int
+    messages: int
+    unseen: int
+    """What the agent sends that contextd never sees (system prompt, tool schemas)."""
+
+
+class TokenUsage(Result):
+    """The contextd/tokenUsage notification's body, and every result's `usage`."""
+
+    sessionId: str
+    tokens: int
+    contextWindow: int
+    percent: float
+    thresholdTokens: int
+    source: UsageSource
+    calibration: float
+    """What counted tokens were multiplied by: 1.0 for OpenAI models (exact counts)."""
+    model: str
+    breakdown: FigureBreakdown
 
 
 class OpenResult(Result):
@@ -29,9 +285,9 @@ class OpenResult(Result):
     leafId: str | None
     model: str
     contextWindow: int
-    usage: Usage
+    usage: TokenUsage
     path: str
-    source: MirrorSource | None = None
+    source: MirrorSource | None = absent_if_none()
     """A mirror's agent and transcript; absent for every other session."""
 
 
@@ -41,7 +297,7 @@ class StateResult(OpenResult):
     compacting: bool
 
 
-class SessionRow(Result):
+class SessionSummary(Result):
     """A session as contextd/session/list and contextd/workspace/watch list it."""
 
     sessionId: str
@@ -50,15 +306,15 @@ class SessionRow(Result):
     entries: int
     tokens: int
     updatedAt: str
-    parentSession: ParentSession | None = None
+    parentSession: ParentSession | None = absent_if_none()
     """The session and entry it was forked or handed off from."""
-    source: MirrorSource | None = None
-    damaged: str | None = None
+    source: MirrorSource | None = absent_if_none()
+    damaged: str | None = absent_if_none()
     """Why the session file cannot be opened."""
 
 
-class SessionsResult(Result):
-    sessions: list[SessionRow]
+class ListResult(Result):
+    sessions: list[SessionSummary]
 
 
 class Figures(Result):
@@ -85,26 +341,25 @@ class StatsResult(Result):
     compactions: CompactionFigures
     prunes: PruneFigures
     ratio: float
-    breakdown: dict[str, int]
-    """The tokenUsage body's breakdown."""
+    breakdown: FigureBreakdown
 
 
 class TreeNode(Result):
     id: str
     parentId: str | None
     type: str
-    role: str | None = None
+    role: str | None = absent_if_none()
     """A message's role."""
     preview: str
     tokens: int
     timestamp: str
     children: list[str]
-    label: str | None = None
-    shortSummary: str | None = None
+    label: str | None = absent_if_none()
+    shortSummary: str | None = absent_if_none()
     """A compaction's or branch summary's one line."""
     firstKeptEntryId: str | None = None
-    tokensBefore: int | None = None
-    tokensAfter: int | None = None
+    tokensBefore: int | None = absent_if_none()
+    tokensAfter: int | None = absent_if_none()
     """The three of a compaction."""
 
 
@@ -118,8 +373,8 @@ class IdleConfigureResult(Result):
     timeoutSeconds: float
     thresholdTokens: int | None
     thresholdPercent: float
-    sessionId: str | None = None
-    effectiveThresholdTokens: int | None = None
+    sessionId: str | None = absent_if_none()
+    effectiveThresholdTokens: int | None = absent_if_none()
     """These two for one session's idle compaction; absent for the daemon-wide settings."""
 
 
@@ -155,8 +410,10 @@ class DaemonStatus(Result):
 
 
 class FollowResult(Result):
+    """The daemon-wide follow settings in force and how many transcripts are followed."""
+
     enabled: bool
-    agents: list[str]
+    agents: list[FollowedAgent]
     roots: dict[str, str]
     allWorkspaces: bool
     mirrors: int
@@ -164,14 +421,14 @@ class FollowResult(Result):
 
 class NavigateResult(Result):
     leafId: str | None
-    branchSummaryId: str | None = None
+    branchSummaryId: str | None = absent_if_none()
     """The summary left of the branch, when one was asked for."""
-    editorText: str | None = None
+    editorText: str | None = absent_if_none()
     """A user message navigated to: its text, for the client's input box."""
 
 
 class ContextResult(Result):
-    messages: list[dict[str, Any]]
+    messages: list[dict[str, JsonValue]]
     """In the format asked for (neutral, anthropic, openai or openai-responses)."""
     system: str | None = None
     tokens: int
@@ -183,7 +440,7 @@ class CompactResult(Result):
     firstKeptEntryId: str | None
     tokensBefore: int
     tokensAfter: int
-    summarizer: dict[str, Any]
+    summarizer: SummarizerInfo
     """The provider and model that wrote the summary (the compaction entry's `summarizer`)."""
     shortSummary: str | None
 
@@ -208,10 +465,10 @@ class HistoryRow(Result):
 
     entryId: str
     type: str
-    role: str | None = None
-    tool: str | None = None
+    role: str | None = absent_if_none()
+    tool: str | None = absent_if_none()
     timestamp: str
-    branch: str
+    branch: Literal["current", "abandoned"]
     """`current` or `abandoned`."""
     foldedBy: str | None
     """The compaction whose summary stands for it on the current branch."""
@@ -230,7 +487,7 @@ class HistoryEntry(HistoryRow):
     parentId: str | None
     text: str
     tokens: int
-    truncated: bool | None = None
+    truncated: bool | None = absent_if_none()
 
 
 class HistoryEntries(Result):
@@ -259,26 +516,26 @@ class SpanSummary(Result):
     firstKeptEntryId: str | None
     summarizeEntryIds: list[str]
     tokensBefore: int
-    details: dict[str, Any]
+    details: FileDetails
     """The files read and modified in the span."""
 
 
 class AppendResult(Result):
     entryIds: list[str]
     leafId: str | None
-    usage: Usage
+    usage: TokenUsage
 
 
 class SetInstructionsResult(Result):
     entryId: str
     leafId: str | None
-    usage: Usage
+    usage: TokenUsage
 
 
 class SetModelResult(Result):
     model: str
     contextWindow: int
-    usage: Usage
+    usage: TokenUsage
 
 
 class CloseResult(Result):
@@ -323,6 +580,11 @@ class SettingsResult(Result):
     userFile: str
     userFileError: str | None
 
+    @field_serializer("settings")
+    def _every_setting(self, settings: Settings) -> dict[str, Any]:
+        """All of them, defaults included, under their wire names."""
+        return settings.model_dump(mode="json", by_alias=True)
+
 
 RESULTS: dict[str, tuple[type[Result], ...]] = {
     "contextd/compact": (CompactResult, CompactPreview),
@@ -332,8 +594,8 @@ RESULTS: dict[str, tuple[type[Result], ...]] = {
     "contextd/history/summarize": (SpanSummary,),
     "contextd/session/open": (OpenResult,),
     "contextd/session/state": (StateResult,),
-    "contextd/session/list": (SessionsResult,),
-    "contextd/workspace/watch": (SessionsResult,),
+    "contextd/session/list": (ListResult,),
+    "contextd/workspace/watch": (ListResult,),
     "contextd/session/stats": (StatsResult,),
     "contextd/tree": (TreeResult,),
     "contextd/idle/configure": (IdleConfigureResult,),
@@ -358,53 +620,125 @@ RESULTS: dict[str, tuple[type[Result], ...]] = {
 class SessionChanged(Result):
     sessionId: str
     leafId: str | None
-    cause: str
+    cause: ChangeCause
 
 
 class WorkspaceActivity(Result):
+    """`contextd/workspace/activity`: any change of any session of a watched workspace,
+    whoever made it (another editor, a script, the daemon following an agent's transcript)."""
+
     sessionId: str
     name: str | None
     workspace: str
-    cause: str
+    cause: ChangeCause
     leafId: str | None
-    usage: Usage
-    source: MirrorSource | None = None
+    usage: TokenUsage
+    source: MirrorSource | None = absent_if_none()
     updatedAt: str
 
 
 class CompactionStarted(Result):
     sessionId: str
     compactionId: str
-    reason: str
+    reason: CompactionReason
     tokensBefore: int
 
 
 class CompactionFinished(CompactionStarted):
-    outcome: str
-    tokensAfter: int | None = None
-    entryId: str | None = None
+    outcome: CompactionOutcome
+    tokensAfter: int | None = absent_if_none()
+    entryId: str | None = absent_if_none()
     shortSummary: str | None = None
-    error: str | None = None
+    error: str | None = absent_if_none()
     willRetry: bool
-    handoffSessionId: str | None = None
-    model: str | None = None
-    contextWindow: int | None = None
-    previousModel: str | None = None
-    previousContextWindow: int | None = None
+    handoffSessionId: str | None = absent_if_none()
+    model: str | None = absent_if_none()
+    contextWindow: int | None = absent_if_none()
+    previousModel: str | None = absent_if_none()
+    previousContextWindow: int | None = absent_if_none()
     """The last four for a promotion to a larger model."""
 
 
 class IdleTimer(Result):
     sessionId: str
-    state: str
-    dueAt: str | None = None
-    reason: str | None = None
+    state: Literal["armed", "fired", "cancelled"]
+    dueAt: str | None = absent_if_none()
+    reason: str | None = absent_if_none()
 
 
 NOTIFICATION_BODIES: dict[str, type[Result]] = {
+    "contextd/tokenUsage": TokenUsage,
     "contextd/sessionChanged": SessionChanged,
     "contextd/workspace/activity": WorkspaceActivity,
     "contextd/compactionStarted": CompactionStarted,
     "contextd/compactionFinished": CompactionFinished,
     "contextd/idleTimer": IdleTimer,
 }
+
+
+class _WireSchema(GenerateJsonSchema):
+    """Fields keep their names only: a title on each would become a TypeScript alias."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+def json_schema() -> dict[str, Any]:
+    """Every params, result and notification body as one JSON Schema: its root maps each
+    method to its result (`results`) and each notification to its body (`notifications`);
+    `$defs` holds every shape."""
+    models: set[type[BaseModel]] = {model for shapes in RESULTS.values() for model in shapes}
+    models |= {*NOTIFICATION_BODIES.values(), *_subclasses(Params)}
+    refs, definitions = models_json_schema(
+        [(model, "validation") for model in sorted(models, key=lambda model: model.__name__)],
+        schema_generator=_WireSchema,
+    )
+
+    def ref(model: type[BaseModel]) -> dict[str, Any]:
+        return refs[(model, "validation")]
+
+    def one_of(shapes: tuple[type[Result], ...]) -> dict[str, Any]:
+        return ref(shapes[0]) if len(shapes) == 1 else {"anyOf": [ref(shape) for shape in shapes]}
+
+    _unshare_descriptions(definitions)
+    return {
+        "title": "Protocol",
+        **_closed_object({
+            "results": {
+                "title": "Results",
+                **_closed_object({method: one_of(shapes) for method, shapes in RESULTS.items()}),
+            },
+            "notifications": {
+                "title": "Notifications",
+                **_closed_object({method: ref(body) for method, body in NOTIFICATION_BODIES.items()}),
+            },
+        }),
+        **definitions,
+    }
+
+
+def _subclasses(model: type[BaseModel]) -> list[type[BaseModel]]:
+    """The models of this module built on `model` (another module's are not the protocol's)."""
+    found = [sub for sub in model.__subclasses__() if sub.__module__ == __name__]
+    return [*found, *(deeper for sub in found for deeper in _subclasses(sub))]
+
+
+def _unshare_descriptions(schema: Any) -> None:
+    """A field's description beside its `$ref` is the field's, not the shared type's (which
+    a generator would make it): the field keeps its docstring in Python only."""
+    if isinstance(schema, dict):
+        if "$ref" in schema:
+            schema.pop("description", None)
+        for value in schema.values():
+            _unshare_descriptions(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            _unshare_descriptions(value)
+
+
+def _closed_object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+if __name__ == "__main__":
+    print(json.dumps(json_schema(), indent=2))

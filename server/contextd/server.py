@@ -7,37 +7,41 @@ request is a -32602 naming the field and a request that fails changes nothing.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contextd import __version__
-from contextd.formats import Format, render_context
+from contextd.formats import render_context
 from contextd.history import history_index_for
-from contextd.model import (
-    MAX_CONTENT_DEPTH,
-    MAX_TEXT_CHARS,
-    FollowedAgent,
-    IdleSettings,
-    Message,
-    Settings,
-    TranscriptRoot,
-    nesting_depth,
+from contextd.model import IdleSettings, Settings
+from contextd.results import (
+    AppendParams,
+    CompactParams,
+    ContextParams,
+    FollowParams,
+    ForkParams,
+    HandoffParams,
+    HistoryGetParams,
+    HistorySearchParams,
+    HistorySourcesParams,
+    HistorySummarizeParams,
+    IdleConfigureParams,
+    LabelParams,
+    ListParams,
+    NavigateParams,
+    OpenParams,
+    Params,
+    SessionParams,
+    SetInstructionsParams,
+    SetModelParams,
+    SettingsParams,
+    WorkspaceWatchParams,
 )
 from contextd.rpc.connection import ConnectionLost, Handler
 from contextd.rpc.daemon import ClientConnection, Daemon, check_follow_roots, field_errors, invalid_params
@@ -72,168 +76,6 @@ ENTRY_NOT_FOUND = -32007
 READ_ONLY_MIRROR = -32008
 SESSION_DAMAGED = -32009
 STORAGE_FAILED = -32010
-
-MAX_MESSAGES_PER_APPEND = 10_000
-
-
-# --- params -------------------------------------------------------------------------------
-
-
-class Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-SessionId = Field(min_length=1, max_length=128)
-
-
-class SessionParams(Params):
-    sessionId: str = SessionId
-
-
-class OpenParams(Params):
-    workspace: str | None = Field(default=None, min_length=1, max_length=4096)
-    sessionId: str | None = Field(default=None, min_length=1, max_length=128)
-    name: str | None = Field(default=None, max_length=256)
-    model: str | None = Field(default=None, min_length=1, max_length=256)
-
-
-class ListParams(Params):
-    workspace: str | None = Field(default=None, min_length=1, max_length=4096)
-
-
-class WorkspaceWatchParams(Params):
-    """A workspace, or every workspace; neither means the connection's first workspace folder."""
-
-    workspace: str | None = Field(default=None, min_length=1, max_length=4096)
-    allWorkspaces: bool = Field(default=False, strict=True)
-
-    @field_validator("allWorkspaces")
-    @classmethod
-    def _not_both(cls, value: bool, info: ValidationInfo) -> bool:
-        if value and info.data.get("workspace") is not None:
-            raise ValueError("give either workspace or allWorkspaces: true, not both")
-        return value
-
-    def target(self, connection: ClientConnection) -> str | None:
-        """The workspace meant, None for all of them."""
-        if self.allWorkspaces:
-            return None
-        return self.workspace or connection.default_workspace
-
-
-class AppendParams(SessionParams):
-    messages: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES_PER_APPEND)
-
-    @field_validator("messages", mode="before")
-    @classmethod
-    def _not_too_deep(cls, raw: Any) -> Any:
-        if isinstance(raw, list):
-            for index, message in enumerate(raw):
-                if nesting_depth(message) > MAX_CONTENT_DEPTH:
-                    raise ValueError(
-                        f"message {index} nests deeper than {MAX_CONTENT_DEPTH} levels"
-                    )
-        return raw
-
-    @model_validator(mode="after")
-    def _storable(self) -> AppendParams:
-        """Every message of the batch must serialize before the first one is written."""
-        for index, message in enumerate(self.messages):
-            try:
-                json.dumps(message.model_dump(mode="json"))
-            except (ValueError, TypeError, RecursionError):
-                raise ValueError(f"message {index} cannot be stored as JSON") from None
-        return self
-
-
-MAX_HISTORY_HITS = 100
-MAX_HISTORY_TOKENS = 100_000
-
-
-class HistorySearchParams(SessionParams):
-    query: str = Field(min_length=1, max_length=2000)
-    limit: int = Field(default=10, ge=1, le=MAX_HISTORY_HITS)
-
-
-class HistoryGetParams(SessionParams):
-    entryIds: list[str] | None = Field(default=None, min_length=1, max_length=1000)
-    around: str | None = Field(default=None, min_length=1, max_length=256)
-    maxTokens: int = Field(default=4000, ge=1, le=MAX_HISTORY_TOKENS)
-
-    @model_validator(mode="after")
-    def _one_way(self) -> HistoryGetParams:
-        if (self.entryIds is None) == (self.around is None):
-            raise ValueError("give either entryIds or around")
-        return self
-
-
-class HistorySourcesParams(SessionParams):
-    entryId: str = Field(min_length=1, max_length=256)
-    item: int | str | None = None
-
-
-class HistorySummarizeParams(SessionParams):
-    throughEntryId: str | None = Field(default=None, min_length=1, max_length=256)
-    firstKeptEntryId: str | None = Field(default=None, min_length=1, max_length=256)
-    afterEntryId: str | None = Field(default=None, min_length=1, max_length=256)
-
-
-class ContextParams(SessionParams):
-    format: Format = "neutral"
-    model: str | None = Field(default=None, min_length=1, max_length=256)
-    """The model the request is for (default: the session's): provider state is replayed to
-    the model that made it only."""
-
-
-class SetInstructionsParams(SessionParams):
-    text: str = Field(max_length=MAX_TEXT_CHARS)
-    source: str = Field(default="client", min_length=1, max_length=128)
-
-
-class SetModelParams(SessionParams):
-    model: str = Field(min_length=1, max_length=256)
-
-
-class LabelParams(SessionParams):
-    entryId: str = Field(min_length=1, max_length=64)
-    label: str | None = Field(max_length=200)
-
-
-class NavigateParams(SessionParams):
-    targetId: str = Field(min_length=1, max_length=64)
-    summarize: bool = False
-    instructions: str | None = Field(default=None, max_length=20_000)
-
-
-class ForkParams(SessionParams):
-    entryId: str = Field(min_length=1, max_length=64)
-
-
-class HandoffParams(SessionParams):
-    goal: str | None = Field(default=None, max_length=20_000)
-
-
-class IdleConfigureParams(Params):
-    sessionId: str | None = Field(default=None, min_length=1, max_length=128)
-    enabled: bool
-    timeoutSeconds: float | None = Field(default=None, gt=0, le=7 * 24 * 3600)
-    thresholdTokens: int | None = Field(default=None, gt=0)
-    thresholdPercent: float | None = Field(default=None, gt=0, le=1)
-
-
-class FollowParams(Params):
-    """Changes to the daemon-wide `follow` settings; none only reads them."""
-
-    enabled: bool | None = Field(default=None, strict=True)
-    agents: list[FollowedAgent] | None = None
-    roots: dict[FollowedAgent, TranscriptRoot] | None = None
-    allWorkspaces: bool | None = Field(default=None, strict=True)
-
-
-class CompactParams(SessionParams):
-    instructions: str | None = Field(default=None, max_length=20_000)
-    dryRun: bool = False
-
 
 # --- errors -------------------------------------------------------------------------------
 
@@ -328,11 +170,6 @@ def request(params_model: type[Params], function: Callable[..., Any], *, opens: 
 
 
 # --- lifecycle ----------------------------------------------------------------------------
-
-
-class SettingsParams(Params):
-    workspace: str | None = Field(default=None, min_length=1, max_length=4096)
-    """Whose sessions' settings; the connection's workspace when omitted."""
 
 
 class WorkspaceFolder(BaseModel):
@@ -619,16 +456,23 @@ def idle_configure(connection: ClientConnection, params: IdleConfigureParams) ->
     }
 
 
+def watched_workspace(connection: ClientConnection, params: WorkspaceWatchParams) -> str | None:
+    """The workspace meant, None for all of them; neither given: the connection's first folder."""
+    if params.allWorkspaces:
+        return None
+    return params.workspace or connection.default_workspace
+
+
 async def workspace_watch(connection: ClientConnection, params: WorkspaceWatchParams) -> dict[str, Any]:
     """From now on the connection hears `contextd/workspace/activity` for every change of
     the workspace's sessions; the result lists them as they are now."""
-    workspace = params.target(connection)
+    workspace = watched_workspace(connection, params)
     connection.daemon.watch_workspace(connection, workspace)
     return {"sessions": await connection.daemon.sessions.listing(workspace)}
 
 
 def workspace_unwatch(connection: ClientConnection, params: WorkspaceWatchParams) -> dict[str, Any]:
-    connection.daemon.unwatch_workspace(connection, params.target(connection))
+    connection.daemon.unwatch_workspace(connection, watched_workspace(connection, params))
     return {}
 
 

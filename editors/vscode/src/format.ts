@@ -1,6 +1,6 @@
 /** How a session's status reads in the status bar and its tooltip. Pure functions. */
 import type { ConnectionState } from "./daemonConnection";
-import type { CompactPreview, FigureBreakdown, SessionSource, SessionSummary, TokenUsage, TreeNode } from "./protocol";
+import type { CompactPreview, FigureBreakdown, MirrorSource as SessionSource, SessionSummary, TokenUsage, TreeNode } from "./protocol";
 import type { CompactionResult, SessionStatus } from "./statusModel";
 
 export type Level = "normal" | "warning" | "error";
@@ -87,7 +87,7 @@ export function sessionTitle(status: Pick<SessionStatus, "sessionId" | "name" | 
 const AGENT_NAMES: Record<string, string> = { "claude-code": "Claude Code", codex: "Codex", pi: "pi" };
 
 /** How a followed agent is called in the UI. */
-export function agentName(source: Pick<SessionSource, "agent">): string {
+export function agentName(source: { agent: string }): string {
   return AGENT_NAMES[source.agent] ?? source.agent;
 }
 

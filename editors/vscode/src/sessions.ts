@@ -31,7 +31,6 @@ import {
   StateResult,
   TokenUsage,
   TreeResult,
-  WatchResult,
   WorkspaceActivity,
 } from "./protocol";
 import { errorCode, errorText, isMethodNotFound, RpcConnection } from "./rpc";
@@ -137,10 +136,10 @@ export class ContextdSessions implements Disposable {
    * workspace, whoever drives it. A daemon without it (-32601) leaves the status bar to
    * this window's own sessions. Sent again after every (re)connection.
    */
-  async watchWorkspace(): Promise<WatchResult | undefined> {
+  async watchWorkspace(): Promise<ListResult | undefined> {
     if (!this.workspace) return undefined;
     try {
-      return await this.request<WatchResult>(Method.watchWorkspace, { workspace: this.workspace });
+      return await this.request<ListResult>(Method.watchWorkspace, { workspace: this.workspace });
     } catch (error) {
       if (isMethodNotFound(error)) return undefined;
       throw error;

@@ -10,7 +10,7 @@ import type {
   CompactionReason,
   CompactionStarted,
   IdleTimer,
-  SessionSource,
+  MirrorSource as SessionSource,
   TokenUsage,
   WorkspaceActivity,
 } from "./protocol";

@@ -14,7 +14,7 @@ import {
   sessionTitle,
   timeAgo,
 } from "../../src/format";
-import type { TokenUsage, TreeNode } from "../../src/protocol";
+import type { MirrorSource, TokenUsage, TreeNode } from "../../src/protocol";
 import type { SessionStatus } from "../../src/statusModel";
 
 function usage(tokens: number, overrides: Partial<TokenUsage> = {}): TokenUsage {
@@ -28,7 +28,7 @@ function usage(tokens: number, overrides: Partial<TokenUsage> = {}): TokenUsage 
     source: "usage",
     model: "claude-sonnet-4-5",
     ...overrides,
-  };
+  } as TokenUsage; // calibration and breakdown only where a test gives them
 }
 
 function status(tokens: number, extra: Partial<SessionStatus> = {}): SessionStatus {
@@ -163,7 +163,7 @@ describe("times", () => {
 
 describe("mirrors", () => {
   it("are titled with their agent's name", () => {
-    const source = { agent: "claude-code", path: "/p.jsonl" };
+    const source: MirrorSource = { agent: "claude-code", path: "/p.jsonl" };
     expect(sessionTitle({ sessionId: "0123456789abcdef", name: "fix tests", source })).toBe("Claude Code · fix tests");
     expect(sessionTitle({ sessionId: "0123456789abcdef", source: { agent: "codex", path: "/r.jsonl" } })).toBe("Codex · …89abcdef");
     expect(agentName({ agent: "some-new-agent" })).toBe("some-new-agent");
@@ -171,7 +171,7 @@ describe("mirrors", () => {
 
   it("are listed in the session picker with their agent's name, share of the window and read-only mark", () => {
     const now = Date.parse("2026-11-23T12:10:00Z");
-    const row = (source?: { agent: string; path: string }) => ({
+    const row = (source?: MirrorSource) => ({
       sessionId: "0123456789abcdef", name: "fix tests", workspace: "/w", entries: 40, tokens: 120_000, updatedAt: "2026-11-23T12:07:00Z", source,
     });
     const mirror = row({ agent: "claude-code", path: "/p.jsonl" });
@@ -199,14 +199,14 @@ describe("mirrors", () => {
 
 describe("compaction preview", () => {
   const node = (id: string, role: string, preview: string): TreeNode => ({
-    id, parentId: null, type: "message", role, preview, tokens: 10, children: [],
+    id, parentId: null, type: "message", role, preview, tokens: 10, timestamp: "2026-11-23T12:00:00Z", children: [],
   });
 
   it("counts what is summarized, kept and pruned, with previews", () => {
     const ids = Array.from({ length: 8 }, (_, i) => `e${i}`);
     const nodes = new Map(ids.map((id, i) => [id, node(id, i % 2 ? "assistant" : "user", `message number ${i}`)]));
     const { message, detail } = describePreview(
-      { firstKeptEntryId: "e7", summarizeEntryIds: ids.slice(0, 7), keptEntryIds: ["e7"], pruneEntryIds: ["e3"], tokensBefore: 171_000, tokensAfter: 31_500 },
+      { firstKeptEntryId: "e7", summarizeEntryIds: ids.slice(0, 7), keptEntryIds: ["e7"], pruneEntryIds: ["e3"], tokensBefore: 171_000, tokensKept: 30_000, tokensAfter: 31_500, tokensAfterMax: 46_000, splitTurn: false, summary: "" },
       nodes,
     );
     expect(message).toBe("Compaction would take the context from 171,000 to about 31,500 tokens.");
@@ -217,7 +217,7 @@ describe("compaction preview", () => {
   });
 
   it("falls back to entry ids without the tree", () => {
-    const { detail } = describePreview({ firstKeptEntryId: null, summarizeEntryIds: ["a"], keptEntryIds: [], pruneEntryIds: [], tokensBefore: 10, tokensAfter: 5 });
+    const { detail } = describePreview({ firstKeptEntryId: null, summarizeEntryIds: ["a"], keptEntryIds: [], pruneEntryIds: [], tokensBefore: 10, tokensKept: 0, tokensAfter: 5, tokensAfterMax: 8, splitTurn: false, summary: "" });
     expect(detail).toContain("Summarized (dropped from the context): 1 entry\n  • a");
     expect(detail).toContain("Kept verbatim: 0 entries");
   });

@@ -9,7 +9,7 @@ import { createdItems, FakeStatusBarItem, MarkdownString, ThemeColor } from "../
 
 const usage = (sessionId: string, tokens: number): TokenUsage => ({
   sessionId, tokens, contextWindow: 200_000, percent: Math.round(tokens / 200) / 10, thresholdTokens: 170_000, source: "usage", model: "claude-sonnet-4-5",
-});
+}) as TokenUsage; // no calibration or breakdown: not shown here
 
 const activity = (sessionId: string, tokens: number, overrides: Partial<WorkspaceActivity> = {}): WorkspaceActivity => ({
   sessionId, name: null, workspace: "/work/project", cause: "append", leafId: "e1", usage: usage(sessionId, tokens), updatedAt: "2026-11-23T12:00:00Z", ...overrides,

@@ -4,7 +4,7 @@ import { SessionStatus, StatusModel } from "../../src/statusModel";
 
 const usage = (tokens: number): TokenUsage => ({
   sessionId: "s1", tokens, contextWindow: 200_000, percent: tokens / 2000, thresholdTokens: 170_000, source: "usage", model: "m",
-});
+}) as TokenUsage; // no calibration or breakdown: not read here
 
 const finished = (overrides: Partial<CompactionFinished>): CompactionFinished => ({
   sessionId: "s1", compactionId: "c1", reason: "threshold", outcome: "compacted", tokensBefore: 171_000, tokensAfter: 30_000, willRetry: false, ...overrides,
@@ -114,7 +114,7 @@ describe("status model", () => {
 
 describe("the session that changed last", () => {
   const activity = (sessionId: string, cause: ChangeCause, extra: Partial<WorkspaceActivity> = {}): WorkspaceActivity => ({
-    sessionId, cause, workspace: "/w", leafId: "e1", usage: { ...usage(1000), sessionId }, updatedAt: "2026-11-23T12:00:00Z", ...extra,
+    sessionId, name: null, cause, workspace: "/w", leafId: "e1", usage: { ...usage(1000), sessionId }, updatedAt: "2026-11-23T12:00:00Z", ...extra,
   });
 
   it("is the one with the latest activity or choice, in the order heard even within one millisecond", () => {
@@ -139,7 +139,7 @@ describe("the session that changed last", () => {
 
   it("shows a mirror as soon as the daemon finds its transcript, and keeps its source", () => {
     const model = new StatusModel();
-    const source = { agent: "codex", path: "/home/me/.codex/sessions/r.jsonl" };
+    const source = { agent: "codex", path: "/home/me/.codex/sessions/r.jsonl" } as const;
     model.touch("mine", 5);
     model.applyActivity(activity("m", "open", { name: "rollout", source }), 10);
     expect(model.latest()).toMatchObject({ sessionId: "m", source, name: "rollout" });

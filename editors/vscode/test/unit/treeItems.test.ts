@@ -9,10 +9,11 @@ function tree(spec: Array<[id: string, parent: string | null, role: string, prev
     id,
     parentId,
     type: role === "compaction" ? "compaction" : "message",
-    role: role === "compaction" ? null : role,
+    role: role === "compaction" ? undefined : role,
     preview,
-    label: label ?? null,
+    label,
     tokens: 1_200,
+    timestamp: "2026-11-23T12:00:00Z",
     children: children.get(id) ?? [],
   }));
   return { nodes, leafId };
