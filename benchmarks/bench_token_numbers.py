@@ -14,8 +14,9 @@ the agent made itself, the figure contextd showed right after it (the transcript
 to the next answer) against the prompt the provider reported for that answer, with and
 without the learned unseen part (system prompt, tool schemas); and over every report, the
 figure the session would show if no report anchored it (counted context plus the unseen
-part) against the report. Target: within 15% right after every compaction that follows a
-report contextd saw from the start of its stretch.
+part) against the report. Before a transcript taught its unseen part, the figure takes its
+agent's prior, derived as `UNSEEN_PRIORS` is but leaving that transcript out. Target: within
+15% right after every compaction.
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
+from statistics import median
 
 from contextd.importers import IMPORTERS, save
 from contextd.model import CompactionEntry, Entry, Message, MessageEntry, Settings
 from contextd.tokens.calibration import prompt_tokens
 from contextd.compaction.context import standing_instructions, visible_entries
 from contextd.tokens.context_size import context_tokens_of, reports_context
-from contextd.tokens.unseen import learn_unseen
+from contextd.tokens.unseen import ANY_MODEL, UNSEEN_PRIORS, first_unseen, learn_unseen
 from contextd.session import (
     LiveSession,
     NothingToCompactError,
@@ -78,11 +80,12 @@ def row(name: str, session: LiveSession) -> str:
     )
 
 
-def predicted(session: LiveSession, before: list[Entry]) -> tuple[int, int]:
+def predicted(session: LiveSession, before: list[Entry], prior: int) -> tuple[int, int]:
     """The figure no report anchors at the end of `before` (what the context holds, counted
-    and calibrated), and the unseen part the session had learned by then."""
+    and calibrated), and the unseen part the session had learned by then (`prior` before it
+    learned any)."""
     learned = learn_unseen(before, session.entry_tokens, session._pruned_tokens)
-    unseen = learned.evidence.tokens(session.calibration) if learned.evidence else 0
+    unseen = learned.evidence.tokens(session.calibration) if learned.evidence else prior
     tokens_of = context_tokens_of(before, session.entry_tokens, session._pruned_tokens)
     counted = sum(tokens_of(entry) for entry in [*standing_instructions(before), *visible_entries(before)])
     return round(counted * session.calibration), unseen
@@ -92,9 +95,10 @@ def off_by(figure: int, reported: int) -> str:
     return f"{100 * (figure - reported) / reported:+.1f}%"
 
 
-def figure_errors(name: str, session: LiveSession) -> list[str]:
+def figure_errors(name: str, session: LiveSession, prior: int) -> list[str]:
     """One line per agent compaction (figure after it against the next report), then the
-    error over every report of the transcript."""
+    error over every report of the transcript; `prior` is the unseen part assumed before the
+    transcript taught one."""
     path, rows, compacted, errors = session.path, [], False, []
     for index, entry in enumerate(path):
         if isinstance(entry, CompactionEntry):
@@ -103,7 +107,7 @@ def figure_errors(name: str, session: LiveSession) -> list[str]:
         if not (isinstance(entry, MessageEntry) and reports_context(entry.message) and entry.message.usage):
             continue
         reported = prompt_tokens(entry.message.usage)
-        counted, unseen = predicted(session, path[:index])
+        counted, unseen = predicted(session, path[:index], prior)
         if compacted:
             rows.append(
                 f"{name:<44} {'compaction':<12} {reported:>9,} {counted:>9,} {off_by(counted, reported):>8} "
@@ -121,6 +125,28 @@ def figure_errors(name: str, session: LiveSession) -> list[str]:
     return rows
 
 
+def prior_key(name: str, session: LiveSession) -> tuple[str, str] | None:
+    """The `UNSEEN_PRIORS` key a transcript's agent and model fall under (None: no prior)."""
+    agent = agent_of(f"{name}.jsonl.gz")
+    keys = ((agent, session.model_info.tokenizer), (agent, ANY_MODEL))
+    return next((key for key in keys if key in UNSEEN_PRIORS), None)
+
+
+def priors_without_each(imported: dict[str, LiveSession]) -> dict[str, int]:
+    """For each transcript, the prior derived as `UNSEEN_PRIORS` is (the median of the first
+    unseen part each transcript of its agent and family taught) from every other transcript:
+    a transcript never teaches the prior it is scored with."""
+    taught = {}
+    for name, session in imported.items():
+        evidence = first_unseen(session.path, session.entry_tokens, session._pruned_tokens)
+        taught[name] = (prior_key(name, session), evidence.tokens(session.calibration) if evidence else None)
+    priors = {}
+    for name, (key, _) in taught.items():
+        values = [value for other, (other_key, value) in taught.items() if other != name and other_key == key and value]
+        priors[name] = round(median(values)) if key is not None and values else 0
+    return priors
+
+
 def main() -> None:
     print("default settings (keepRecentTokens 20000), offline summarizer; tokens as contextd reports them")
     print()
@@ -131,7 +157,8 @@ def main() -> None:
             file.removesuffix(".jsonl.gz"): transcript(Path(scratch) / file, file)
             for file in NAMES
         }
-        errors = [line for name, session in imported.items() for line in figure_errors(name, session)]
+        priors = priors_without_each(imported)
+        errors = [line for name, session in imported.items() for line in figure_errors(name, session, priors[name])]
         for name, session in imported.items():
             print(row(name, session))
     print()

@@ -67,7 +67,7 @@ from contextd.tokens.context_size import (
     reports_context,
 )
 from contextd.tokens.registry import best_match
-from contextd.tokens.unseen import UnseenState, learn_unseen
+from contextd.tokens.unseen import UnseenState, learn_unseen, unseen_prior
 
 if TYPE_CHECKING:
     from contextd.session.running import RunningCompaction
@@ -231,9 +231,12 @@ class LiveState(ABC):
     @property
     def unseen_tokens(self) -> int:
         """What the agent sends that contextd never sees (system prompt, tool schemas), as
-        the provider's reports taught it (see tokens/unseen.py); 0 before any report."""
+        the provider's reports taught it (see tokens/unseen.py); before they teach, a
+        mirror's agent's prior."""
         evidence = self._unseen.evidence
-        return evidence.tokens(self.calibration) if evidence is not None else 0
+        if evidence is None:
+            return unseen_prior(self.source["agent"] if self.source else None, self.model_info.tokenizer)
+        return evidence.tokens(self.calibration)
 
     def _tokens_of(self, path: Sequence[Entry]) -> Callable[[Entry], int]:
         return context_tokens_of(path, self.entry_tokens, self._pruned_tokens)

@@ -15,6 +15,11 @@ stretch whose beginning contextd never saw teaches nothing: a transcript that op
 answer or a tool result (a file cut from a longer session) has history in its first reports
 that the next compaction drops. A handoff passes the value on in its entry.
 
+Before a session's path has taught anything (no report yet, or only reports of a stretch
+whose beginning contextd never saw), a mirror of a known agent takes that agent's prior
+(`UNSEEN_PRIORS`, learned from the corpus of real transcripts), replaced by the first value
+the path teaches.
+
 Everything here is a pure function of the path, so a restart or a fork derives the same.
 """
 
@@ -36,6 +41,36 @@ from contextd.model import (
 )
 from contextd.tokens.calibration import prompt_tokens
 from contextd.tokens.context_size import context_tokens_of, reports_context
+
+
+ANY_MODEL = "*"
+
+UNSEEN_PRIORS: dict[tuple[str, str], int] = {
+    # Each is the median, over the transcripts of tests/fixtures/real of that agent (and
+    # tokenizer family), of the first unseen part each transcript taught (benchmarks/README.md,
+    # "The figure against the provider's next report"). Claude Code with Claude 4.x: atlas-opus41
+    # 50,259, atlas-short 52,881, atlas-sonnet45 65,787 (one user's MCP servers; its GLM
+    # transcripts report zeros and teach nothing, so no prior for them).
+    ("claude-code", "claude-4"): 52_881,
+    # Codex with gpt-5.x: lotto 3,218, voice-assistant 3,330, knearme-agent-review 4,894,
+    # knearme-two-compactions 4,894, knearme-compacted 5,532.
+    ("codex", "o200k_base"): 4_894,
+    # pi, whatever the model (its own prompt and tools): termux-qwen 1,348,
+    # coffee-model-switches 1,504, coffee-single-task 1,585, coffee-deepseek 1,590.
+    ("pi", ANY_MODEL): 1_544,
+}
+"""The unseen part (provider tokens) to assume for a mirror of `(agent, tokenizer)` until its
+own reports teach it. An agent's unseen part depends on its version and the tools a user
+connects (MCP servers: tens of thousands of tokens), so a prior is a stand-in, never a
+measurement: the first value the path teaches replaces it."""
+
+
+def unseen_prior(agent: str | None, tokenizer: str) -> int:
+    """The prior for a session of `agent` (None: a session clients write, which sends its
+    instructions through contextd) talking to a model of `tokenizer`; 0 where none is known."""
+    if agent is None:
+        return 0
+    return UNSEEN_PRIORS.get((agent, tokenizer), UNSEEN_PRIORS.get((agent, ANY_MODEL), 0))
 
 
 @dataclass(frozen=True)
@@ -80,6 +115,19 @@ def learn_unseen(
         elif not settled and isinstance(entry, MessageEntry) and reports_context(entry.message):
             evidence, settled = evidence_at(path[: index + 1], entry_tokens, pruned_tokens), True
     return UnseenState(evidence, settled)
+
+
+def first_unseen(
+    path: Sequence[Entry], entry_tokens: Mapping[str, int], pruned_tokens: Callable[[int], int]
+) -> UnseenEvidence | None:
+    """The first evidence `path` teaches (None if it teaches none): what a session tells
+    about its agent, the value the corpus's priors are derived from."""
+    for index, entry in enumerate(path):
+        if isinstance(entry, MessageEntry) and reports_context(entry.message):
+            evidence = learn_unseen(path[: index + 1], entry_tokens, pruned_tokens).evidence
+            if evidence is not None:
+                return evidence
+    return None
 
 
 def evidence_at(
