@@ -10,11 +10,14 @@ from typing import Any
 
 from contextd.compaction.context import visible_entries
 from contextd.importers import IMPORTERS, STREAMING_IMPORTERS
-from contextd.model import CompactionEntry, Entry
+from contextd.model import CompactionEntry, Entry, MessageEntry, message_text
 
 RUNS = Path(__file__).parents[1] / "agents" / "runs"
 CLAUDE_CODE_COMPACT = "claude-code-2.1.328-compact.jsonl.gz"
 """Claude Code 2.1.328: a tool call, `/compact`, then two plain turns."""
+CODEX_COMPACT = "codex-0.169.0-compact.jsonl.gz"
+"""Codex 0.169.0: a command that is not found (exit 127), one that passes, an automatic
+compaction (summarized by the model, not encrypted), then a plain turn."""
 
 
 def run_lines(name: str) -> list[str]:
@@ -64,3 +67,31 @@ def test_claude_code_bookkeeping_records_of_2_1_are_known() -> None:
     reported as left out by design, none as an unknown record."""
     imported = IMPORTERS["claude-code"](run_lines(CLAUDE_CODE_COMPACT))
     assert [p for p in imported.problems if p.kind == "unknown"] == []
+
+
+def test_codex_compaction_keeps_in_context_exactly_what_codex_kept() -> None:
+    """After Codex's own compaction the model sees the summary once and the user's requests
+    Codex kept (its `replacement_history`, whose last user message is the summary itself),
+    then what follows: the mirror's context is the same, nothing twice."""
+    lines = run_lines(CODEX_COMPACT)
+    records = numbered_records(lines)
+    compacted = next(raw["payload"] for _, raw in records if raw["type"] == "compacted")
+    kept = [
+        part["text"]
+        for item in compacted["replacement_history"]
+        if item.get("role") == "user"
+        for part in item["content"]
+        if not part["text"].startswith("<") and part["text"] != compacted["message"]
+    ]
+    after = [
+        part["text"]
+        for number, raw in records
+        if number > next(n for n, r in records if r["type"] == "compacted")
+        and raw["type"] == "response_item" and raw["payload"].get("type") == "message"
+        for part in raw["payload"]["content"]
+    ]
+    imported = IMPORTERS["codex"](lines)
+    visible = visible_entries(path_to_leaf(imported.entries, imported.leaf_id))
+    assert isinstance(visible[0], CompactionEntry) and visible[0].summary == compacted["message"]
+    texts = [message_text(entry.message.content) for entry in visible[1:] if isinstance(entry, MessageEntry)]
+    assert texts == kept + after

@@ -11,7 +11,9 @@ Codex sends its instructions as messages: AGENTS.md and `<environment_context>` 
 messages, its own rules as developer messages. They become `instructions` entries, never
 user messages. A `compacted` record carries the messages Codex kept (`replacement_history`,
 the user's requests) and, from newer versions on, an encrypted summary only the provider can
-read; the kept messages are imported after the compaction.
+read; the kept messages are imported after the compaction. Newer versions that summarize
+locally put the summary (the record's `message`) among the kept messages, as a user
+message: it is the compaction's summary, not imported twice.
 """
 
 from __future__ import annotations
@@ -444,7 +446,11 @@ class _Converter:
             reason = NOT_CONVERSATION_ITEMS.get(kind, "not a message")
             self.problems.append(Problem(line, "skipped", f"{count} replacement_history item(s) of type {kind!r}: {reason}"))
         for item in history:
-            if item.get("type") == "message":
+            if item.get("type") != "message":
+                continue
+            if summary and _text(item).strip() == summary.strip():
+                self.problems.append(Problem(line, "skipped", "replacement_history's copy of the summary: it is the compaction's"))
+            else:
                 self.message(line, item, timestamp)
         self.flush_answer()
 
@@ -458,6 +464,12 @@ def _usage(usage: dict[str, Any]) -> Usage:
         cacheRead=cached,
         total=int(usage["total_tokens"]) if usage.get("total_tokens") else None,
     )
+
+
+def _text(item: dict[str, Any]) -> str:
+    """The text parts of a message item, joined."""
+    parts = item.get("content")
+    return "".join(p.get("text", "") for p in parts if isinstance(p, dict) and p.get("type") in TEXT_PARTS) if isinstance(parts, list) else ""
 
 
 def _user_block(part: dict[str, Any]) -> dict[str, Any] | None:
