@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from contextd.compaction.files import collect_files, format_file_lists, without_file_lists
+import re
+import shlex
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from contextd.compaction.files import (
+    SHELL_READERS,
+    collect_files,
+    format_file_lists,
+    may_start_with_reader,
+    patched_paths,
+    without_file_lists,
+)
 from contextd.model import AssistantMessage, CompactionSettings, FileDetails, ToolCall
 
 PATCH = """*** Begin Patch
@@ -74,3 +87,28 @@ def test_file_list_blocks_format_and_strip():
     )
     assert format_file_lists(FileDetails()) == ""
     assert without_file_lists("## Goal\nx" + text) == "## Goal\nx"
+
+
+LINE_START_HEADER = re.compile(
+    r"^\*\*\* (?:Update File|Add File|Delete File|Move to): *(?P<path>\S.*?)\s*$", re.MULTILINE
+)
+"""The header as a patch defines it: at the start of a line."""
+
+
+@given(st.lists(st.sampled_from(["*** Update File: ", "*** Add File:", "*** Move to: ", "\n", " ", "a.py", "x"])))
+def test_patch_headers_count_only_at_the_start_of_a_line(pieces):
+    text = "".join(pieces)
+    call = ToolCall(id="1", name="apply_patch", arguments={"input": text})
+    assert patched_paths(call) == [match["path"] for match in LINE_START_HEADER.finditer(text)]
+
+
+@given(st.lists(st.sampled_from(["cat", "sed", "ca", "t", " ", "\t", "\x0b", "\u00a0", "'", '"', "\\", "-n", "x.py"])).map("".join))
+def test_commands_ruled_out_before_shlex_name_no_reader(command):
+    """The quick check never rules out a command whose first word the shell reads as a reader."""
+    if not command.strip() or may_start_with_reader(command.strip()):
+        return
+    try:
+        words = shlex.split(command.strip())
+    except ValueError:
+        return
+    assert not words or words[0] not in {*SHELL_READERS, "sed"}

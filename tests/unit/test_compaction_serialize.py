@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from contextd.compaction.serialize import TOOL_TEXT_MAX_CHARS, serialize_conversation
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from contextd.compaction.serialize import TOOL_TEXT_MAX_CHARS, serialize_conversation, truncate
 from contextd.model import (
     AssistantMessage,
     ImageContent,
@@ -67,3 +72,24 @@ def test_user_blocks_and_images():
         content=[TextContent(text="What is this?"), ImageContent(data="AAAA", mimeType="image/png")]
     )
     assert serialize_conversation([message]) == "[User]: What is this?\n[image: image/png]"
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+# Characters JSON escapes (quotes, backslashes, control characters), ASCII, and beyond the
+# Basic Multilingual Plane, lone surrogates included: every length an escape can take.
+escape_prone_text = st.text(
+    st.sampled_from('"\\\n\t\r\b\f\x00\x1b\x7fa é€😀\ud800'), min_size=0, max_size=60
+)
+
+
+@given(value=json_values | escape_prone_text, max_chars=st.integers(1, 40))
+def test_tool_call_arguments_read_as_their_json_cut_to_the_limit(value, max_chars):
+    """Long arguments are not escaped whole to keep their beginning, and read the same."""
+    call = ToolCall(id="1", name="write", arguments={"content": value})
+    text = serialize_conversation([AssistantMessage(content=[call])], tool_text_max_chars=max_chars)
+    expected = truncate(json.dumps(value, ensure_ascii=False), max_chars)
+    assert text == f"[Assistant tool calls]: write(content={expected})"

@@ -23,9 +23,11 @@ FILE_ARGUMENT_KEYS = ("path", "file_path", "filePath", "file", "filename")
 """Argument names that tools use for the file they act on."""
 
 PATCH_FILE_HEADER = re.compile(
-    r"^\*\*\* (?:Update File|Add File|Delete File|Move to): *(?P<path>\S.*?)\s*$", re.MULTILINE
+    r"\*\*\* (?:Update File|Add File|Delete File|Move to): *(?P<path>\S.*?)\s*$", re.MULTILINE
 )
-"""The file headers of an apply_patch body (`*** Update File: src/app.py`)."""
+"""The file headers of an apply_patch body (`*** Update File: src/app.py`), where they begin
+a line. Searched without `^`: a pattern that opens with a literal is found by a fast scan for
+it, where `^` tries the whole pattern at every position of a (possibly whole-file) argument."""
 
 FILE_LIST_BLOCK = re.compile(r"\n*<(read-files|modified-files)>.*?</\1>", re.DOTALL)
 """A `<read-files>` or `<modified-files>` block of a summary."""
@@ -49,6 +51,7 @@ def patched_paths(call: ToolCall) -> list[str]:
         match["path"]
         for text in _string_values(call.arguments)
         for match in PATCH_FILE_HEADER.finditer(text)
+        if match.start() == 0 or text[match.start() - 1] == "\n"
     ]
 
 
@@ -64,6 +67,8 @@ def shell_read_paths(call: ToolCall) -> list[str]:
     command = _CHAIN_PREFIX.sub("", command.strip())
     if not command or any(mark in command for mark in ("|", "&&", ";", ">", "$(")):
         return []
+    if not may_start_with_reader(command):  # before shlex, which costs 50 µs a command
+        return []
     try:
         words = shlex.split(command)
     except ValueError:
@@ -74,6 +79,14 @@ def shell_read_paths(call: ToolCall) -> list[str]:
     if words[0] == "sed":
         operands = operands[1:]  # the first operand is the script ('1,80p')
     return [w for w in operands if re.search(r"[\w-]\.\w+$|/", w) and not re.fullmatch(r"[\d,]+p?", w)]
+
+
+def may_start_with_reader(command: str) -> bool:
+    """Whether the shell may read the command's first word as a reader or `sed`. A word
+    without quotes or backslashes reads as itself, so most commands are ruled out without
+    `shlex`, the costly part of reading the file lists of a long shell session."""
+    first = command.split(maxsplit=1)[0]
+    return first in SHELL_READERS or first == "sed" or any(mark in first for mark in "'\"\\")
 
 
 def collect_files(

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from json.encoder import encode_basestring
+from typing import Any
 
 from contextd.model import (
     AssistantMessage,
@@ -58,11 +60,16 @@ def serialize_conversation(
 
 
 def _assistant_lines(message: AssistantMessage, tool_text_max_chars: int | None) -> list[str]:
-    thinking = [block.thinking for block in message.content if isinstance(block, ThinkingContent)]
-    text = [block.text for block in message.content if isinstance(block, TextContent)]
-    calls = [
-        _call_text(block, tool_text_max_chars) for block in message.content if isinstance(block, ToolCall)
-    ]
+    thinking: list[str] = []
+    text: list[str] = []
+    calls: list[str] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            text.append(block.text)
+        elif isinstance(block, ThinkingContent):
+            thinking.append(block.thinking)
+        else:
+            calls.append(_call_text(block, tool_text_max_chars))
     lines: list[str] = []
     if thinking:
         lines.append("[Assistant thinking]: " + "\n".join(thinking))
@@ -76,11 +83,37 @@ def _assistant_lines(message: AssistantMessage, tool_text_max_chars: int | None)
 
 
 def _call_text(call: ToolCall, max_chars: int | None) -> str:
-    arguments = ", ".join(
-        f"{key}={truncate(json.dumps(value, ensure_ascii=False), max_chars)}"
-        for key, value in call.arguments.items()
-    )
+    arguments = ", ".join(f"{key}={_json_text(value, max_chars)}" for key, value in call.arguments.items())
     return f"{call.name}({arguments})"
+
+
+_JSON = json.JSONEncoder(ensure_ascii=False)
+"""`json.dumps(value, ensure_ascii=False)` without building an encoder per value."""
+
+_UNESCAPED_BYTES = bytes(byte for byte in range(256) if byte >= 0x20 and byte not in b'"\\')
+_SHORT_ESCAPES = b'"\\\n\r\t\b\f'
+
+
+def _json_text(value: Any, max_chars: int | None) -> str:
+    """`truncate(json.dumps(value, ensure_ascii=False), max_chars)`, without escaping all of
+    a long string only to keep its beginning: tool calls that write files carry whole files."""
+    if max_chars is None or not isinstance(value, str) or len(value) <= max_chars:
+        return truncate(_JSON.encode(value), max_chars)
+    # JSON escapes a string character by character, so the escaped beginning of the string
+    # begins its escaped whole; only the whole's length is needed beyond it.
+    beginning = encode_basestring(value[:max_chars])[:max_chars]
+    return f"{beginning}\n[... {_json_string_length(value) - max_chars} more characters truncated]"
+
+
+def _json_string_length(text: str) -> int:
+    """`len(json.dumps(text, ensure_ascii=False))`, counted instead of built.
+
+    JSON escapes `"`, `\\` and the control characters: seven as two characters (`\\n`), the
+    rest as six (`\\u001b`). All of them are ASCII, which UTF-8 writes as themselves and
+    never inside another character's bytes, so they can be counted in the UTF-8 bytes."""
+    escaped = text.encode("utf-8", "surrogatepass").translate(None, _UNESCAPED_BYTES)
+    six_long = len(escaped.translate(None, _SHORT_ESCAPES))
+    return 2 + len(text) + len(escaped) + 4 * six_long
 
 
 def _content_text(content: str | list[UserBlock]) -> str:
