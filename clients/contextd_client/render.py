@@ -267,8 +267,21 @@ def breakdown_text(breakdown: t.Breakdown | dict[str, Any]) -> str:
 
 
 def figure_lines(usage: t.TokenUsage | dict[str, Any]) -> str:
-    """The figure as a user acts on it (`usage_figure`, and how it was had), then its parts."""
-    return f"{usage_figure(usage).strip()} ({usage['source']})\n{breakdown_text(usage['breakdown'])}"
+    """The figure as a user acts on it (`usage_figure`, and how it was had), then its parts;
+    a mirror's, then where its agent compacts it."""
+    lines = [f"{usage_figure(usage).strip()} ({usage['source']})", breakdown_text(usage["breakdown"])]
+    point = usage.get("agentCompaction")
+    if point:
+        lines.append(agent_compaction_text(point))
+    return "\n".join(lines)
+
+
+def agent_compaction_text(point: t.AgentCompaction | dict[str, Any]) -> str:
+    """`agent compacts at ~167,000 (83.5%): <how that was worked out>`."""
+    at = point["tokens"]
+    if at is None:
+        return f"agent does not compact it on its own: {point['basis']}"
+    return f"agent compacts at ~{tokens(at)} ({point['percent']:g}%): {point['basis']}"
 
 
 def node_title(node: t.TreeNode, shown_id: str, id_width: int) -> tuple[str, str]:

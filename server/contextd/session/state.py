@@ -15,6 +15,7 @@ from dataclasses import replace
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from contextd.compaction.agent_points import ModelWindow
 from contextd.compaction.context import (
     ContextItem,
     build_context,
@@ -44,6 +45,7 @@ from contextd.model import (
     is_node,
     message_text,
 )
+from contextd.session.agent_settings import mirror_compaction_point
 from contextd.session.counts import keep_counts, read_counts
 from contextd.session.errors import InvalidAppend, ReadOnlyMirror
 from contextd.session.events import SessionEvents
@@ -282,7 +284,14 @@ class LiveState(ABC):
             "calibration": self._figure.calibration,
             "model": self.model_id,
             "breakdown": breakdown(self._counted_parts, self._figure, self.unseen_tokens).as_dict(),
+            **({"agentCompaction": self._agent_compaction(self.source["agent"], window)} if self.source else {}),
         }
+
+    def _agent_compaction(self, agent: str, window: int) -> dict[str, Any]:
+        """A mirror's agent compacts it at its own point, which contextd works out from the
+        agent's rules and configuration (it never compacts a mirror at its threshold)."""
+        model = ModelWindow(window, self.model_info.max_output_tokens, recorded=window == self._recorded_window)
+        return mirror_compaction_point(agent, self.header.workspace, model)
 
     # --- the context ------------------------------------------------------------------
 

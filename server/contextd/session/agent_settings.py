@@ -1,0 +1,68 @@
+"""Reads a followed agent's configuration — its files and the environment — for
+compaction/agent_points.py, which works out where the agent compacts its mirror.
+
+A file is read again only when its size or mtime changed: a mirror's figure is reported on
+every change of its transcript, and Claude Code's `~/.claude.json` can be large. The
+daemon's environment stands for the agent's (the user's shell started both, as a rule).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from contextd.compaction.agent_points import ConfigFile, ModelWindow, agent_compaction_point
+
+_texts: dict[Path, tuple[tuple[int, int], ConfigFile]] = {}
+"""Each file read: its (size, mtime) then, and what was read."""
+
+
+def mirror_compaction_point(agent: str, workspace: str, model: ModelWindow) -> dict[str, Any]:
+    """`agentCompaction` of a mirror's tokenUsage (protocol.md)."""
+    env = dict(os.environ)
+    files = [_config_file(path) for path in config_paths(agent, workspace, env)]
+    return agent_compaction_point(agent, files, env, model).body(model.window)
+
+
+def config_paths(agent: str, workspace: str, env: Mapping[str, str]) -> list[Path]:
+    """The files `agent` takes its settings from, in the order it applies them."""
+    home = Path(env.get("HOME") or Path.home())
+    project = Path(workspace)
+    if agent == "claude-code":
+        folder = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
+        global_config = folder / ".claude.json" if env.get("CLAUDE_CONFIG_DIR") else home / ".claude.json"
+        return [global_config, folder / "settings.json", project / ".claude/settings.json", project / ".claude/settings.local.json"]
+    if agent == "codex":
+        return [Path(env.get("CODEX_HOME") or home / ".codex") / "config.toml"]
+    if agent == "pi":
+        return [Path(env.get("PI_CODING_AGENT_DIR") or home / ".pi/agent") / "settings.json", project / ".pi/settings.json"]
+    raise ValueError(f"no configuration files known for agent {agent!r}")
+
+
+def _config_file(path: Path) -> ConfigFile:
+    where = _shown(path)
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return ConfigFile(where, None)
+    except OSError as error:
+        return ConfigFile(where, None, problem=error.strerror or str(error))
+    stamp = (stat.st_size, stat.st_mtime_ns)
+    cached = _texts.get(path)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    try:
+        read = ConfigFile(where, path.read_text(encoding="utf-8", errors="replace"))
+    except OSError as error:
+        read = ConfigFile(where, None, problem=error.strerror or str(error))
+    _texts[path] = (stamp, read)
+    return read
+
+
+def _shown(path: Path) -> str:
+    """`~/.claude/settings.json`: as the user knows the file."""
+    home = os.path.expanduser("~")
+    text = str(path)
+    return "~" + text[len(home):] if text.startswith(home + os.sep) else text
