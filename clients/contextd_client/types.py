@@ -38,6 +38,15 @@ class TokenUsage(TypedDict):
     """What counted tokens were multiplied by: 1.0 for OpenAI models (exact counts)."""
     model: str
     breakdown: Breakdown
+    agentCompaction: NotRequired[AgentCompaction]
+    """A mirror's only: where its agent compacts it."""
+
+
+class AgentCompaction(TypedDict):
+    enabled: bool
+    tokens: int | None
+    percent: float | None
+    basis: str
 
 
 class ParentSession(TypedDict):

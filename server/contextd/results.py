@@ -277,6 +277,22 @@ class TokenUsage(Result):
     """What counted tokens were multiplied by: 1.0 for OpenAI models (exact counts)."""
     model: str
     breakdown: FigureBreakdown
+    agentCompaction: AgentCompaction | None = absent_if_none()
+    """A mirror's only: where its agent compacts it (contextd never does)."""
+
+
+class AgentCompaction(Result):
+    """Where a mirror's agent compacts its own session, from the agent's rules and its
+    configuration (compaction/agent_points.py)."""
+
+    enabled: bool
+    """False: the agent does not compact on its own (then `tokens` and `percent` are null)."""
+    tokens: int | None
+    percent: float | None
+    """Of `contextWindow`."""
+    basis: str
+    """How the point was worked out: the rule, the settings taken and from where, the
+    defaults assumed, the files not found or not readable."""
 
 
 class OpenResult(Result):

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contextd.results import Usage
+from contextd.results import TokenUsage
 from contextd_client import ContextdClient
 
 from tests.cli.commands import run
@@ -52,7 +52,7 @@ async def usage_where(client: ContextdClient, session_id: str, wanted: Any) -> d
     async with asyncio.timeout(WAIT):
         while not wanted(usage := (await client.state(session_id))["usage"]):
             await asyncio.sleep(0.05)
-    Usage.model_validate(usage)
+    TokenUsage.model_validate(usage)
     return usage
 
 

@@ -189,6 +189,7 @@ export interface TokenUsage {
   calibration: number;
   model: string;
   breakdown: FigureBreakdown;
+  agentCompaction?: AgentCompaction;
 }
 /**
  * Where the figure's tokens are, the way an agent's /context splits a window; the parts
@@ -202,6 +203,26 @@ export interface FigureBreakdown {
    * What the agent sends that contextd never sees (system prompt, tool schemas).
    */
   unseen: number;
+}
+/**
+ * Where a mirror's agent compacts its own session, from the agent's rules and its
+ * configuration (compaction/agent_points.py).
+ */
+export interface AgentCompaction {
+  /**
+   * False: the agent does not compact on its own (then `tokens` and `percent` are null).
+   */
+  enabled: boolean;
+  tokens: number | null;
+  /**
+   * Of `contextWindow`.
+   */
+  percent: number | null;
+  /**
+   * How the point was worked out: the rule, the settings taken and from where, the
+   * defaults assumed, the files not found or not readable.
+   */
+  basis: string;
 }
 /**
  * The transcript a mirrored session follows (see contextd.follow).
