@@ -10,7 +10,8 @@ from typing import Any
 
 from contextd.compaction.context import visible_entries
 from contextd.importers import IMPORTERS, STREAMING_IMPORTERS
-from contextd.model import CompactionEntry, Entry, MessageEntry, message_text
+from contextd.model import CompactionEntry, Entry, MessageEntry, ToolResultMessage, message_text
+from contextd.summarizers.extract import extract_facts
 
 RUNS = Path(__file__).parents[1] / "agents" / "runs"
 CLAUDE_CODE_COMPACT = "claude-code-2.1.328-compact.jsonl.gz"
@@ -95,3 +96,44 @@ def test_codex_compaction_keeps_in_context_exactly_what_codex_kept() -> None:
     assert isinstance(visible[0], CompactionEntry) and visible[0].summary == compacted["message"]
     texts = [message_text(entry.message.content) for entry in visible[1:] if isinstance(entry, MessageEntry)]
     assert texts == kept + after
+
+
+def codex_command_outcomes(lines: list[str]) -> tuple[dict[str, bool], Any]:
+    """Each tool result's isError by call id, and the facts a summary reads from the run."""
+    imported = IMPORTERS["codex"](lines)
+    messages = [entry.message for entry in imported.entries if isinstance(entry, MessageEntry)]
+    results = {m.toolCallId: m.isError for m in messages if isinstance(m, ToolResultMessage)}
+    return results, extract_facts(messages)
+
+
+def exit_codes_events_report(records: list[tuple[int, dict[str, Any]]]) -> dict[str, int]:
+    return {
+        raw["payload"]["item"]["id"]: raw["payload"]["item"]["exit_code"]
+        for _, raw in records
+        if raw["type"] == "event_msg" and raw["payload"].get("type") == "item_completed"
+        and raw["payload"]["item"].get("type") == "CommandExecution"
+    }
+
+
+def test_codex_unified_exec_exit_codes_decide_the_outcome() -> None:
+    """Codex 0.169 frames a command's output as `Chunk ID / Wall time / Process exited with
+    code N / Output:` (and reports the code in an `item_completed` event): exit 127 is a
+    failure, not a pass, and the summary reads the output without the frame."""
+    lines = run_lines(CODEX_COMPACT)
+    codes = exit_codes_events_report(numbered_records(lines))
+    assert sorted(codes.values()) == [0, 127]
+    results, facts = codex_command_outcomes(lines)
+    assert results == {call: code != 0 for call, code in codes.items()}
+    assert facts.commands["nosuchcommand --check"].verdict != "ok"
+    assert "`nosuchcommand` is not installed here (command not found)" in facts.environment
+    assert facts.commands["ls /"].verdict == "ok" and "Chunk ID" not in facts.commands["ls /"].detail
+
+
+def test_codex_exit_code_of_an_exec_event_counts_when_the_output_does_not_say_it() -> None:
+    """The real run's lines with the exit code left out of the outputs' frame (as an output
+    cut short says nothing of it): the `item_completed` event's code still decides."""
+    lines = [line.replace("Process exited with code 127\\n", "") for line in run_lines(CODEX_COMPACT)]
+    assert not any("Process exited with code 127" in line and "function_call_output" in line for line in lines)
+    results, _ = codex_command_outcomes(lines)
+    codes = exit_codes_events_report(numbered_records(lines))
+    assert results == {call: code != 0 for call, code in codes.items()}

@@ -58,6 +58,8 @@ TEXT_PARTS = ("input_text", "text", "output_text")
 AGENTS_MD_PREFIXES = ("# AGENTS.md instructions for ", "<user_instructions>")
 OPENING_TAG = re.compile(r"<([a-z_][a-z_ ]*)>")
 EXIT_CODE = re.compile(r"\s*Exit code: (-?\d+)")
+PROCESS_EXITED = re.compile(r"^Process exited with code (-?\d+)\s*$", re.MULTILINE)
+"""Unified exec's header (`Chunk ID / Wall time / Process exited with code N / Output:`)."""
 FAILED_PATCH = "apply_patch verification failed"
 TURN_ENDS = ("task_complete", "turn_aborted")
 META_KEYS = ("id", "cwd", "timestamp")
@@ -123,6 +125,7 @@ class CodexImporter(StreamingImporter):
             "lastContextTokens": converter.last_context_tokens,
             "instructionsInForce": converter.instructions_in_force,
             "metaInstructions": converter.meta_instructions,
+            "exitCodes": converter.exit_codes,
         }
 
     def restore_own_state(self, state: dict[str, Any]) -> None:
@@ -139,6 +142,7 @@ class CodexImporter(StreamingImporter):
         converter.tool_names = {str(call): str(name) for call, name in state["toolNames"].items()}
         converter.last_context_tokens = int(state["lastContextTokens"])
         converter.instructions_in_force = {str(source): str(text) for source, text in state["instructionsInForce"].items()}
+        converter.exit_codes = {str(call): int(code) for call, code in state["exitCodes"].items()}
         converter.meta_instructions = None if meta_instructions is None else (
             int(meta_instructions[0]), str(meta_instructions[1]), meta_instructions[2]
         )
@@ -190,6 +194,8 @@ class _Converter:
         self.last_context_tokens = 0
         self.instructions_in_force: dict[str, str] = {}
         self.meta_instructions: tuple[int, str, str | None] | None = None
+        self.exit_codes: dict[str, int] = {}
+        """Exit codes events reported for calls whose output has not come yet."""
 
     def line(self, line: int, kind: str, payload: dict[str, Any], timestamp: Any) -> None:
         timestamp = timestamp if isinstance(timestamp, str) else None
@@ -324,6 +330,7 @@ class _Converter:
         self.flush_answer()
         call_id = str(item.get("call_id"))
         text, is_error = _output(item.get("output"))
+        is_error = is_error or self.exit_codes.pop(call_id, 0) != 0
         data = {
             "role": "toolResult",
             "toolCallId": call_id,
@@ -373,6 +380,7 @@ class _Converter:
     def event(self, line: int, payload: dict[str, Any]) -> None:
         kind = payload.get("type")
         if kind != "token_count":
+            self.note_exit_code(payload)
             if kind in TURN_ENDS:
                 self.flush_answer()  # the turn is over: its last answer is complete
             self.problems.append(Problem(line, "skipped", f"event_msg {kind}: a UI event; the conversation is in response_item lines"))
@@ -407,6 +415,18 @@ class _Converter:
             self.give_usage(answer, usage)
         else:
             self.next_usage = usage
+
+    def note_exit_code(self, payload: dict[str, Any]) -> None:
+        """A command's exit code from an event, for its output (which may not say it)."""
+        # Older versions write `exec_command_end` {call_id, exit_code}; newer ones an
+        # `item_completed` event of a `CommandExecution` item {id, exit_code}.
+        kind = payload.get("type")
+        reported = payload.get("item") if kind == "item_completed" else payload if kind == "exec_command_end" else None
+        if not isinstance(reported, dict) or not isinstance(reported.get("exit_code"), int):
+            return
+        call_id = reported.get("call_id") or reported.get("id")
+        if isinstance(call_id, str):
+            self.exit_codes[call_id] = reported["exit_code"]
 
     def give_usage(self, answer: MessageEntry, usage: Usage) -> None:
         answer.message.usage = usage  # type: ignore[union-attr]
@@ -518,8 +538,10 @@ def _output(output: Any) -> tuple[str | list[dict[str, Any]], bool]:
 
 
 def _failed_text(text: str) -> bool:
-    """Plain-text outputs: shell commands start `Exit code: N`, a rejected patch says so."""
-    exit_code = EXIT_CODE.match(text)
+    """Plain-text outputs: shell commands start `Exit code: N` (unified exec says `Process
+    exited with code N` in its header), a rejected patch says so."""
+    header, framed, _ = text.partition("\nOutput:")
+    exit_code = EXIT_CODE.match(text) or (PROCESS_EXITED.search(header) if framed else None)
     if exit_code:
         return int(exit_code.group(1)) != 0
     return text.lstrip().startswith(FAILED_PATCH)

@@ -3,8 +3,9 @@
 Real transcripts taught these rules (tests/fixtures/real):
 - an exit code decides success, not the words in the output: a migration log that prints
   "FAIL" for a skipped check exits 0, and a build whose output says nothing alarming can
-  exit 126. Codex wraps output as `{"output", "metadata": {"exit_code"}}` or as
-  `Exit code: N / Wall time / Output:` text, pi appends `Command exited with code N`, Claude
+  exit 126. Codex wraps output as `{"output", "metadata": {"exit_code"}}`, as
+  `Exit code: N / Wall time / Output:` text or (unified exec) with a header holding
+  `Process exited with code N` above `Output:`, pi appends `Command exited with code N`, Claude
   Code starts a failed Bash result with `Exit code N`;
 - a search that found nothing (grep, rg, ... exiting 1 with no output) is an answer, not a
   failure;
@@ -37,6 +38,10 @@ DEBUGGER_NOISE = re.compile(
     re.IGNORECASE,
 )
 _CODEX_TEXT = re.compile(r"^Exit code: (-?\d+)\s*\n(?:Wall time:[^\n]*\n)?(?:Output:\n?)?", re.DOTALL)
+_CODEX_UNIFIED = re.compile(
+    r"^(?:[A-Z][A-Za-z ]*:[^\n]*\n)*Process exited with code (-?\d+)\s*\n(?:[A-Z][A-Za-z ]*:[^\n]*\n)*Output:\n?"
+)
+"""Codex's unified exec: `Chunk ID / Wall time / Process exited with code N / Original token count / Output:`."""
 _CLAUDE_FAILED = re.compile(r"^Exit code (-?\d+)\s*(?:\n|$)")
 _PI_TRAILER = re.compile(r"\n*\s*Command exited with code (-?\d+)\s*$")
 TIMED_OUT = re.compile(r"^Command timed out after\b", re.IGNORECASE)
@@ -69,7 +74,7 @@ def read_output(text: str) -> ToolOutput:
             metadata = data.get("metadata")
             code = metadata.get("exit_code") if isinstance(metadata, dict) else None
             return ToolOutput(data["output"].strip(), code if isinstance(code, int) else None)
-    if match := _CODEX_TEXT.match(stripped):
+    if match := _CODEX_TEXT.match(stripped) or _CODEX_UNIFIED.match(stripped):
         return ToolOutput(stripped[match.end():].strip(), int(match.group(1)))
     if match := _PI_TRAILER.search(stripped):
         return ToolOutput(stripped[: match.start()].strip(), int(match.group(1)))
