@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,8 +27,28 @@ per working directory, Codex one per day (YYYY/MM/DD). Claude Code's subagent tr
 deeper down, are not conversations of their own."""
 
 
-def root_of(agent: FollowedAgent, overrides: dict[FollowedAgent, str]) -> Path:
-    return Path(os.path.expanduser(overrides.get(agent, DEFAULT_ROOTS[agent])))
+AGENT_HOMES: dict[FollowedAgent, tuple[tuple[str, str], ...]] = {
+    "claude-code": (("CLAUDE_CONFIG_DIR", "projects"),),
+    "codex": (("CODEX_HOME", "sessions"),),
+    "pi": (("PI_CODING_AGENT_SESSION_DIR", ""), ("PI_CODING_AGENT_DIR", "sessions")),
+}
+"""The environment variables each agent takes its transcripts' folder from, first set wins,
+with the folder below it (read from the agents themselves: Claude Code 2.1.328 writes under
+`$CLAUDE_CONFIG_DIR/projects`, Codex 0.169 under `$CODEX_HOME/sessions`, pi 0.73 under
+`$PI_CODING_AGENT_SESSION_DIR`, else `$PI_CODING_AGENT_DIR/sessions`, `~` expanded)."""
+
+
+def agent_root(agent: FollowedAgent, env: Mapping[str, str]) -> str:
+    """Where `agent` keeps its transcripts in the environment `env`, as it decides itself."""
+    for variable, below in AGENT_HOMES[agent]:
+        if env.get(variable, "").strip():
+            return os.path.join(os.path.expanduser(env[variable].strip()), below)
+    return DEFAULT_ROOTS[agent]
+
+
+def root_of(agent: FollowedAgent, overrides: dict[FollowedAgent, str], env: Mapping[str, str] = os.environ) -> Path:
+    """The folder followed for `agent`: the settings' root, else the agent's own."""
+    return Path(os.path.expanduser(overrides.get(agent) or agent_root(agent, env)))
 
 
 FileStamp = tuple[int, int]

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contextd.deprecations import warn_deprecated_models
 from contextd.follow import Follower
-from contextd.follow.transcripts import DEFAULT_ROOTS
+from contextd.follow.transcripts import DEFAULT_ROOTS, agent_root
 from contextd.model import MAX_CONTENT_DEPTH, FollowedAgent, Settings, too_deep_setting
 from contextd.settings import (
     Layer,
@@ -96,10 +96,12 @@ def parse_settings(raw: Any) -> Layer:
 
 
 def check_follow_roots(requested: dict[FollowedAgent, str], owner: Settings) -> None:
-    """Roots a client asks to follow must be the user's own agent folders (the defaults, or
-    inside them) or roots the owner's own settings name: any other folder could be one only
+    """Roots a client asks to follow must be the user's own agent folders (the defaults, the
+    ones the agents' variables name in the daemon's environment, or inside them) or roots
+    the owner's own settings name: any other folder could be one only
     the daemon's user can read, whose files a mirror would then show. -32602 naming it."""
-    allowed = [real_path(root) for root in (*DEFAULT_ROOTS.values(), *owner.follow.roots.values())]
+    own = [agent_root(agent, os.environ) for agent in DEFAULT_ROOTS]  # $CODEX_HOME/sessions and the like
+    allowed = [real_path(root) for root in (*DEFAULT_ROOTS.values(), *own, *owner.follow.roots.values())]
     for agent, root in requested.items():
         path = real_path(root)
         if path is None or not any(base and (path == base or path.startswith(base + os.sep)) for base in allowed):
