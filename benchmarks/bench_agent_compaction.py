@@ -65,7 +65,7 @@ def measure(name: str, agent: str, facts: list[dict], max_tokens: int, limit: in
     compactions = [e for e in entries if isinstance(e, CompactionEntry)]  # imported: all the agent's own
     index_dir = tempfile.mkdtemp(prefix="bench-history-")
     index = HistoryIndex(Path(index_dir))
-    index.sync(name, "bench", entries)
+    index.sync(name, "bench", tree.entries)
     texts = {entry.id: (found_text.text if (found_text := entry_text(entry)) else "") for entry in entries}
     rows = []
     for number, compaction in enumerate(compactions, 1):

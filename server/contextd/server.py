@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contextd import __version__
 from contextd.formats import render_context
-from contextd.history import history_index_for
 from contextd.model import IdleSettings, Settings
 from contextd.results import (
     AppendParams,
@@ -488,8 +487,7 @@ def follow(connection: ClientConnection, params: FollowParams) -> dict[str, Any]
 
 async def history_search(connection: ClientConnection, params: HistorySearchParams) -> dict[str, Any]:
     session = connection.daemon.sessions.get(params.sessionId)
-    index = history_index_for(connection.daemon.data_dir)
-    return await history.search(session, index, params.query, params.limit)
+    return await history.search(session, connection.daemon.history, params.query, params.limit)
 
 
 def history_get(connection: ClientConnection, params: HistoryGetParams) -> dict[str, Any]:

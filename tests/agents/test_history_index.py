@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from contextd.history import HistoryIndex, match_expression
+from contextd.history import HistoryIndex, IndexWriter, match_expression
 from contextd.model import MessageEntry, UserMessage
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 WORDS = ["alpha7", "bravo7", "charlie7", "delta7", "echo7", "foxtrot7"]
 
 
-def entries_of(texts: list[list[str]]) -> list[MessageEntry]:
-    return [
-        MessageEntry(id=f"e{i}", parentId=f"e{i - 1}" if i else None, message=UserMessage(content=" ".join(words)))
+def entries_of(texts: list[list[str]]) -> dict[str, MessageEntry]:
+    """Entries by id in written order, as a session's tree holds them."""
+    return {
+        f"e{i}": MessageEntry(id=f"e{i}", parentId=f"e{i - 1}" if i else None, message=UserMessage(content=" ".join(words)))
         for i, words in enumerate(texts)
-    ]
+    }
 
 
 @settings(max_examples=40, deadline=None)
@@ -32,13 +33,14 @@ def test_a_search_finds_exactly_the_entries_holding_the_word(
     directory = Path(tmp_path_factory.mktemp("index"))  # type: ignore[attr-defined]
     index = HistoryIndex(directory)
     entries = entries_of(texts)
-    written = 0
+    growing: dict[str, MessageEntry] = {}
     for size in chunks:  # appended a few at a time, synced after each
-        written = min(len(entries), written + size)
-        index.sync("s", "t0", entries[:written])
+        for entry_id in list(entries)[len(growing) : len(growing) + size]:
+            growing[entry_id] = entries[entry_id]
+        index.sync("s", "t0", growing)
     index.sync("s", "t0", entries)
     found = {hit.entry_id for hit in index.search("s", word, limit=100)}
-    assert found == {entry.id for entry, words in zip(entries, texts, strict=True) if word in words}
+    assert found == {entry_id for entry_id, words in zip(entries, texts, strict=True) if word in words}
     index.close()
 
 
@@ -61,3 +63,24 @@ def test_queries_are_words_never_fts_syntax() -> None:
     assert match_expression('NEAR(a b) "x" OR *') == '"NEAR" OR "a" OR "b" OR "x" OR "OR"'
     assert match_expression("src/app.py") == '"src/app.py"'
     assert match_expression("()*") is None
+
+
+def test_the_writer_keeps_up_with_a_session_another_thread_appends_to(tmp_path: Path) -> None:
+    """The writer reads the newest entries of a dict the appending thread keeps growing:
+    every entry ends up indexed once, whatever the moment each pass read it."""
+    writer = IndexWriter(HistoryIndex(tmp_path))
+    entries: dict[str, MessageEntry] = {}
+    ticket = 0
+    for number in range(600):
+        entries[f"e{number}"] = MessageEntry(
+            id=f"e{number}", parentId=f"e{number - 1}" if number else None, message=UserMessage(content=f"word{number}")
+        )
+        if number % 7 == 0:
+            ticket = writer.changed("s", "t0", entries)
+    writer.wait(ticket)
+    writer.wait(writer.changed("s", "t0", entries))
+    for number in (0, 1, 299, 598, 599):
+        assert [hit.entry_id for hit in writer.index.search("s", f"word{number}", 10)] == [f"e{number}"]
+    writer.deleted("s")
+    writer.close()
+    assert writer.index.search("s", "word5", 10) == []

@@ -141,7 +141,7 @@ def test_the_history_index_and_its_wal_are_the_owners_only(tmp_path):
     previous = os.umask(0o022)
     try:
         index = HistoryIndex(tmp_path / "data")
-        index.sync("s", "2026-01-01T00:00:00Z", [MessageEntry(id="a", parentId=None, message=UserMessage(content="hello"))])
+        index.sync("s", "2026-01-01T00:00:00Z", {"a": MessageEntry(id="a", parentId=None, message=UserMessage(content="hello"))})
         assert [hit.entry_id for hit in index.search("s", "hello", 5)] == ["a"]
         files = list((tmp_path / "data").iterdir())
         assert len(files) >= 2  # the database and its write-ahead log

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from contextd.deprecations import warn_deprecated_models
 from contextd.follow import Follower
 from contextd.follow.transcripts import DEFAULT_ROOTS, agent_root
+from contextd.history import IndexWriter, history_writer_for
 from contextd.model import MAX_CONTENT_DEPTH, FollowedAgent, Settings, too_deep_setting
 from contextd.settings import (
     Layer,
@@ -224,6 +225,7 @@ class Daemon:
         self.address: str | None = None
         self.on_idle: Callable[[], None] = lambda: None
         self._sessions: SessionManager | None = None
+        self._history: IndexWriter | None = None
         self.events = DaemonEvents(self)
         self.follower = Follower(
             data_dir=lambda: self.data_dir, sessions=lambda: self.sessions,
@@ -245,6 +247,23 @@ class Daemon:
 
     def _store(self) -> Store:
         return Store(self.data_dir)
+
+    @property
+    def history(self) -> IndexWriter:
+        """The writer of the data dir's history index (contextd/history/search)."""
+        if self._history is None:
+            self._history = history_writer_for(self.data_dir)
+        return self._history
+
+    def index_change(self, session_id: str, cause: str) -> None:
+        """Hand a session's change to the history index's writer, which writes it on its own
+        thread: the change's request does not wait for it."""
+        if cause == "deleted":
+            self.history.deleted(session_id)
+            return
+        session = self._sessions.loaded_session(session_id) if self._sessions is not None else None
+        if session is not None:
+            self.history.changed(session_id, session.header.createdAt, session.tree.entries)
 
     def watch(self, connection: ClientConnection, session_id: str) -> None:
         connection.open_sessions[session_id] = None
@@ -477,6 +496,8 @@ class Daemon:
         self.follower.stop()
         if self._sessions is not None:
             self._sessions.close_all()
+        if self._history is not None:
+            self._history.close()
 
     def status(self) -> dict[str, Any]:
         loaded = self._sessions.loaded() if self._sessions is not None else []
@@ -534,6 +555,7 @@ class DaemonEvents:
         self._tell(body["sessionId"], "contextd/tokenUsage", body)
 
     def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None:
+        self.daemon.index_change(session_id, cause)
         body = {"sessionId": session_id, "leafId": leaf_id, "cause": cause}
         self._tell(session_id, "contextd/sessionChanged", body)
 

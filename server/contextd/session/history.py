@@ -7,12 +7,13 @@ is placed relative to the current branch and its compactions."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from contextd.compaction.prepare import NothingToCompact, offline_summary, prepare_span
-from contextd.history import HistoryIndex, entry_text
+from contextd.history import Hit, IndexWriter, entry_text
 from contextd.model import CompactionEntry, Entry, is_node
 from contextd.session.errors import EntryNotFound, NothingToCompactError
 from contextd.session.live import LiveSession
@@ -47,10 +48,9 @@ class Placement:
         return {"branch": "current", "foldedBy": self.folded_by.get(entry_id)}
 
 
-async def search(session: LiveSession, index: HistoryIndex, query: str, limit: int) -> dict[str, Any]:
-    """Ranked full-text hits over every entry; the index first takes what was appended."""
-    entries = list(session.tree.entries.values())
-    hits = await asyncio.to_thread(_sync_and_search, index, session, entries, query, limit)
+async def search(session: LiveSession, writer: IndexWriter, query: str, limit: int) -> dict[str, Any]:
+    """Ranked full-text hits over every entry, once the index holds what was written."""
+    hits = await asyncio.to_thread(_search_when_written, writer, session, query, limit)
     placement = Placement.of(session)
     return {
         "sessionId": session.session_id,
@@ -70,11 +70,21 @@ async def search(session: LiveSession, index: HistoryIndex, query: str, limit: i
     }
 
 
-def _sync_and_search(
-    index: HistoryIndex, session: LiveSession, entries: Sequence[Entry], query: str, limit: int
-) -> list[Any]:
-    index.sync(session.session_id, session.header.createdAt, entries)
-    return index.search(session.session_id, query, limit)
+def _search_when_written(writer: IndexWriter, session: LiveSession, query: str, limit: int) -> list[Hit]:
+    try:
+        return _written_then_searched(writer, session, query, limit)
+    except sqlite3.OperationalError:
+        raise
+    except sqlite3.DatabaseError as error:  # damaged under the open connection
+        writer.index.reset(error)
+        return _written_then_searched(writer, session, query, limit)
+
+
+def _written_then_searched(writer: IndexWriter, session: LiveSession, query: str, limit: int) -> list[Hit]:
+    """The session is noted as changed first: a no-op when the writer has kept up with it
+    since the index was made, else (loaded after the index was lost) it is written whole."""
+    writer.wait(writer.changed(session.session_id, session.header.createdAt, session.tree.entries))
+    return writer.index.search(session.session_id, query, limit)
 
 
 def get_entries(
