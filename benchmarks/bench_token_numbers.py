@@ -84,7 +84,7 @@ def predicted(session: LiveSession, before: list[Entry], prior: int) -> tuple[in
     """The figure no report anchors at the end of `before` (what the context holds, counted
     and calibrated), and the unseen part the session had learned by then (`prior` before it
     learned any)."""
-    learned = learn_unseen(before, session.entry_tokens, session._pruned_tokens)
+    learned = learn_unseen(before, session.entry_tokens, session._pruned_tokens, calibration=session.calibration)
     unseen = learned.evidence.tokens(session.calibration) if learned.evidence else prior
     tokens_of = context_tokens_of(before, session.entry_tokens, session._pruned_tokens)
     counted = sum(tokens_of(entry) for entry in [*standing_instructions(before), *visible_entries(before)])
@@ -138,7 +138,7 @@ def priors_without_each(imported: dict[str, LiveSession]) -> dict[str, int]:
     a transcript never teaches the prior it is scored with."""
     taught = {}
     for name, session in imported.items():
-        evidence = first_unseen(session.path, session.entry_tokens, session._pruned_tokens)
+        evidence = first_unseen(session.path, session.entry_tokens, session._pruned_tokens, calibration=session.calibration)
         taught[name] = (prior_key(name, session), evidence.tokens(session.calibration) if evidence else None)
     priors = {}
     for name, (key, _) in taught.items():

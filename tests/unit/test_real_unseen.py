@@ -191,7 +191,7 @@ def first_taught(name: str) -> tuple[tuple[str, str] | None, int | None]:
         session = mirror_of(name, Path(scratch))
     agent, tokenizer = agent_of(name), session.model_info.tokenizer
     key = next((k for k in ((agent, tokenizer), (agent, ANY_MODEL)) if k in UNSEEN_PRIORS), None)
-    evidence = first_unseen(session.path, session.entry_tokens, session._pruned_tokens)
+    evidence = first_unseen(session.path, session.entry_tokens, session._pruned_tokens, calibration=session.calibration)
     return key, evidence.tokens(session.calibration) if evidence is not None else None
 
 

@@ -117,3 +117,45 @@ def test_another_model_relearns_the_unseen_part(tmp_path):
     assert session.unseen_tokens == 25_000
     sessions.close_all()
     assert sessions.get(session.session_id).unseen_tokens == 25_000
+
+
+MCP_TOOLS_TOKENS = 12_000
+"""Tool schemas an MCP server adds once it has started, mid-session."""
+
+
+def test_tools_connected_mid_session_are_learned_from_the_report_that_shows_them(tmp_path):
+    """The prompt outgrew what contextd saw by the new tools: the unseen part is relearned
+    there, not at the next compaction, and the figure after one holds them; a restart
+    derives the same."""
+    sessions, session = new_session(tmp_path)
+    reporting(session, range(3), SYSTEM_PROMPT_TOKENS)
+    reporting(session, range(3, 6), SYSTEM_PROMPT_TOKENS + MCP_TOOLS_TOKENS)
+    assert session.unseen_tokens == SYSTEM_PROMPT_TOKENS + MCP_TOOLS_TOKENS
+
+    entry = asyncio.run(session.compact("manual"))
+    assert session.usage_body()["breakdown"]["unseen"] == SYSTEM_PROMPT_TOKENS + MCP_TOOLS_TOKENS
+    sessions.close_all()
+    reopened = sessions.get(session.session_id)
+    assert reopened.unseen_tokens == SYSTEM_PROMPT_TOKENS + MCP_TOOLS_TOKENS
+    assert reopened.tokens == entry.tokensAfter
+
+
+def test_drift_within_a_stretch_is_not_taken_for_new_tools(tmp_path):
+    """Reminders an agent adds to its history and counting's own drift grow the prompt a
+    little past the count: a compaction drops them, so they must not enter the unseen part."""
+    sessions, session = new_session(tmp_path)
+    reporting(session, range(3), SYSTEM_PROMPT_TOKENS)
+    reporting(session, range(3, 6), SYSTEM_PROMPT_TOKENS + 1_500)
+    assert session.unseen_tokens == SYSTEM_PROMPT_TOKENS
+
+
+def test_a_report_of_another_conversation_is_not_taken_for_new_tools(tmp_path):
+    """Codex's review mode writes the reports of its own, smaller conversation into the
+    rollout: the next report of the session's own steps back up past the previous report,
+    yet matches the counted context plus the unseen part known (give or take drift, which a
+    relearning there would take in)."""
+    sessions, session = new_session(tmp_path)
+    reporting(session, range(4), SYSTEM_PROMPT_TOKENS)
+    session.append_messages(messages_of([user("review this"), assistant("reviewed", usage={"input": 3_000, "output": 10})]))
+    reporting(session, range(4, 6), SYSTEM_PROMPT_TOKENS + 1_500)
+    assert session.unseen_tokens == SYSTEM_PROMPT_TOKENS

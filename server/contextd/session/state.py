@@ -57,7 +57,7 @@ from contextd.tokens import (
     count_text,
     resolve_model,
 )
-from contextd.tokens.calibration import CalibrationLedger, learn
+from contextd.tokens.calibration import CalibrationLedger, learn, prompt_tokens
 from contextd.tokens.context_size import (
     TokenFigure,
     breakdown,
@@ -69,7 +69,7 @@ from contextd.tokens.context_size import (
     reports_context,
 )
 from contextd.tokens.registry import best_match
-from contextd.tokens.unseen import UnseenState, learn_unseen, unseen_prior
+from contextd.tokens.unseen import UnseenState, grew_past_counting, learn_unseen, unseen_prior
 
 if TYPE_CHECKING:
     from contextd.session.running import RunningCompaction
@@ -244,7 +244,7 @@ class LiveState(ABC):
         return context_tokens_of(path, self.entry_tokens, self._pruned_tokens)
 
     def _learn_unseen(self) -> None:
-        self._unseen = learn_unseen(self._path, self.entry_tokens, self._pruned_tokens)
+        self._unseen = learn_unseen(self._path, self.entry_tokens, self._pruned_tokens, calibration=self.calibration)
 
     def figure_of(self, path: Sequence[Entry]) -> TokenFigure:
         return context_size(
@@ -375,8 +375,12 @@ class LiveState(ABC):
                     self._pending_calls[call.id] = call.name
                 if message.usage is not None and reports_context(message):
                     # A new anchor; the answer may also have taught the calibration, and
-                    # the unseen part when it is its stretch's first report.
-                    if not self._unseen.settled:
+                    # the unseen part when it is its stretch's first report or its prompt
+                    # outgrew the figure (tools the agent connected: tokens/unseen.py).
+                    expected = self._figure.tokens if self._figure.anchored else None
+                    if not self._unseen.settled or (
+                        expected is not None and grew_past_counting(prompt_tokens(message.usage), expected)
+                    ):
                         self._learn_unseen()
                     self._figure = TokenFigure(
                         message.usage.context_tokens,

@@ -10,7 +10,9 @@ calibrated count of what contextd sent before that answer.
 It is learned at the first valid report of each stretch (from the session's start, from a
 compaction or prune, or from a change to another model): there the counted part is smallest, so counting's own drift (results
 the agent shortens, a calibration still settling) weighs least; a later compaction carries
-the value on until the next stretch's first report replaces it (a new model, new tools). A
+the value on until the next stretch's first report replaces it (a new model, new tools), or
+a report shows the prompt outgrew what contextd saw by far more than drift (tools connected
+mid-session: `GROWTH_SHARE`), and teaches it there. A
 stretch whose beginning contextd never saw teaches nothing: a transcript that opens with an
 answer or a tool result (a file cut from a longer session) has history in its first reports
 that the next compaction drops. A handoff passes the value on in its entry.
@@ -95,36 +97,92 @@ class UnseenState:
     settled: bool
 
 
+GROWTH_SHARE = 0.15
+"""A report whose prompt grew past what contextd saw by more than this share of the prompt
+(and `GROWTH_MIN_TOKENS`) shows the agent's unseen part grew: tools connected mid-session
+(an MCP server that finished starting), a longer system prompt. Smaller gaps are counting's
+drift and the reminders an agent adds to its history, which a compaction drops again."""
+GROWTH_MIN_TOKENS = 2_000
+
+
+@dataclass(frozen=True)
+class _Since:
+    """The latest report's context (prompt and answer) and what was counted after it."""
+
+    context: int
+    counted: int
+
+
 def learn_unseen(
-    path: Sequence[Entry], entry_tokens: Mapping[str, int], pruned_tokens: Callable[[int], int]
+    path: Sequence[Entry],
+    entry_tokens: Mapping[str, int],
+    pruned_tokens: Callable[[int], int],
+    *,
+    calibration: float,
 ) -> UnseenState:
     """The unseen part at the end of `path`; `entry_tokens` holds each entry's counted
-    tokens, `pruned_tokens(n)` counts the placeholder of a pruned result of `n` tokens."""
+    tokens, `pruned_tokens(n)` counts the placeholder of a pruned result of `n` tokens,
+    `calibration` is the factor counted tokens are multiplied by."""
     evidence: UnseenEvidence | None = None
     settled = not _opens_conversation(path)
-    model = None
+    model, since = None, None
     for index, entry in enumerate(path):
         if isinstance(entry, (CompactionEntry, PruneEntry)):
-            settled = False
+            settled, since = False, None
         elif isinstance(entry, ModelChangeEntry):
             # Another model may come with another system prompt: its first report teaches.
             settled = settled and entry.model == (model or entry.model)
             model = entry.model
         elif isinstance(entry, HandoffEntry) and entry.unseenTokens is not None:
             evidence, settled = UnseenEvidence(entry.unseenTokens, 0), False
-        elif not settled and isinstance(entry, MessageEntry) and reports_context(entry.message):
-            evidence, settled = evidence_at(path[: index + 1], entry_tokens, pruned_tokens), True
+        elif isinstance(entry, MessageEntry) and reports_context(entry.message):
+            assert isinstance(entry.message, AssistantMessage) and entry.message.usage is not None
+            usage, end = entry.message.usage, index + 1
+
+            def taught() -> UnseenEvidence:  # O(path): called only where a report may teach
+                return evidence_at(path[:end], entry_tokens, pruned_tokens)
+
+            if not settled or _grew(prompt_tokens(usage), since, evidence, taught, calibration):
+                evidence, settled = taught(), True
+            since = _Since(usage.context_tokens, entry_tokens.get(entry.id, 0))
+        elif since is not None:
+            since = _Since(since.context, since.counted + entry_tokens.get(entry.id, 0))
     return UnseenState(evidence, settled)
 
 
+def grew_past_counting(prompt: int, expected: int) -> bool:
+    """Whether a reported `prompt` exceeds the `expected` one by more than drift."""
+    return prompt - expected > max(GROWTH_SHARE * prompt, GROWTH_MIN_TOKENS)
+
+
+def _grew(
+    prompt: int,
+    since: _Since | None,
+    evidence: UnseenEvidence | None,
+    taught: Callable[[], UnseenEvidence],
+    calibration: float,
+) -> bool:
+    """Whether a report of `prompt` tokens, in a stretch that taught `evidence`, shows the
+    unseen part grew (`taught` is what the report would teach): its prompt outgrew both the
+    previous report plus what was counted since, and the counted context plus the unseen
+    part known. Both, because some agents interleave reports of another conversation
+    (Codex's review mode: a prompt a fifth the size), and the step back up from one is no
+    growth of the unseen part."""
+    if since is None or evidence is None:
+        return False
+    if not grew_past_counting(prompt, since.context + round(since.counted * calibration)):
+        return False
+    return grew_past_counting(prompt, round(taught().counted * calibration) + evidence.tokens(calibration))
+
+
 def first_unseen(
-    path: Sequence[Entry], entry_tokens: Mapping[str, int], pruned_tokens: Callable[[int], int]
+    path: Sequence[Entry], entry_tokens: Mapping[str, int], pruned_tokens: Callable[[int], int], *, calibration: float
 ) -> UnseenEvidence | None:
     """The first evidence `path` teaches (None if it teaches none): what a session tells
     about its agent, the value the corpus's priors are derived from."""
     for index, entry in enumerate(path):
         if isinstance(entry, MessageEntry) and reports_context(entry.message):
-            evidence = learn_unseen(path[: index + 1], entry_tokens, pruned_tokens).evidence
+            evidence = learn_unseen(path[: index + 1], entry_tokens, pruned_tokens, calibration=calibration).evidence
             if evidence is not None:
                 return evidence
     return None
