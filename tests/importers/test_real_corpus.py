@@ -359,6 +359,28 @@ def test_claude_code_records_of_one_answer_stay_one_message_with_their_results(n
     assert not stand_ins & answered
 
 
+KILLED_BACKGROUND = "claude-code-flow-killed-background.jsonl.gz"
+
+
+def test_claude_code_killed_background_tasks_are_kept_as_the_notes_claude_code_never_sent() -> None:
+    """claude-code-flow-killed-background ends with two background commands killed (lines
+    85-86): Claude Code drops their notifications from its queue, so the queue-operation
+    records are the only trace. Each becomes a user message at the end of the conversation,
+    in order, reported as repaired; the queue's other records stay left out."""
+    killed = [
+        (number, raw["content"])
+        for number, raw in records(KILLED_BACKGROUND)
+        if raw.get("type") == "queue-operation" and "<status>killed</status>" in str(raw.get("content"))
+    ]
+    assert [number for number, _ in killed] == [85, 86]
+    session = imported(KILLED_BACKGROUND)
+    messages = [e.message for e in path_to_leaf(session) if isinstance(e, MessageEntry)]
+    assert [(m.role, message_text(m.content)) for m in messages[-2:]] == [("user", text) for _, text in killed]
+    assert isinstance(messages[-3], AssistantMessage)  # after the last answer
+    reported = {p.line: p.kind for p in session.problems if p.message.startswith("queue-operation")}
+    assert reported == {1: "skipped", 85: "repaired", 86: "repaired"}
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_a_file_whose_every_write_failed_is_not_a_modified_file(name: str) -> None:
     """claude-code-atlas-short's orchestrator.ts and codex-knearme-two-compactions'
