@@ -104,7 +104,7 @@ class AssistantMessage(Strict):
 
     @property
     def tool_calls(self) -> list[ToolCall]:
-        return [block for block in self.content if isinstance(block, ToolCall)]
+        return [block for block in self.content if block.type == "toolCall"]
 
     @property
     def failed(self) -> bool:

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from contextd.model import (
     AssistantMessage,
-    BranchSummaryEntry,
     CompactionEntry,
     Entry,
-    HandoffEntry,
     InstructionsEntry,
     Message,
-    MessageEntry,
-    PruneEntry,
     ToolResultMessage,
     UserMessage,
 )
@@ -47,7 +43,7 @@ class ContextItem:
 
 def latest_compaction_index(path: Sequence[Entry]) -> int | None:
     for index in range(len(path) - 1, -1, -1):
-        if isinstance(path[index], CompactionEntry):
+        if path[index].type == "compaction":
             return index
     return None
 
@@ -60,7 +56,7 @@ def visible_entries(path: Sequence[Entry]) -> list[Entry]:
     kept entries is left out: the latest summary was written as an update of it.
     Instructions are not conversation: `standing_instructions` gives them, wherever they are.
     """
-    conversation: list[Entry] = [entry for entry in path if not isinstance(entry, InstructionsEntry)]
+    conversation: list[Entry] = [entry for entry in path if entry.type != "instructions"]
     compaction_at = latest_compaction_index(conversation)
     if compaction_at is None:
         return conversation
@@ -71,7 +67,7 @@ def visible_entries(path: Sequence[Entry]) -> list[Entry]:
         if conversation[index].id == compaction.firstKeptEntryId:
             kept_from = index
             break
-    kept = [e for e in conversation[kept_from:compaction_at] if not isinstance(e, CompactionEntry)]
+    kept = [e for e in conversation[kept_from:compaction_at] if e.type != "compaction"]
     return [compaction, *kept, *conversation[compaction_at + 1 :]]
 
 
@@ -90,7 +86,7 @@ def standing_instructions(path: Sequence[Entry]) -> list[InstructionsEntry]:
     """
     latest: dict[str, InstructionsEntry] = {}
     for entry in path:
-        if isinstance(entry, InstructionsEntry):
+        if entry.type == "instructions":
             latest[entry.source] = entry  # a dict keeps a replaced key where it first was
     return [entry for entry in latest.values() if entry.text]
 
@@ -104,7 +100,7 @@ def instructions_text(path: Sequence[Entry]) -> str | None:
 def pruned_entry_ids(path: Sequence[Entry]) -> set[str]:
     pruned: set[str] = set()
     for entry in path:
-        if isinstance(entry, PruneEntry):
+        if entry.type == "prune":
             pruned.update(entry.entryIds)
     return pruned
 
@@ -115,13 +111,13 @@ def pruned_placeholder(tokens: int) -> str:
 
 def entry_message(entry: Entry) -> Message | None:
     """The message an entry contributes to the context, if any (prunes not applied)."""
-    if isinstance(entry, MessageEntry):
+    if entry.type == "message":
         return entry.message
-    if isinstance(entry, CompactionEntry):
+    if entry.type == "compaction":
         return UserMessage(content=COMPACTION_PREAMBLE + entry.summary + HISTORY_TOOLS_LINE)
-    if isinstance(entry, BranchSummaryEntry):
+    if entry.type == "branch_summary":
         return UserMessage(content=BRANCH_SUMMARY_PREAMBLE + entry.summary)
-    if isinstance(entry, HandoffEntry):
+    if entry.type == "handoff":
         return UserMessage(content=HANDOFF_PREAMBLE + entry.document)
     return None
 
@@ -132,18 +128,26 @@ def build_context(path: Sequence[Entry], entry_tokens: Mapping[str, int]) -> lis
     `entry_tokens` gives each entry's counted tokens, used to tell the model how much a
     pruned tool result held.
     """
-    pruned = pruned_entry_ids(path)
-    items: list[ContextItem] = []
-    for entry in visible_entries(path):
+    messages = context_messages(visible_entries(path), pruned_entry_ids(path), entry_tokens)
+    return [ContextItem(entry_id, message) for entry_id, message in messages.items()]
+
+
+def context_messages(
+    visible: Iterable[Entry], pruned: Set[str], entry_tokens: Mapping[str, int]
+) -> dict[str, Message]:
+    """The context's messages by entry id, in order, from the entries `visible_entries` gave
+    and the prunes `pruned_entry_ids` gave (for a caller that needs those too)."""
+    messages: dict[str, Message] = {}
+    for entry in visible:
         message = entry_message(entry)
         if message is None:
             continue
-        if entry.id in pruned and isinstance(message, ToolResultMessage):
+        if entry.id in pruned and message.role == "toolResult":
             message = message.model_copy(
                 update={"content": pruned_placeholder(entry_tokens.get(entry.id, 0))}
             )
-        items.append(ContextItem(entry.id, message))
-    return items
+        messages[entry.id] = message
+    return messages
 
 
 def open_tool_calls(items: Iterable[ContextItem]) -> dict[str, str]:

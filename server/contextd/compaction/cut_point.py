@@ -5,14 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from contextd.model import (
-    BranchSummaryEntry,
-    CompactionEntry,
-    Entry,
-    HandoffEntry,
-    MessageEntry,
-    ToolResultMessage,
-)
+from contextd.model import Entry
 
 
 @dataclass(frozen=True)
@@ -40,16 +33,20 @@ class CutPoint:
         return self.first_kept_index
 
 
+SUMMARY_ENTRY_TYPES = frozenset({"compaction", "branch_summary", "handoff"})
+"""Entries whose text the model reads as a user message."""
+
+
 def has_message(entry: Entry) -> bool:
     """Whether the entry puts a message into the context (labels, prunes, ... do not)."""
-    return isinstance(entry, (MessageEntry, CompactionEntry, BranchSummaryEntry, HandoffEntry))
+    return entry.type == "message" or entry.type in SUMMARY_ENTRY_TYPES
 
 
 def is_turn_start(entry: Entry) -> bool:
     """A user message, or a summary or handoff, which the model reads as a user message."""
-    if isinstance(entry, MessageEntry):
+    if entry.type == "message":
         return entry.message.role == "user"
-    return isinstance(entry, (CompactionEntry, BranchSummaryEntry, HandoffEntry))
+    return entry.type in SUMMARY_ENTRY_TYPES
 
 
 def valid_cuts(entries: Sequence[Entry]) -> list[bool]:
@@ -59,17 +56,22 @@ def valid_cuts(entries: Sequence[Entry]) -> list[bool]:
     its result at or after it; otherwise the kept part would hold a result whose call was
     summarized away.
     """
-    valid = [has_message(entry) and not _is_tool_result(entry) for entry in entries]
+    # Entries are told apart by their `type` and `role` tags rather than isinstance: a
+    # pydantic model's isinstance costs a call into its metaclass whenever it says no.
+    valid: list[bool] = []
     # +1 / -1 marks around each call..result span; a running sum > 0 means "inside a span".
     spans = [0] * (len(entries) + 1)
     call_index: dict[str, int] = {}
     for index, entry in enumerate(entries):
-        if not isinstance(entry, MessageEntry):
+        if entry.type != "message":
+            valid.append(entry.type in SUMMARY_ENTRY_TYPES)
             continue
         message = entry.message
+        valid.append(message.role != "toolResult")
         if message.role == "assistant":
-            for call in message.tool_calls:
-                call_index[call.id] = index
+            for block in message.content:
+                if block.type == "toolCall":
+                    call_index[block.id] = index
         elif message.role == "toolResult" and message.toolCallId in call_index:
             spans[call_index[message.toolCallId] + 1] += 1
             spans[index + 1] -= 1
@@ -137,7 +139,3 @@ def _turn_start_before(entries: Sequence[Entry], cut: int) -> int | None:
         if is_turn_start(entries[index]):
             return index
     return None
-
-
-def _is_tool_result(entry: Entry) -> bool:
-    return isinstance(entry, MessageEntry) and isinstance(entry.message, ToolResultMessage)

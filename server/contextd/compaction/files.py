@@ -8,15 +8,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from contextd.model import (
-    AssistantMessage,
-    BranchSummaryEntry,
-    CompactionEntry,
     CompactionSettings,
     Entry,
     FileDetails,
     Message,
     ToolCall,
-    ToolResultMessage,
 )
 
 FILE_ARGUMENT_KEYS = ("path", "file_path", "filePath", "file", "filename")
@@ -104,7 +100,7 @@ def collect_files(
     are sorted and unique.
     """
     messages = list(messages)
-    failed = {m.toolCallId for m in messages if isinstance(m, ToolResultMessage) and m.isError}
+    failed = {m.toolCallId for m in messages if m.role == "toolResult" and m.isError}
     read_tools = set(settings.readTools)
     modify_tools = set(settings.modifyTools)
     read: set[str] = set()
@@ -130,7 +126,7 @@ def carried_details(entries: Iterable[Entry | None]) -> list[FileDetails]:
     return [
         entry.details
         for entry in entries
-        if isinstance(entry, (CompactionEntry, BranchSummaryEntry))
+        if entry is not None and (entry.type == "compaction" or entry.type == "branch_summary")
     ]
 
 
@@ -150,8 +146,8 @@ def without_file_lists(summary: str) -> str:
 
 
 def _tool_calls(messages: Iterable[Message]) -> Iterator[ToolCall]:
-    for message in messages:
-        if isinstance(message, AssistantMessage):
+    for message in messages:  # by tag: a model's isinstance is slow to say no
+        if message.role == "assistant":
             yield from message.tool_calls
 
 

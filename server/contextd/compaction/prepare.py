@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from contextd.compaction.context import build_context, visible_entries
+from contextd.compaction.context import context_messages, pruned_entry_ids, visible_entries
 from contextd.compaction.cut_point import CutPoint, find_cut_point, is_turn_start
 from contextd.compaction.files import (
     carried_details,
@@ -25,7 +25,7 @@ from contextd.compaction.request import (
     build_request,
     max_summary_tokens,
 )
-from contextd.compaction.sizes import visible_sizes
+from contextd.compaction.sizes import entry_sizes
 from contextd.model import (
     CompactionEntry,
     CompactionReason,
@@ -116,21 +116,29 @@ def prepare_compaction(
     """
     if not path:
         return NothingToCompact("empty", "The session has no entries.")
-    if isinstance(path[-1], CompactionEntry):
+    if path[-1].type == "compaction":
         return NothingToCompact("just_compacted", "Nothing was added since the last compaction.")
     span = _span(path, entry_tokens)
+    keep_recent, cut = _cut(span, settings.compaction.keepRecentTokens, reason)
+    if cut.first_kept_index == 0:
+        return NothingToCompact("fits", fits_message(sum(span.sizes.values()), tokens_before, keep_recent))
+    return _prepare_at(
+        span, entry_tokens, settings, cut, keep_recent,
+        instructions=instructions, reason=reason, tokens_before=tokens_before,
+    )
+
+
+def _cut(span: _Span, keep_recent_tokens: int, reason: CompactionReason) -> tuple[int, CutPoint]:
+    """The cut that keeps `keep_recent_tokens`, or for an overflow the first of its shares in
+    OVERFLOW_KEEP_DIVISORS that leaves something to summarize; and the tokens it aimed to keep.
+    A cut at 0 keeps everything: there is nothing to summarize."""
     divisors = OVERFLOW_KEEP_DIVISORS if reason == "overflow" else OVERFLOW_KEEP_DIVISORS[:1]
     for divisor in divisors:
-        keep_recent = settings.compaction.keepRecentTokens // divisor
+        keep_recent = keep_recent_tokens // divisor
         cut = find_cut_point(span.candidates, span.sizes, keep_recent)
         if cut.first_kept_index > 0:
             break
-    else:
-        return NothingToCompact("fits", fits_message(sum(span.sizes.values()), tokens_before, keep_recent))
-    return _prepare_at(
-        path, entry_tokens, settings, span, cut, keep_recent,
-        instructions=instructions, reason=reason, tokens_before=tokens_before,
-    )
+    return keep_recent, cut
 
 
 def fits_message(history: int, figure: int | None, keep_recent: int) -> str:
@@ -167,16 +175,20 @@ def prepare_span(
     if kept_at < len(candidates) and not is_turn_start(candidates[kept_at]):
         turn_start = next((i for i in range(kept_at - 1, -1, -1) if is_turn_start(candidates[i])), None)
     return _prepare_at(
-        path, entry_tokens, settings, span, CutPoint(kept_at, turn_start), settings.compaction.keepRecentTokens,
+        span, entry_tokens, settings, CutPoint(kept_at, turn_start), settings.compaction.keepRecentTokens,
         instructions=None, reason="manual", tokens_before=None,
     )
 
 
 @dataclass(frozen=True)
 class _Span:
-    """The context's entries after its latest compaction (`previous`), and the size of each
-    visible entry: worked out once per preparation."""
+    """The context at the end of a path, worked out once per preparation: its visible entries
+    and the pruned ones among them, the compaction that opens it (`previous`), the entries
+    after that compaction (`candidates`, where the cut is searched) and each visible entry's
+    size."""
 
+    visible: list[Entry]
+    pruned: set[str]
     previous: CompactionEntry | None
     candidates: list[Entry]
     sizes: dict[str, int]
@@ -184,15 +196,16 @@ class _Span:
 
 def _span(path: Sequence[Entry], entry_tokens: Mapping[str, int]) -> _Span:
     visible = visible_entries(path)
+    pruned = pruned_entry_ids(path)
     previous = visible[0] if visible and isinstance(visible[0], CompactionEntry) else None
-    return _Span(previous, visible[1:] if previous else visible, visible_sizes(path, entry_tokens))
+    candidates = visible[1:] if previous else visible
+    return _Span(visible, pruned, previous, candidates, entry_sizes(visible, pruned, entry_tokens))
 
 
 def _prepare_at(
-    path: Sequence[Entry],
+    span: _Span,
     entry_tokens: Mapping[str, int],
     settings: Settings,
-    span: _Span,
     cut: CutPoint,
     keep_recent: int,
     *,
@@ -200,17 +213,18 @@ def _prepare_at(
     reason: CompactionReason,
     tokens_before: int | None,
 ) -> CompactionPreparation:
-    """The preparation of the compaction of `path` whose kept part starts at `cut` (an index
-    into the context's entries after its latest compaction)."""
-    previous, candidates, sizes = span.previous, span.candidates, span.sizes
-    messages = {item.entry_id: item.message for item in build_context(path, entry_tokens)}
-    history, prefix, kept = _split(candidates, cut, messages)
-    previous_summary = without_file_lists(previous.summary) if previous else None
-    carried = carried_details((previous, *history, *prefix))
+    """The preparation of the compaction whose kept part starts at `cut` (an index into
+    `span.candidates`)."""
+    messages = context_messages(span.visible, span.pruned, entry_tokens)
+    history, prefix, kept = _split(span.candidates, cut, messages)
+    previous = span.previous
     files = collect_files(
-        (messages[e.id] for e in (*history, *prefix)), settings.compaction, carried
+        (messages[e.id] for e in (*history, *prefix)),
+        settings.compaction,
+        carried_details((previous, *history, *prefix)),
     )
-    history_request, turn_prefix_request = _summary_requests(
+    previous_summary = without_file_lists(previous.summary) if previous else None
+    requests = _summary_requests(
         [messages[e.id] for e in history],
         [messages[e.id] for e in prefix],
         reserve_tokens=settings.compaction.reserveTokens,
@@ -219,27 +233,41 @@ def _prepare_at(
         files=files,
         instructions=instructions,
     )
-    tokens_kept = sum(sizes[e.id] for e in candidates[cut.first_kept_index :])
-    reused_summary_tokens = sizes[previous.id] if previous and not history_request else 0
-    summary_bound = reused_summary_tokens + sum(
-        r.max_tokens for r in (history_request, turn_prefix_request) if r
-    )
+    tokens_kept = sum(span.sizes[e.id] for e in span.candidates[cut.first_kept_index :])
     return CompactionPreparation(
-        first_kept_entry_id=candidates[cut.first_kept_index].id if cut.first_kept_index < len(candidates) else "",
+        first_kept_entry_id=_first_kept_entry_id(span.candidates, cut),
         summarize_entry_ids=tuple(e.id for e in (*history, *prefix)),
         kept_entry_ids=tuple(e.id for e in kept),
         previous_summary=previous_summary,
-        tokens_before=sum(sizes.values()) if tokens_before is None else tokens_before,
+        tokens_before=sum(span.sizes.values()) if tokens_before is None else tokens_before,
         tokens_kept=tokens_kept,
-        tokens_after=tokens_kept + summary_bound,
+        tokens_after=tokens_kept + _summary_bound(previous, span.sizes, requests),
         keep_recent_tokens=keep_recent,
         files=files,
-        history_request=history_request,
-        turn_prefix_request=turn_prefix_request,
+        history_request=requests[0],
+        turn_prefix_request=requests[1],
         reason=reason,
         instructions=instructions,
         previous_entry_id=previous.id if previous else None,
     )
+
+
+def _first_kept_entry_id(candidates: Sequence[Entry], cut: CutPoint) -> str:
+    """The entry the kept part begins with (it may carry no message: a model change just
+    before the cut is kept with it), or "" when nothing is kept."""
+    return candidates[cut.first_kept_index].id if cut.first_kept_index < len(candidates) else ""
+
+
+def _summary_bound(
+    previous: CompactionEntry | None,
+    sizes: Mapping[str, int],
+    requests: tuple[SummaryRequest | None, SummaryRequest | None],
+) -> int:
+    """The most the summaries may take: what each request may write, and the previous
+    summary when it is reused as it is (no new history to update it with)."""
+    history_request, _ = requests
+    reused = sizes[previous.id] if previous and not history_request else 0
+    return reused + sum(request.max_tokens for request in requests if request)
 
 
 def assemble_compaction_summary(

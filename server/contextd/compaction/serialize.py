@@ -8,19 +8,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from json.encoder import encode_basestring
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
-from contextd.model import (
-    AssistantMessage,
-    ImageContent,
-    Message,
-    TextContent,
-    ThinkingContent,
-    ToolCall,
-    ToolResultMessage,
-    UserBlock,
-)
+from contextd.model import AssistantMessage, Message, ToolCall, UserBlock
 
 TOOL_TEXT_MAX_CHARS = 2_000
 """How much of one tool result (or one tool-call argument) the summarizer reads.
@@ -46,10 +37,10 @@ def serialize_conversation(
     a note saying how many characters were cut (None keeps them whole).
     """
     parts: list[str] = []
-    for message in messages:
-        if isinstance(message, AssistantMessage):
+    for message in messages:  # told apart by tag: a model's isinstance is slow to say no
+        if message.role == "assistant":
             parts += _assistant_lines(message, tool_text_max_chars)
-        elif isinstance(message, ToolResultMessage):
+        elif message.role == "toolResult":
             label = f"Tool result {message.toolName}" + (" (error)" if message.isError else "")
             parts.append(f"[{label}]: {truncate(_content_text(message.content), tool_text_max_chars)}")
         else:
@@ -64,9 +55,9 @@ def _assistant_lines(message: AssistantMessage, tool_text_max_chars: int | None)
     text: list[str] = []
     calls: list[str] = []
     for block in message.content:
-        if isinstance(block, TextContent):
+        if block.type == "text":
             text.append(block.text)
-        elif isinstance(block, ThinkingContent):
+        elif block.type == "thinking":
             thinking.append(block.thinking)
         else:
             calls.append(_call_text(block, tool_text_max_chars))
@@ -97,12 +88,22 @@ _SHORT_ESCAPES = b'"\\\n\r\t\b\f'
 def _json_text(value: Any, max_chars: int | None) -> str:
     """`truncate(json.dumps(value, ensure_ascii=False), max_chars)`, without escaping all of
     a long string only to keep its beginning: tool calls that write files carry whole files."""
-    if max_chars is None or not isinstance(value, str) or len(value) <= max_chars:
+    if not isinstance(value, str):
         return truncate(_JSON.encode(value), max_chars)
+    if max_chars is None or len(value) <= max_chars:
+        return truncate(_json_string(value), max_chars)
     # JSON escapes a string character by character, so the escaped beginning of the string
     # begins its escaped whole; only the whole's length is needed beyond it.
-    beginning = encode_basestring(value[:max_chars])[:max_chars]
+    beginning = _json_string(value[:max_chars])[:max_chars]
     return f"{beginning}\n[... {_json_string_length(value) - max_chars} more characters truncated]"
+
+
+def _json_string(text: str) -> str:
+    """`json.dumps(text, ensure_ascii=False)`. In ASCII text the ASCII escaper, several
+    times faster, differs only on DEL, which it escapes."""
+    if text.isascii() and "\x7f" not in text:
+        return encode_basestring_ascii(text)
+    return encode_basestring(text)
 
 
 def _json_string_length(text: str) -> int:
@@ -119,8 +120,4 @@ def _json_string_length(text: str) -> int:
 def _content_text(content: str | list[UserBlock]) -> str:
     if isinstance(content, str):
         return content
-    return "\n".join(
-        block.text if isinstance(block, TextContent) else f"[image: {block.mimeType}]"
-        for block in content
-        if isinstance(block, (TextContent, ImageContent))
-    )
+    return "\n".join(block.text if block.type == "text" else f"[image: {block.mimeType}]" for block in content)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 
 from contextd.compaction.context import pruned_entry_ids, visible_entries
 from contextd.model import Entry
@@ -20,8 +20,15 @@ def visible_sizes(path: Sequence[Entry], entry_tokens: Mapping[str, int]) -> dic
 
     A pruned tool result costs its placeholder, not the output the session counted for it.
     """
-    pruned = pruned_entry_ids(path)
+    return entry_sizes(visible_entries(path), pruned_entry_ids(path), entry_tokens)
+
+
+def entry_sizes(
+    visible: Iterable[Entry], pruned: Set[str], entry_tokens: Mapping[str, int]
+) -> dict[str, int]:
+    """`visible_sizes` of the entries `visible_entries` gave and the prunes
+    `pruned_entry_ids` gave, for a caller that works those out once for other uses too."""
     return {
         entry.id: PRUNED_RESULT_TOKENS if entry.id in pruned else entry_tokens.get(entry.id, 0)
-        for entry in visible_entries(path)
+        for entry in visible
     }
