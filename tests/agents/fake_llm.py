@@ -3,7 +3,7 @@ Messages, OpenAI Chat Completions and Responses, streamed (SSE) or not.
 
 The answer is decided from the request itself, so an agent's side requests (titles,
 summaries) never shift a script:
-- an agent's compaction prompt -> a short summary (`FAKE-SUMMARY`, which holds none of the
+- an agent's compaction (or pi's branch summary) prompt -> a short summary (`FAKE-SUMMARY`, which holds none of the
   conversation's facts: what contextd adds is then easy to tell apart);
 - no tools offered -> "ok"; the last message a tool result -> `FINAL-ANSWER: <the result>`;
 - the last user text holds `NOTOOL` -> `PLAIN-REPLY`; `CALL <tool> {json}` -> that tool call
@@ -26,7 +26,7 @@ from typing import Any
 
 COMPACTION_PROMPTS = re.compile(
     r"Your task is to create a detailed summary|context checkpoint summary|CONTEXT CHECKPOINT COMPACTION"
-    r"|Summarize the prefix to provide context",
+    r"|Summarize the prefix to provide context|summary of this conversation branch",
     re.IGNORECASE,
 )
 FAKE_SUMMARY = "<analysis>fake</analysis>\n<summary>FAKE-SUMMARY: the user asked for some work; it was done.</summary>"
