@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import IO, Any, Literal, Self, TypedDict, Unpack, cast, overload
 
 from contextd import __version__
+from contextd.rpc.messages import METHOD_NOT_FOUND
 from contextd_client import types as t
 from contextd_client.daemon import STREAM_LIMIT_BYTES, DaemonProcess, daemon_command, wants_shared_daemon
-from contextd_client.rpc import METHOD_NOT_FOUND, ContextdError, JsonRpcConnection
+from contextd_client.rpc import ContextdError, JsonRpcConnection
 
 CLIENT_NAME = "contextd-client"
 SHUTDOWN_TIMEOUT_SECONDS = 5.0

@@ -1,65 +1,52 @@
 """JSON-RPC 2.0 over the LSP base protocol (Content-Length framing) on asyncio streams.
 
 Kept deliberately small and free of pygls: results stay plain dicts with the keys the
-daemon sent, and a cancelled awaiting task tells the daemon with `$/cancelRequest`.
+daemon sent, and a cancelled awaiting task tells the daemon with `$/cancelRequest`. Frames
+and envelopes are read and written by the daemon's own code (contextd.rpc), so both ends
+agree on the wire and the client has the daemon's limits on what it reads.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from contextd.rpc.framing import DEFAULT_MAX_WRITE_BUFFER_BYTES, FrameReader
+from contextd.rpc.messages import (
+    INTERNAL_ERROR,
+    Invalid,
+    Request,
+    Response,
+    RpcError,
+    classify,
+    error_reply,
+    framed,
+    read_value,
+    reply,
+)
+
 log = logging.getLogger(__name__)
 
 SESSION_LOCKED = -32003
-METHOD_NOT_FOUND = -32601
-INTERNAL_ERROR = -32603
-REQUEST_CANCELLED = -32800
+MAX_MESSAGE_BYTES = DEFAULT_MAX_WRITE_BUFFER_BYTES
+"""The largest message read from the daemon: it drops a peer before leaving more unsent."""
 
 NotificationHandler = Callable[[str, Any], None]
 RequestHandler = Callable[[str, Any], Awaitable[Any]]
 
 
-class ContextdError(Exception):
+class ContextdError(RpcError):
     """An error response from the daemon: `code`, `message` and the optional `data`."""
 
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"{message} (code {code})")
-        self.code = code
-        self.message = message
-        self.data = data
+    def __str__(self) -> str:
+        return f"{self.message} (code {self.code})"
 
 
 class ConnectionLost(ConnectionError):
     """The daemon went away before it answered (it exited or the socket closed)."""
-
-
-def encode_message(payload: dict[str, Any]) -> bytes:
-    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
-async def read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
-    """The next framed message, or None at a clean end of stream."""
-    length: int | None = None
-    while True:
-        line = await reader.readline()
-        if not line:
-            return None
-        line = line.strip()
-        if not line:
-            break
-        name, _, value = line.decode("ascii", "replace").partition(":")
-        if name.strip().lower() == "content-length":
-            length = int(value.strip())
-    if length is None:
-        raise ConnectionLost("a message arrived without a Content-Length header")
-    body = await reader.readexactly(length)
-    return json.loads(body)
 
 
 class JsonRpcConnection:
@@ -73,7 +60,7 @@ class JsonRpcConnection:
         on_request: RequestHandler,
         on_close: Callable[[str], None] = lambda reason: None,
     ) -> None:
-        self._reader = reader
+        self._frames = FrameReader(reader, MAX_MESSAGE_BYTES)
         self._writer = writer
         self._on_notification = on_notification
         self._on_request = on_request
@@ -139,7 +126,7 @@ class JsonRpcConnection:
     async def _send(self, message: dict[str, Any]) -> None:
         if self._writer.is_closing():
             raise ConnectionLost(self._closed_reason or "the connection is closed")
-        self._writer.write(encode_message(message))
+        self._writer.write(framed(message))
         try:
             await self._writer.drain()
         except (ConnectionError, BrokenPipeError) as error:
@@ -154,12 +141,12 @@ class JsonRpcConnection:
     async def _read_loop(self) -> None:
         reason = "the daemon closed the connection"
         try:
-            while (message := await read_message(self._reader)) is not None:
-                self._dispatch(message)
+            while (value := await read_value(self._frames)) is not None:
+                self._dispatch(value)
         except asyncio.CancelledError:
             reason = "the connection was closed"
             raise
-        except (asyncio.IncompleteReadError, ConnectionError, ValueError) as error:
+        except ConnectionError as error:
             reason = f"the connection to the daemon broke: {error}"
         finally:
             self._fail_pending(reason)
@@ -172,36 +159,39 @@ class JsonRpcConnection:
             if not future.done():
                 future.set_exception(ConnectionLost(reason))
 
-    def _dispatch(self, message: dict[str, Any]) -> None:
-        if "method" not in message:
+    def _dispatch(self, value: Any) -> None:
+        """One message from the daemon; one that is not a message means the daemon (or the
+        stream) is broken: the connection ends, failing what waits, rather than leave a
+        request waiting for a reply it will never read."""
+        message = value if isinstance(value, Invalid) else classify(value)
+        if isinstance(message, Invalid):
+            raise ConnectionLost(f"the daemon sent what is not a message: {message.error.message}")
+        if isinstance(message, Response):
             self._resolve(message)
-        elif "id" in message:
-            asyncio.create_task(self._answer(message["id"], message["method"], message.get("params")))
+        elif isinstance(message, Request):
+            asyncio.create_task(self._answer(message))
         else:
             try:
-                self._on_notification(message["method"], message.get("params"))
+                self._on_notification(message.method, message.params)
             except Exception:  # a faulty handler must not kill the reader
-                log.exception("notification handler for %s failed", message["method"])
+                log.exception("notification handler for %s failed", message.method)
 
-    def _resolve(self, message: dict[str, Any]) -> None:
-        future = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+    def _resolve(self, response: Response) -> None:
+        future = self._pending.get(response.id)  # type: ignore[arg-type]
         if future is None or future.done():
             return
-        error = message.get("error")
-        if error is not None:
-            future.set_exception(
-                ContextdError(error.get("code", INTERNAL_ERROR), error.get("message", ""), error.get("data"))
-            )
+        if response.error is not None:
+            error = response.error
+            future.set_exception(ContextdError(error.code, error.message, error.data))
         else:
-            future.set_result(message.get("result"))
+            future.set_result(response.result)
 
-    async def _answer(self, request_id: Any, method: str, params: Any) -> None:
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+    async def _answer(self, request: Request) -> None:
         try:
-            reply["result"] = await self._on_request(method, params)
-        except ContextdError as error:
-            reply["error"] = {"code": error.code, "message": error.message, "data": error.data}
+            answer = reply(request.id, await self._on_request(request.method, request.params))
+        except RpcError as error:
+            answer = error_reply(request.id, error)
         except Exception as error:  # the daemon must always get an answer
-            log.exception("handling server request %s failed", method)
-            reply["error"] = {"code": INTERNAL_ERROR, "message": str(error)}
-        await self._send_quietly(reply)
+            log.exception("handling server request %s failed", request.method)
+            answer = error_reply(request.id, RpcError(INTERNAL_ERROR, str(error)))
+        await self._send_quietly(answer)

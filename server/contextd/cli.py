@@ -157,8 +157,7 @@ def build_parser(add_commands: AddCommands, exit_codes: Mapping[int, str]) -> Pa
 
 
 def add_serve_options(serve: argparse.ArgumentParser) -> None:
-    from contextd.rpc.connection import DEFAULT_MAX_WRITE_BUFFER_BYTES
-    from contextd.rpc.framing import DEFAULT_MAX_FRAME_BYTES
+    from contextd.rpc.framing import DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_WRITE_BUFFER_BYTES
 
     where = serve.add_mutually_exclusive_group()
     where.add_argument("--socket", metavar="PATH", help="serve many clients on a Unix socket")

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from contextd.rpc.framing import FrameReader
+from contextd.rpc.messages import framed, read_value
 from contextd_client import ConnectionLost, ContextdClient, SyncContextdClient
 from contextd_client import types as t
-from contextd_client.rpc import encode_message, read_message
 
 
 def process_alive(pid: int) -> bool:
@@ -110,15 +111,16 @@ class RecordingPeer:
         self.cancelled = asyncio.Event()
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while (message := await read_message(reader)) is not None:
+        frames = FrameReader(reader)
+        while (message := await read_value(frames)) is not None:
             self.received.append(message)
             method = message.get("method")
             if method == "$/cancelRequest":
                 self.cancelled.set()
                 reply = {"jsonrpc": "2.0", "id": message["params"]["id"], "error": {"code": -32800, "message": "cancelled"}}
-                writer.write(encode_message(reply))
+                writer.write(framed(reply))
             elif "id" in message and method in ("initialize", "shutdown"):
-                writer.write(encode_message({"jsonrpc": "2.0", "id": message["id"], "result": {"serverInfo": {"name": "peer"}}}))
+                writer.write(framed({"jsonrpc": "2.0", "id": message["id"], "result": {"serverInfo": {"name": "peer"}}}))
             await writer.drain()
         writer.close()
 
@@ -140,6 +142,36 @@ async def test_cancelling_an_awaiting_task_sends_cancel_request() -> None:
     cancel = next(m for m in peer.received if m.get("method") == "$/cancelRequest")
     assert cancel["params"] == {"id": compact["id"]}
     assert peer.received[-1]["method"] == "exit"
+
+
+@pytest.mark.parametrize(
+    ("broken", "named"),
+    [
+        (b"Content-Length: 5\r\n\r\n{oops", "parse error"),
+        (b"Content-Length: 1000000000000\r\n\r\n", "larger than the maximum"),
+        (b"Content-Length: 2\r\n\r\n[]", "must be a JSON object"),
+    ],
+)
+async def test_a_reply_the_client_cannot_read_fails_the_request_and_says_why(broken: bytes, named: str) -> None:
+    """The client reads with the daemon's framing (its limits included): what it cannot
+    read ends the connection, so a request fails at once instead of waiting forever."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        frames = FrameReader(reader)
+        while (message := await read_value(frames)) is not None:
+            if message.get("method") == "initialize":
+                writer.write(framed({"jsonrpc": "2.0", "id": message["id"], "result": {"serverInfo": {"name": "peer"}}}))
+            elif message.get("method") == "contextd/session/list":
+                writer.write(broken)
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    async with server:
+        client = await ContextdClient.connect("127.0.0.1", server.sockets[0].getsockname()[1])
+        with pytest.raises(ConnectionLost, match=named):
+            await asyncio.wait_for(client.session_list(), 30)
+        await client.close()
 
 
 async def test_initialize_carries_settings_workspace_and_capabilities(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from contextd_client.rpc import read_message
+from contextd.rpc.framing import FrameReader
+from contextd.rpc.messages import read_value
 
 from tests.shared_daemon import shared_environment, stop_daemon
 
@@ -52,7 +53,8 @@ class WireDaemon:
 
     async def _read(self) -> None:
         assert self.process.stdout is not None
-        while (message := await read_message(self.process.stdout)) is not None:
+        frames = FrameReader(self.process.stdout)
+        while (message := await read_value(frames)) is not None:
             if isinstance(message, dict) and "method" in message and "id" not in message:
                 self.notifications.append(message)
             else:

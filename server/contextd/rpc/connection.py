@@ -23,17 +23,11 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from contextd.rpc.access import TcpToken
-from contextd.rpc.framing import (
-    DEFAULT_MAX_FRAME_BYTES,
-    FrameReader,
-    FramingError,
-    encode_frame,
-)
+from contextd.rpc.framing import DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_WRITE_BUFFER_BYTES, FrameReader
 from contextd.rpc.messages import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
-    PARSE_ERROR,
     REQUEST_CANCELLED,
     SERVER_NOT_INITIALIZED,
     Invalid,
@@ -43,17 +37,14 @@ from contextd.rpc.messages import (
     Response,
     RpcError,
     classify,
-    encode,
     error_reply,
+    framed,
     is_valid_id,
-    parse_body,
+    read_value,
     reply,
 )
 
 log = logging.getLogger(__name__)
-
-DEFAULT_MAX_WRITE_BUFFER_BYTES = 4 * DEFAULT_MAX_FRAME_BYTES
-"""Unsent bytes a peer may leave behind before it is dropped: a few of the largest replies."""
 
 T = TypeVar("T")
 
@@ -116,7 +107,7 @@ class Connection:
         """Write one message; a message to a peer that left is dropped."""
         if self.closed or self._writer.is_closing():
             return
-        self._writer.write(encode_frame(encode(message)))
+        self._writer.write(framed(message))
         unsent = self._writer.transport.get_write_buffer_size()
         if unsent > self._max_write_buffer_bytes:
             log.warning(
@@ -155,13 +146,10 @@ class Connection:
         self._reading = asyncio.current_task()
         try:
             while not self.closed:
-                frame = await self._frames.next_frame()
-                if frame is None:
+                value = await read_value(self._frames)
+                if value is None:
                     break
-                if isinstance(frame, FramingError):
-                    self._refuse(Invalid(None, RpcError(PARSE_ERROR, frame.message)))
-                else:
-                    self._take(frame)
+                self._take(value)
                 await self._drain()
         except (ConnectionError, OSError) as error:
             log.debug("%s: the stream broke: %s", self, error)
@@ -177,10 +165,8 @@ class Connection:
         except (ConnectionError, OSError):
             self.close()
 
-    def _take(self, body: bytes) -> None:
-        value = parse_body(body)
+    def _take(self, value: Any) -> None:
         if isinstance(value, Invalid):
-            self._frames.recover_from(body)
             self._refuse(value)
         elif isinstance(value, list):
             self._take_batch(value)
@@ -367,11 +353,7 @@ class Connection:
             log.debug("%s: a response to no request of ours (id %r)", self, response.id)
             return
         if response.error is not None:
-            error = response.error
-            code = error.get("code")
-            future.set_exception(
-                RpcError(code if isinstance(code, int) else INTERNAL_ERROR, str(error.get("message", "")), error.get("data"))
-            )
+            future.set_exception(response.error)
         else:
             future.set_result(response.result)
 

@@ -43,14 +43,8 @@ from contextd.settings import (
     user_settings_path,
 )
 from contextd.rpc.access import TcpToken
-from contextd.rpc.connection import (
-    DEFAULT_MAX_WRITE_BUFFER_BYTES,
-    Connection,
-    ConnectionLost,
-    Handler,
-    current_connection,
-)
-from contextd.rpc.framing import DEFAULT_MAX_FRAME_BYTES
+from contextd.rpc.connection import Connection, ConnectionLost, Handler, current_connection
+from contextd.rpc.framing import DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_WRITE_BUFFER_BYTES
 from contextd.rpc.messages import INVALID_PARAMS, RpcError
 from contextd.session import HookAnswer, LiveSession, SessionManager
 from contextd.store import Store, default_data_dir

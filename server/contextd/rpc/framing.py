@@ -17,6 +17,9 @@ import re
 from dataclasses import dataclass
 
 DEFAULT_MAX_FRAME_BYTES = 64 * 2**20
+DEFAULT_MAX_WRITE_BUFFER_BYTES = 4 * DEFAULT_MAX_FRAME_BYTES
+"""Unsent bytes a peer of the daemon may leave behind before it is dropped: a few of the
+largest replies. No message the daemon sends is larger (the Python client's limit)."""
 MAX_HEADER_BYTES = 8192
 READ_CHUNK_BYTES = 2**16
 

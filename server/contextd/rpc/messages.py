@@ -2,6 +2,8 @@
 
 Bodies are parsed with the plain `json` module and nothing else: the content of a message
 (tool-call arguments with a `"jsonrpc"` key, say) is data, never mistaken for a message.
+The daemon's connections and the Python client read and write messages through this
+module alike.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any, TypeGuard
+
+from contextd.rpc.framing import FrameReader, FramingError, encode_frame
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -55,11 +59,11 @@ class Notification:
 
 @dataclass(frozen=True)
 class Response:
-    """A client's answer to a request of ours."""
+    """The peer's answer to a request of ours."""
 
     id: RequestId | None
     result: Any
-    error: dict[str, Any] | None
+    error: RpcError | None
 
 
 @dataclass(frozen=True)
@@ -124,8 +128,7 @@ def classify(value: Any) -> Message:
     if "method" not in value:
         if not has_id or ("result" in value) == ("error" in value):
             return Invalid(request_id, RpcError(INVALID_REQUEST, "neither a request nor a response"))
-        error = value.get("error")
-        return Response(request_id, value.get("result"), error if isinstance(error, dict) else None)
+        return Response(request_id, value.get("result"), error_of(value["error"]) if "error" in value else None)
     method = value["method"]
     if not isinstance(method, str):
         return Invalid(request_id, RpcError(INVALID_REQUEST, "method must be a string"))
@@ -136,6 +139,16 @@ def classify(value: Any) -> Message:
         assert request_id is not None
         return Request(request_id, method, params)
     return Notification(method, params)
+
+
+def error_of(body: Any) -> RpcError:
+    """The error a response's `error` member carries (one that is not an object still is one)."""
+    if not isinstance(body, dict):
+        return RpcError(INTERNAL_ERROR, f"an error reply without an error object: {body!r:.200}")
+    code = body.get("code")
+    if not isinstance(code, int) or isinstance(code, bool):
+        code = INTERNAL_ERROR
+    return RpcError(code, str(body.get("message", "")), body.get("data"))
 
 
 def reply(request_id: RequestId | None, result: Any) -> dict[str, Any]:
@@ -149,3 +162,23 @@ def error_reply(request_id: RequestId | None, error: RpcError) -> dict[str, Any]
 def encode(message: Any) -> bytes:
     """ASCII escapes: any string (even a lone surrogate a client sent) goes out as valid JSON."""
     return json.dumps(message, separators=(",", ":")).encode("ascii")
+
+
+def framed(message: Any) -> bytes:
+    """A message as it goes on the wire."""
+    return encode_frame(encode(message))
+
+
+async def read_value(frames: FrameReader) -> Any | Invalid | None:
+    """The JSON value of the next frame (a message, or a batch of them); Invalid, the -32700
+    reply to send, for a frame that holds none, the reader then set to find the next frame
+    after it; None at the end of the stream."""
+    frame = await frames.next_frame()
+    if frame is None:
+        return None
+    if isinstance(frame, FramingError):
+        return Invalid(None, RpcError(PARSE_ERROR, frame.message))
+    value = parse_body(frame)
+    if isinstance(value, Invalid):
+        frames.recover_from(frame)
+    return value
