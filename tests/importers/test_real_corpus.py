@@ -37,6 +37,8 @@ from contextd.model import (
     UserMessage,
     message_text,
 )
+from contextd.summarizers.base import SummaryRequest
+from contextd.summarizers.offline import summarize_offline
 from contextd_client import ContextdClient
 
 from tests.corpus import MANIFEST, NAMES, REAL, agent_of, read_text
@@ -379,6 +381,12 @@ def test_claude_code_killed_background_tasks_are_kept_as_the_notes_claude_code_n
     assert isinstance(messages[-3], AssistantMessage)  # after the last answer
     reported = {p.line: p.kind for p in session.problems if p.message.startswith("queue-operation")}
     assert reported == {1: "skipped", 85: "repaired", 86: "repaired"}
+    # The summary sees them: each killed task's own summary line is in its critical context.
+    request = SummaryRequest(kind="compaction", messages=messages, system_prompt="", prompt="", max_tokens=6000)
+    summary = summarize_offline(request)
+    for _, text in killed:
+        stopped = re.search(r"<summary>(.*?)</summary>", text)
+        assert stopped is not None and f"- {stopped.group(1)}" in summary.split("## Critical Context")[1]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -5,7 +5,8 @@ In a run of one request and hundreds of actions the user says little; the design
 the prompts the agent writes for its sub-agents (`Task`/`Agent` calls), their reports, and
 the plan (a markdown file under `plans/`, or `ExitPlanMode`'s argument). Each is read into
 short items the checkpoint keeps: the brief's requirements, the report's specifics, the
-plan's goal, rules and exit criteria.
+plan's goal, rules and exit criteria; and a background task that was killed or failed (its
+notification, which Claude Code may only have kept in its queue).
 """
 
 from __future__ import annotations
@@ -85,6 +86,23 @@ def report(call: ToolCall, text: str) -> str:
     if not found:
         return ""
     return f"Sub-agent report ({subagent_name(call)}): " + "; ".join(_unique(found)[:MAX_REPORT_ITEMS])
+
+
+_NOTIFICATION = re.compile(r"^\s*<task-notification>(.*?)</task-notification>", re.DOTALL)
+_TAG = re.compile(r"<(status|summary)>\s*(.*?)\s*</\1>", re.DOTALL)
+ENDED_EARLY = frozenset({"killed", "failed"})
+
+
+def ended_early(text: str) -> str | None:
+    """What a background task's or sub-agent's notification reports when the task did not
+    finish (`<status>killed</status>`, `failed`): its own one-line summary. Such a task's
+    work is undone, which the next session must know; a finished one's report comes back
+    as a tool result."""
+    notification = _NOTIFICATION.match(text)
+    tags = dict(_TAG.findall(notification.group(1))) if notification else {}
+    if tags.get("status") not in ENDED_EARLY:
+        return None
+    return _item(tags.get("summary") or f"A background task ended: {tags['status']}")
 
 
 def plan_written(call: ToolCall, latest: Plan | None = None) -> Plan | None:

@@ -34,6 +34,7 @@ from contextd.model import (
 from contextd.summarizers.delegation import (
     Plan,
     brief,
+    ended_early,
     is_subagent_call,
     plan_written,
     report,
@@ -391,6 +392,9 @@ def _read_user(message: UserMessage, facts: Facts, walk: _Walk) -> None:
         if text.startswith(preamble.strip()):
             facts.embedded_summaries.append(text[len(preamble.strip()):].strip())
             return
+    if stopped := ended_early(text):
+        facts.reports.append(stopped)
+        return
     user = read_user_text(text)
     if user.earlier_summary:
         facts.embedded_summaries.append(user.earlier_summary)
