@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from contextd.compaction.context import visible_entries
 from contextd.importers import IMPORTERS, STREAMING_IMPORTERS
 from contextd.model import CompactionEntry, Entry, MessageEntry, ToolResultMessage, message_text
@@ -63,10 +64,12 @@ def test_claude_code_compaction_is_settled_at_its_summary_record_with_what_it_ke
     ]["uuids"]
 
 
-def test_claude_code_bookkeeping_records_of_2_1_are_known() -> None:
-    """2.1.x writes requests, attachments, costs and flags among the conversation: each is
-    reported as left out by design, none as an unknown record."""
-    imported = IMPORTERS["claude-code"](run_lines(CLAUDE_CODE_COMPACT))
+@pytest.mark.parametrize(("agent", "name"), [("claude-code", CLAUDE_CODE_COMPACT), ("codex", CODEX_COMPACT)])
+def test_the_bookkeeping_records_of_the_newer_versions_are_known(agent: str, name: str) -> None:
+    """Claude Code 2.1.x writes requests, attachments, costs and flags among the
+    conversation, Codex 0.169 usage records and world states: each is reported as left out
+    by design, none as an unknown record."""
+    imported = IMPORTERS[agent](run_lines(name))
     assert [p for p in imported.problems if p.kind == "unknown"] == []
 
 

@@ -54,6 +54,12 @@ NOT_CONVERSATION_ITEMS = {
     "compaction": "the provider's encrypted compaction state",
     "other": "an item Codex itself could not classify",
 }
+NOT_CONVERSATION_LINES = {
+    "state": "state record",
+    "world_state": "world_state: the environment Codex describes to the model, also sent as its messages",
+    "token_usage_record": "token_usage_record: a response's usage, also written as a token_count event",
+}
+"""Line types with no place in a session, and why (newer versions write the last two)."""
 TEXT_PARTS = ("input_text", "text", "output_text")
 AGENTS_MD_PREFIXES = ("# AGENTS.md instructions for ", "<user_instructions>")
 OPENING_TAG = re.compile(r"<([a-z_][a-z_ ]*)>")
@@ -212,8 +218,8 @@ class _Converter:
             self.event(line, payload)
         elif kind == "compacted":
             self.compacted(line, payload, timestamp)
-        elif kind == "state":
-            self.problems.append(Problem(line, "skipped", "state record, not part of the conversation"))
+        elif kind in NOT_CONVERSATION_LINES:
+            self.problems.append(Problem(line, "skipped", f"{NOT_CONVERSATION_LINES[kind]}, not part of the conversation"))
         else:
             self.problems.append(Problem(line, "unknown", f"unknown line type {kind!r}"))
 
