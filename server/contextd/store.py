@@ -227,14 +227,14 @@ def parse_session_bytes(data: bytes) -> LoadedFile:
 
 
 def _parse_line(raw: bytes, want_header: bool) -> SessionHeader | Entry | None:
-    text = raw.strip()
-    if not text:
+    if raw.isspace() or not raw:
         return None
     try:
-        data = json.loads(text)
+        # Parsed and validated in one pass by pydantic's own JSON reader: faster than
+        # json.loads and then validating the dicts it made.
         if want_header:
-            return SessionHeader.model_validate(data)
-        return ENTRY_ADAPTER.validate_python(data)
+            return SessionHeader.model_validate_json(raw)
+        return ENTRY_ADAPTER.validate_json(raw)
     except (ValueError, ValidationError, RecursionError):  # RecursionError: nested too deeply
         return None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import weakref
 
 from contextd.collector import collector_paused
 
@@ -45,3 +46,22 @@ def test_the_collector_resumes_when_a_load_fails():
     except OSError:
         pass
     assert gc.isenabled()
+
+
+class Node:
+    """An object in a reference cycle, which only the cyclic collector can free."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_what_a_load_made_is_old_at_once_and_still_collectable():
+    with collector_paused():
+        kept, dropped = Node(), Node()
+    # Not walked again by the young generations' passes...
+    assert any(item is kept for item in gc.get_objects(generation=2))
+    # ...yet a cycle that became garbage is still freed by a full pass.
+    gone = weakref.ref(dropped)
+    del dropped
+    gc.collect()
+    assert gone() is None and kept.me is kept

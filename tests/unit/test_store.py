@@ -189,3 +189,72 @@ def test_eviction_reloads_transparently(tmp_path):
     first = sessions.get(created[0].session_id)
     assert first is not created[0]
     assert first.context_messages()[-1].content == f"hi {created[0].session_id}"
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | words,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(words, inner, max_size=3),
+    max_leaves=8,
+)
+ids = st.none() | words
+messages = st.one_of(
+    st.fixed_dictionaries({"role": st.just("user"), "content": words | st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": words}), max_size=2)}),
+    st.fixed_dictionaries(
+        {"role": st.just("assistant"), "content": st.lists(st.fixed_dictionaries({"type": st.just("toolCall"), "id": words, "name": words, "arguments": st.dictionaries(words, json_values, max_size=2)}), max_size=2)},
+        optional={"usage": st.dictionaries(st.sampled_from(["input", "output", "cacheRead", "total"]), st.integers(min_value=-2, max_value=10**6)), "stopReason": st.sampled_from(["stop", "toolUse", "error", "bogus"])},
+    ),
+    st.fixed_dictionaries({"role": st.just("toolResult"), "toolCallId": words, "toolName": words, "content": words}, optional={"isError": json_values}),
+)
+valid_entries = st.one_of(
+    st.fixed_dictionaries({"type": st.just("message"), "id": words, "parentId": ids, "message": messages}, optional={"timestamp": words}),
+    st.fixed_dictionaries({"type": st.just("label"), "id": words, "parentId": ids, "targetId": words, "label": ids}),
+    st.fixed_dictionaries({"type": st.just("leaf"), "id": words, "parentId": ids, "targetId": ids}),
+    st.fixed_dictionaries({"type": st.just("prune"), "id": words, "parentId": ids, "entryIds": st.lists(words, max_size=2), "tokensSaved": st.integers()}),
+)
+
+
+@st.composite
+def entry_like(draw: st.DrawFn) -> dict[str, Any]:
+    """Mostly entries as written, some with a field dropped, changed or added."""
+    entry = dict(draw(valid_entries))
+    change = draw(st.sampled_from(["none", "none", "drop", "set", "add"]))
+    if change == "drop":
+        del entry[draw(st.sampled_from(sorted(entry)))]
+    elif change in ("set", "add"):
+        key = draw(st.sampled_from(sorted(entry))) if change == "set" else draw(words)
+        entry[key] = draw(json_values)
+    return entry
+
+
+def reference_parse(raw: bytes) -> Any:
+    """How lines were read before the store parsed them with pydantic's JSON reader."""
+    import json
+
+    from pydantic import ValidationError
+
+    from contextd.store import ENTRY_ADAPTER
+
+    try:
+        return ENTRY_ADAPTER.validate_python(json.loads(raw))
+    except (ValueError, ValidationError, RecursionError):
+        return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(entry=entry_like(), cut=st.integers(min_value=0, max_value=400), padded=st.booleans())
+def test_a_line_reads_as_json_loads_then_validation_would_read_it(entry, cut, padded):
+    """Whole, cut short or padded with blanks, a line gives the entry (or nothing) that
+    json.loads and validating its dicts gave."""
+    import json
+
+    line = json.dumps(entry).encode()
+    for raw in (line, line[:cut], b"  " + line + b" \r\n" if padded else line + b"\n"):
+        parsed = parse_session_bytes(b'{"type":"session","version":1,"id":"s","workspace":"/w"}\n' + raw)
+        expected = reference_parse(raw) if raw.strip() else None
+        assert [dumped(line) for line in parsed.entries] == ([dumped(expected)] if expected is not None else [])
+
+
+def dumped(entry: Any) -> dict[str, Any]:
+    """An entry's fields but a timestamp the line lacked (each read stamps it anew)."""
+    return entry.model_dump(exclude={"timestamp"})
+

@@ -119,6 +119,7 @@ class LiveState(ABC):
         """The name the path gives (`_derive_name`), derived when the path is rebuilt, not
         on every append: an append's activity notification must not walk the path."""
         self._pending_calls: dict[str, str] = {}
+        self._tokenizers: dict[str, str] = {}
         self._ledger: CalibrationLedger  # learned by _count_all, once every entry is counted
         self._figure = TokenFigure(0, 0, 1.0, anchored=False, exact=True)
         self._unseen = UnseenState(None, settled=True)
@@ -211,7 +212,11 @@ class LiveState(ABC):
         return learn(self.tree.nodes(), self.entry_tokens, self._tokenizer_of, root)
 
     def _tokenizer_of(self, model_id: str) -> str:
-        return resolve_model(model_id, self.settings.models).tokenizer
+        # Asked for every answer on load: resolved once per model (until the settings change).
+        tokenizer = self._tokenizers.get(model_id)
+        if tokenizer is None:
+            tokenizer = self._tokenizers[model_id] = resolve_model(model_id, self.settings.models).tokenizer
+        return tokenizer
 
     @property
     def calibration(self) -> float:
@@ -561,6 +566,7 @@ class LiveState(ABC):
     def apply_settings(self, settings: Settings) -> None:
         old_encoding = self.model_info.encoding
         self.settings = settings
+        self._tokenizers.clear()
         self._use_model(self.model_id, self._recorded_window)
         if self.model_info.encoding != old_encoding:
             self._count_all(self.tree.entries.values())

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from contextd.compaction.context import standing_instructions, visible_entries
 from contextd.model import (
@@ -123,7 +124,8 @@ def learn_unseen(
     """The unseen part at the end of `path`; `entry_tokens` holds each entry's counted
     tokens, `pruned_tokens(n)` counts the placeholder of a pruned result of `n` tokens,
     `calibration` is the factor counted tokens are multiplied by."""
-    evidence: UnseenEvidence | None = None
+    evidence: Callable[[], UnseenEvidence] | None = None
+    """The evidence in force, worked out only when needed (`_evidence_of`)."""
     settled = not _opens_conversation(path)
     model, since = None, None
     for index, entry in enumerate(path):
@@ -134,20 +136,30 @@ def learn_unseen(
             settled = settled and entry.model == (model or entry.model)
             model = entry.model
         elif isinstance(entry, HandoffEntry) and entry.unseenTokens is not None:
-            evidence, settled = UnseenEvidence(entry.unseenTokens, 0), False
+            evidence, settled = _known(UnseenEvidence(entry.unseenTokens, 0)), False
         elif isinstance(entry, MessageEntry) and reports_context(entry.message):
             assert isinstance(entry.message, AssistantMessage) and entry.message.usage is not None
-            usage, end = entry.message.usage, index + 1
-
-            def taught() -> UnseenEvidence:  # O(path): called only where a report may teach
-                return evidence_at(path[:end], entry_tokens, pruned_tokens)
-
+            usage = entry.message.usage
+            taught = _evidence_of(path, index + 1, entry_tokens, pruned_tokens)
             if not settled or _grew(prompt_tokens(usage), since, evidence, taught, calibration):
-                evidence, settled = taught(), True
+                evidence, settled = taught, True
             since = _Since(usage.context_tokens, entry_tokens.get(entry.id, 0))
         elif since is not None:
             since = _Since(since.context, since.counted + entry_tokens.get(entry.id, 0))
-    return UnseenState(evidence, settled)
+    return UnseenState(evidence() if evidence is not None else None, settled)
+
+
+def _evidence_of(
+    path: Sequence[Entry], end: int, entry_tokens: Mapping[str, int], pruned_tokens: Callable[[int], int]
+) -> Callable[[], UnseenEvidence]:
+    """The evidence of the report ending `path[:end]`, worked out when first asked (it is
+    O(path)): a report that teaches is replaced by the next stretch's, so working each out
+    at once made a load quadratic in the stretches (pi changes models often)."""
+    return cache(lambda: evidence_at(path[:end], entry_tokens, pruned_tokens))
+
+
+def _known(evidence: UnseenEvidence) -> Callable[[], UnseenEvidence]:
+    return lambda: evidence
 
 
 def grew_past_counting(prompt: int, expected: int) -> bool:
@@ -158,7 +170,7 @@ def grew_past_counting(prompt: int, expected: int) -> bool:
 def _grew(
     prompt: int,
     since: _Since | None,
-    evidence: UnseenEvidence | None,
+    evidence: Callable[[], UnseenEvidence] | None,
     taught: Callable[[], UnseenEvidence],
     calibration: float,
 ) -> bool:
@@ -172,7 +184,7 @@ def _grew(
         return False
     if not grew_past_counting(prompt, since.context + round(since.counted * calibration)):
         return False
-    return grew_past_counting(prompt, round(taught().counted * calibration) + evidence.tokens(calibration))
+    return grew_past_counting(prompt, round(taught().counted * calibration) + evidence().tokens(calibration))
 
 
 def first_unseen(
