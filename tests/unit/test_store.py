@@ -177,9 +177,12 @@ def test_session_ids_cannot_name_paths(bad):
         check_session_id(bad)
 
 
+def bounded_manager(data_dir: Path, **storage: int) -> SessionManager:
+    return SessionManager(Store(data_dir), Settings.model_validate({"storage": storage}), SilentEvents())
+
+
 def test_eviction_reloads_transparently(tmp_path):
-    sessions = manager(tmp_path)
-    sessions.max_loaded = 2
+    sessions = bounded_manager(tmp_path, maxLoadedSessions=2)
     created = []
     for _ in range(4):
         session = sessions.create("/ws")
@@ -258,3 +261,26 @@ def dumped(entry: Any) -> dict[str, Any]:
     """An entry's fields but a timestamp the line lacked (each read stamps it anew)."""
     return entry.model_dump(exclude={"timestamp"})
 
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    appends=st.lists(st.tuples(st.integers(min_value=0, max_value=3), st.integers(min_value=1, max_value=5)), max_size=20),
+    max_entries=st.integers(min_value=1, max_value=16),
+)
+def test_memory_holds_at_most_max_loaded_entries_and_unloaded_sessions_come_back_whole(tmp_path_factory, appends, max_entries):
+    """Whatever is appended where, the sessions in memory hold at most `maxLoadedEntries`
+    entries (or only the session in use is left), and a session unloaded reads back as it was."""
+    sessions = bounded_manager(tmp_path_factory.mktemp("data"), maxLoadedEntries=max_entries)
+    ids = [sessions.create("/ws").session_id for _ in range(4)]
+    written: dict[str, list[str]] = {session_id: [] for session_id in ids}
+    for number, (which, count) in enumerate(appends):
+        session = sessions.get(ids[which])
+        texts = [f"message {number}.{index}" for index in range(count)]
+        session.append_messages([UserMessage(content=text) for text in texts])
+        written[ids[which]] += texts
+        sessions.get(ids[which])  # the next request notices the growth
+        loaded = sessions.loaded()
+        assert sum(len(live.tree.entries) for live in loaded) <= max_entries or [live.session_id for live in loaded] == [ids[which]]
+    for session_id, texts in written.items():
+        assert [message.content for message in sessions.get(session_id).context_messages()] == texts
+    sessions.close_all()

@@ -57,10 +57,11 @@ class SessionManager:
         self.settings_for = settings_for or (lambda workspace: self.settings)
         """The settings of a workspace's sessions (its editors' settings over the daemon's)."""
         self.events = events
-        self.max_loaded = settings.storage.maxLoadedSessions
-        """Sessions kept in memory; the least recently used beyond this without work under way
-        are unloaded (their files already hold everything) and reloaded on their next request.
-        An unloaded session stays open: this daemon keeps its lock until it is closed."""
+        self.storage = settings.storage
+        """How many sessions and entries are kept in memory; the least recently used beyond
+        either bound without work under way are unloaded (their files already hold
+        everything) and reloaded on their next request. An unloaded session stays open:
+        this daemon keeps its lock until it is closed."""
         self._loaded: OrderedDict[str, LiveSession] = OrderedDict()
         self._loading: dict[str, asyncio.Future[LiveSession]] = {}
         self.index = ListingIndex(store, self.summarize_file)
@@ -134,6 +135,7 @@ class SessionManager:
         session = self._loaded.get(session_id)
         if session is not None:
             self._loaded.move_to_end(session_id)
+            self._unload_beyond_bounds(keep=session_id)  # it may have grown since
             return session
         return self._remember(self._read(session_id))
 
@@ -171,14 +173,20 @@ class SessionManager:
     def _remember(self, session: LiveSession) -> LiveSession:
         session.hand_off = lambda: self.handoff(session, None)
         self._loaded[session.session_id] = session
-        idle = [
-            sid
-            for sid, live in self._loaded.items()
-            if sid != session.session_id and not live.has_pending_work()
-        ]
-        for evicted_id in idle[: max(0, len(self._loaded) - self.max_loaded)]:
-            self.unload(evicted_id)
+        self._unload_beyond_bounds(keep=session.session_id)
         return session
+
+    def _unload_beyond_bounds(self, keep: str) -> None:
+        """Unload the least recently used idle sessions but `keep` while more sessions or
+        entries than the storage settings allow are in memory."""
+        sessions = len(self._loaded)
+        entries = sum(len(live.tree.entries) for live in self._loaded.values())
+        for session_id, live in list(self._loaded.items()):
+            if sessions <= self.storage.maxLoadedSessions and entries <= self.storage.maxLoadedEntries:
+                return
+            held = len(live.tree.entries)
+            if session_id != keep and self.unload(session_id):
+                sessions, entries = sessions - 1, entries - held
 
     def unload(self, session_id: str) -> bool:
         """A loaded session without work under way leaves memory; it stays open (this
@@ -246,7 +254,7 @@ class SessionManager:
 
     def apply_settings(self, settings: Settings) -> None:
         self.settings = settings
-        self.max_loaded = settings.storage.maxLoadedSessions
+        self.storage = settings.storage
         self.index.set_counting(counting_key(settings))
         for session in self._loaded.values():
             own = self.settings_for(session.header.workspace)

@@ -29,7 +29,7 @@ local KNOWN_SETTINGS = {
   "summarizer.provider", "summarizer.model", "summarizer.baseUrl", "summarizer.apiKeyEnv",
   "summarizer.remoteEndpoint", "summarizer.maxRetries", "summarizer.timeoutSeconds",
   "summarizer.fallback",
-  "storage.dataDir", "storage.maxLoadedSessions",
+  "storage.dataDir", "storage.maxLoadedSessions", "storage.maxLoadedEntries",
   "follow.enabled", "follow.agents", "follow.allWorkspaces", "follow.intervalSeconds",
   "models", "follow.roots",
 }
