@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 
 from contextd.compaction.context import standing_instructions, visible_entries
 from contextd.model import (
@@ -125,7 +124,7 @@ def learn_unseen(
     tokens, `pruned_tokens(n)` counts the placeholder of a pruned result of `n` tokens,
     `calibration` is the factor counted tokens are multiplied by."""
     evidence: Callable[[], UnseenEvidence] | None = None
-    """The evidence in force, worked out only when needed (`_evidence_of`)."""
+    """The evidence in force, worked out only when needed (`_Evidence`)."""
     settled = not _opens_conversation(path)
     model, since = None, None
     for index, entry in enumerate(path):
@@ -140,7 +139,7 @@ def learn_unseen(
         elif isinstance(entry, MessageEntry) and reports_context(entry.message):
             assert isinstance(entry.message, AssistantMessage) and entry.message.usage is not None
             usage = entry.message.usage
-            taught = _evidence_of(path, index + 1, entry_tokens, pruned_tokens)
+            taught = _Evidence(path, index + 1, entry_tokens, pruned_tokens)
             if not settled or _grew(prompt_tokens(usage), since, evidence, taught, calibration):
                 evidence, settled = taught, True
             since = _Since(usage.context_tokens, entry_tokens.get(entry.id, 0))
@@ -149,13 +148,23 @@ def learn_unseen(
     return UnseenState(evidence() if evidence is not None else None, settled)
 
 
-def _evidence_of(
-    path: Sequence[Entry], end: int, entry_tokens: Mapping[str, int], pruned_tokens: Callable[[int], int]
-) -> Callable[[], UnseenEvidence]:
+class _Evidence:
     """The evidence of the report ending `path[:end]`, worked out when first asked (it is
     O(path)): a report that teaches is replaced by the next stretch's, so working each out
     at once made a load quadratic in the stretches (pi changes models often)."""
-    return cache(lambda: evidence_at(path[:end], entry_tokens, pruned_tokens))
+
+    __slots__ = ("_path", "_end", "_entry_tokens", "_pruned_tokens", "_value")
+
+    def __init__(
+        self, path: Sequence[Entry], end: int, entry_tokens: Mapping[str, int], pruned_tokens: Callable[[int], int]
+    ) -> None:
+        self._path, self._end, self._entry_tokens, self._pruned_tokens = path, end, entry_tokens, pruned_tokens
+        self._value: UnseenEvidence | None = None
+
+    def __call__(self) -> UnseenEvidence:
+        if self._value is None:
+            self._value = evidence_at(self._path[: self._end], self._entry_tokens, self._pruned_tokens)
+        return self._value
 
 
 def _known(evidence: UnseenEvidence) -> Callable[[], UnseenEvidence]:
