@@ -64,6 +64,35 @@ def test_claude_code_compaction_is_settled_at_its_summary_record_with_what_it_ke
     ]["uuids"]
 
 
+def test_claude_code_answer_is_settled_once_claude_code_saved_its_turn() -> None:
+    """Claude Code 2.1.x writes a `last-prompt` record naming the answer once its turn is
+    saved: a mirror shows every answer then, not when the user's next request comes (the
+    turn's last answer waited a whole turn), and reading the file line by line gives what
+    the whole file gives."""
+    lines = run_lines(CLAUDE_CODE_COMPACT)
+    records = numbered_records(lines)
+    saved = [number for number, raw in records if raw["type"] == "last-prompt"]
+    assert saved
+    follower = STREAMING_IMPORTERS["claude-code"]()
+    settled: list[Entry] = []
+    for number, line in enumerate(lines, start=1):
+        follower.feed(number, line)
+        settled += follower.take_settled()
+        if number in saved:
+            assert first_records_of_answers(records, number) <= {entry.id for entry in settled}, number
+    whole = IMPORTERS["claude-code"](lines)
+    assert [e.model_dump() for e in settled + follower.finish().entries] == [e.model_dump() for e in whole.entries]
+
+
+def first_records_of_answers(records: list[tuple[int, dict[str, Any]]], before: int) -> set[str]:
+    """The uuid of each answer's first record (its entry's id) written before line `before`."""
+    first: dict[str, str] = {}
+    for number, raw in records:
+        if number < before and raw["type"] == "assistant":
+            first.setdefault(raw["message"]["id"], raw["uuid"])
+    return set(first.values())
+
+
 @pytest.mark.parametrize(("agent", "name"), [("claude-code", CLAUDE_CODE_COMPACT), ("codex", CODEX_COMPACT)])
 def test_the_bookkeeping_records_of_the_newer_versions_are_known(agent: str, name: str) -> None:
     """Claude Code 2.1.x writes requests, attachments, costs and flags among the

@@ -8,8 +8,9 @@ the chain breaks (a parent on a lost or corrupt line, or an older compaction sum
 with no parent and no boundary) it continues from the entry before. One API answer is
 written as several assistant records (one per content block) sharing `message.id`; they
 become one assistant message carrying the usage of the last of them, written once a record
-of the conversation follows (or the file ends); the bookkeeping records Claude Code writes
-among them (file snapshots, progress, queue operations, hooks) do not end it.
+of the conversation follows (or the file ends), or, from 2.1.x on, once Claude Code saved
+the turn (a `last-prompt` record naming the answer); the bookkeeping records Claude Code
+writes among them (file snapshots, progress, queue operations, hooks) do not end it.
 
 Claude Code's compaction summary is free text ("This session is being continued from a
 previous conversation…"); it is imported whole as the compaction's summary. Newer versions
@@ -306,6 +307,8 @@ class _Converter:
             self.problems.append(Problem(line, "repaired", UNDELIVERED_NOTE))
             self.notes.append((line, raw["content"], raw.get("timestamp")))
             return
+        if self.answer is not None and self.saved_after_answer(raw):
+            self.flush_answer()  # complete: a mirror shows it now, not at the next request
         if self.answer is not None and not _ends_answer(raw):
             self.aside(line, raw)
             return
@@ -322,6 +325,18 @@ class _Converter:
             self.problems.append(_why_not_imported(line, raw))
             if isinstance(uuid, str):
                 self.builder.skip(uuid, self.stand_in(raw))
+
+    def saved_after_answer(self, raw: dict[str, Any]) -> bool:
+        """Claude Code 2.1.x writes an answer's records once it is complete (each carries
+        its `stop_reason`), then a `last-prompt` record whose `leafUuid` is the last of
+        them (or a record hanging off it): no record of that answer follows."""
+        answer = self.answer
+        return (
+            answer is not None
+            and raw.get("type") == "last-prompt"
+            and raw.get("leafUuid") in answer.uuids
+            and answer.last.get("stop_reason") is not None
+        )
 
     def aside(self, line: int, raw: dict[str, Any]) -> None:
         """A record written between the records of one answer (a file snapshot, a progress
