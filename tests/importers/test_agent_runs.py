@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from contextd.compaction.context import visible_entries
 from contextd.importers import IMPORTERS, STREAMING_IMPORTERS
+from contextd.importers.common import restore_importer
 from contextd.model import CompactionEntry, Entry, MessageEntry, ToolResultMessage, message_text
 from contextd.summarizers.extract import extract_facts
 
@@ -169,3 +170,18 @@ def test_codex_exit_code_of_an_exec_event_counts_when_the_output_does_not_say_it
     results, _ = codex_command_outcomes(lines)
     codes = exit_codes_events_report(numbered_records(lines))
     assert results == {call: code != 0 for call, code in codes.items()}
+
+
+@pytest.mark.parametrize(("agent", "name"), [("claude-code", CLAUDE_CODE_COMPACT), ("codex", CODEX_COMPACT)])
+def test_followed_line_by_line_with_restarts_the_run_imports_as_the_whole_file(agent: str, name: str) -> None:
+    """A follower restarted from its saved state after every line (its exit codes waiting
+    for their outputs, its answer waiting for its end) ends with what the whole file gives."""
+    lines = run_lines(name)
+    settled: list[Entry] = []
+    follower = STREAMING_IMPORTERS[agent]()
+    for number, line in enumerate(lines, start=1):
+        follower.feed(number, line)
+        settled += follower.take_settled()
+        follower = restore_importer(STREAMING_IMPORTERS[agent], json.loads(json.dumps(follower.snapshot())))
+    whole = IMPORTERS[agent](lines)
+    assert [e.model_dump() for e in settled + follower.finish().entries] == [e.model_dump() for e in whole.entries]
