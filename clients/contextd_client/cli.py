@@ -107,8 +107,24 @@ STATS_HELP = (
 
 
 def add_client_commands(add_command: AddCommand, global_options: argparse.ArgumentParser) -> None:
-    """Every client command, on the shared parser; `add_command(name, summary, epilog)`
-    gives each the global options (`global_options`, for nested actions)."""
+    """Every client command, on the shared parser, in the order `contextd --help` lists them;
+    `add_command(name, summary, epilog)` gives each the global options (`global_options`, for
+    nested actions)."""
+    add_demo_command(add_command)
+    add_replay_command(add_command)
+    add_import_command(add_command)
+    add_sessions_command(add_command, global_options)
+    add_config_command(add_command, global_options)
+    add_completion_command(add_command)
+    add_reading_commands(add_command)
+    add_session_work_commands(add_command)
+    add_daemon_commands(add_command)
+    add_watch_command(add_command)
+    add_agent_commands(add_command)
+
+
+def add_demo_command(add_command: AddCommand) -> None:
+    """`contextd demo`: the shipped session, replayed into a small window."""
     demo = add_command(
         "demo", "replay a shipped coding session into a small window and watch it compact",
         epilog="examples:\n  contextd demo\n  contextd demo --window 60000 --delay 0\n\n"
@@ -123,6 +139,9 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
         help="the demo model's context window in tokens",
     )
 
+
+def add_replay_command(add_command: AddCommand) -> None:
+    """`contextd replay FILE`: a file of messages into a new session."""
     replay_cmd = add_command(
         "replay", "replay a JSONL file of messages into a new session, showing the usage bar",
         epilog="examples:\n  contextd replay conversation.jsonl --window 8000\n"
@@ -141,6 +160,9 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
         help="drop recorded provider usage, so the daemon counts (recorded usage describes the uncompacted original)",
     )
 
+
+def add_import_command(add_command: AddCommand) -> None:
+    """`contextd import FILE`: another agent's transcript as a session."""
     import_cmd = add_command(
         "import", "import another agent's transcript as a contextd session",
         epilog="examples:\n  contextd import ~/.claude/projects/P/SESSION.jsonl\n"
@@ -158,6 +180,9 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
         help="list every line that was not imported as it stood (default: one line per kind of problem)",
     )
 
+
+def add_sessions_command(add_command: AddCommand, global_options: argparse.ArgumentParser) -> None:
+    """`contextd sessions` and its actions `list` and `rm`."""
     sessions = add_command(
         "sessions", "list sessions, newest first (`sessions rm` deletes)",
         epilog="examples:\n  contextd sessions\n  contextd sessions --workspace demo --json\n"
@@ -180,6 +205,9 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
     )
     remove.add_argument("sessions", nargs="+", metavar="SESSION", help=SESSION_HELP)
 
+
+def add_config_command(add_command: AddCommand, global_options: argparse.ArgumentParser) -> None:
+    """`contextd config` and its actions `set` and `unset`."""
     config = add_command(
         "config", "the settings in force here and where each comes from (`config set` changes them)",
         description="The settings in force for the sessions of this folder, each with where its value "
@@ -204,6 +232,9 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
     )
     unset_action.add_argument("key", metavar="KEY")
 
+
+def add_completion_command(add_command: AddCommand) -> None:
+    """`contextd completion SHELL`."""
     completion = add_command(
         "completion", "print a shell completion script for contextd's commands and options",
         epilog="examples:\n  eval \"$(contextd completion bash)\"     # in ~/.bashrc\n"
@@ -212,6 +243,9 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
     )
     completion.add_argument("shell", choices=["bash", "zsh", "fish"])
 
+
+def add_reading_commands(add_command: AddCommand) -> None:
+    """`contextd show` and `contextd tree`: what a session holds."""
     show = add_command(
         "show", "print a summary, hand-off document or message of a session in full",
         epilog="examples:\n  contextd show 01a2140f             the latest summary on the current branch\n"
@@ -230,6 +264,9 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
     )
     tree.add_argument("session", help=SESSION_HELP)
 
+
+def add_session_work_commands(add_command: AddCommand) -> None:
+    """`contextd compact` and `contextd handoff`: work done on a session."""
     compact = add_command(
         "compact", "compact a session now",
         epilog="examples:\n  contextd compact 01a2140f --dry-run\n"
@@ -246,6 +283,9 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
     handoff.add_argument("session", help=SESSION_HELP)
     handoff.add_argument("--goal", help="what the new session should do next (also its name)")
 
+
+def add_daemon_commands(add_command: AddCommand) -> None:
+    """`contextd status` and `contextd follow`: the shared daemon and the agents' sessions it mirrors."""
     add_command(
         "status", "which shared daemon runs: its socket, clients and sessions",
         epilog="examples:\n  contextd status\n  contextd status --json\n",
@@ -265,6 +305,9 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
     follow.add_argument("--all", action="store_true", help="follow the agents' sessions of every workspace")
     follow.add_argument("--workspace", help="the workspace to follow (default: the current directory)")
 
+
+def add_watch_command(add_command: AddCommand) -> None:
+    """`contextd watch`: the daemon's notifications as they come."""
     watch = add_command(
         "watch", "print the daemon's notifications as they come",
         description=(
@@ -288,7 +331,6 @@ def add_client_commands(add_command: AddCommand, global_options: argparse.Argume
         help="with --idle: only when the context holds at least TOKENS (default: the daemon's idle setting)",
     )
     watch.add_argument("--follow", action="store_true", help="keep watching after the replay")
-    add_agent_commands(add_command)
 
 
 # --- shared plumbing ----------------------------------------------------------------------

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
 import socket
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from contextd.rpc.access import AccessRefused, check_same_user, write_tcp_token
@@ -75,71 +77,103 @@ async def serve_sockets(
 ) -> int:
     """Serve every connection on a TCP port or a Unix socket until a signal, or until no
     client has been connected for `grace_seconds`."""
-    stopped = asyncio.Event()
-    grace: asyncio.TimerHandle | None = None
-    loop = asyncio.get_running_loop()
-
-    def arm_grace() -> None:
-        nonlocal grace
-        if grace_seconds is not None and not daemon.connections:
-            if grace is not None:
-                grace.cancel()
-            grace = loop.call_later(grace_seconds, stop_if_idle)
-
-    def stop_if_idle() -> None:
-        if not daemon.connections:
-            log.info("no client for %gs: stopping", grace_seconds)
-            stopped.set()
-
-    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal grace
-        try:
-            check_same_user(writer.get_extra_info("socket"), "a client")
-        except AccessRefused as refused:
-            log.warning("connection refused: %s", refused)
-            writer.transport.abort()
-            return
-        if grace is not None:
-            grace.cancel()
-            grace = None
-        await daemon.attach(reader, writer).run()
-
-    daemon.on_idle = arm_grace
+    grace = GracePeriod(daemon, grace_seconds)
+    on_connect = functools.partial(serve_client, daemon, grace)
+    daemon.on_idle = grace.arm
     daemon.build_tokenizer()  # before the first client can be kept waiting by it
     if unix_path is not None:
-        previous = os.umask(0o177)  # the socket is 0600 from the start, not after a chmod
-        try:
-            server = await asyncio.start_unix_server(on_connect, path=str(unix_path), limit=STREAM_LIMIT)
-        finally:
-            os.umask(previous)
-        daemon.address = str(unix_path)
+        server = await listen_on_unix_socket(daemon, on_connect, unix_path)
     else:
         assert tcp is not None
-        # Bound first (the port is then ours, and so is its token file), serving only once
-        # the token is set: no connection is ever attached without it.
-        server = await asyncio.start_server(on_connect, tcp[0], tcp[1], limit=STREAM_LIMIT, start_serving=False)
-        daemon.token = write_tcp_token(tcp[1])
-        await server.start_serving()
-        host, port = server.sockets[0].getsockname()[:2]
-        daemon.address = f"{host}:{port}"
-        log.info("the token for TCP clients is in %s", daemon.token.path)
+        server = await listen_on_tcp(daemon, on_connect, tcp)
     log.info("contextd listening on %s (pid %d)", daemon.address, os.getpid())
-    arm_grace()
+    grace.arm()
     try:
         with stop_on_signals():
-            await stopped.wait()
+            await grace.over.wait()
     except asyncio.CancelledError:
         pass
     finally:
-        server.close()
-        for connection in list(daemon.connections):
-            connection.close()
-        daemon.close_sessions()
-        for left in (unix_path, daemon.token.path if daemon.token else None):
-            if left is not None:
-                with contextlib.suppress(FileNotFoundError):
-                    left.unlink()
+        stop_serving(daemon, server, unix_path)
     return 0
+
+
+class GracePeriod:
+    """How long a socket daemon waits for a client once none is connected (forever when
+    `seconds` is None); `over` is set when that time passed with no client."""
+
+    def __init__(self, daemon: Daemon, seconds: float | None) -> None:
+        self.over = asyncio.Event()
+        self._daemon = daemon
+        self._seconds = seconds
+        self._timer: asyncio.TimerHandle | None = None
+
+    def arm(self) -> None:
+        if self._seconds is not None and not self._daemon.connections:
+            self.disarm()
+            self._timer = asyncio.get_running_loop().call_later(self._seconds, self._end_if_idle)
+
+    def disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _end_if_idle(self) -> None:
+        if not self._daemon.connections:
+            log.info("no client for %gs: stopping", self._seconds)
+            self.over.set()
+
+
+async def serve_client(
+    daemon: Daemon, grace: GracePeriod, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """One connection, served until it ends; a process of another user is refused."""
+    try:
+        check_same_user(writer.get_extra_info("socket"), "a client")
+    except AccessRefused as refused:
+        log.warning("connection refused: %s", refused)
+        writer.transport.abort()
+        return
+    grace.disarm()
+    await daemon.attach(reader, writer).run()
+
+
+ClientHandler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+async def listen_on_unix_socket(daemon: Daemon, on_connect: ClientHandler, path: Path) -> asyncio.Server:
+    previous = os.umask(0o177)  # the socket is 0600 from the start, not after a chmod
+    try:
+        server = await asyncio.start_unix_server(on_connect, path=str(path), limit=STREAM_LIMIT)
+    finally:
+        os.umask(previous)
+    daemon.address = str(path)
+    return server
+
+
+async def listen_on_tcp(daemon: Daemon, on_connect: ClientHandler, tcp: tuple[str, int]) -> asyncio.Server:
+    # Bound first (the port is then ours, and so is its token file), serving only once the
+    # token is set: no connection is ever attached without it.
+    server = await asyncio.start_server(on_connect, tcp[0], tcp[1], limit=STREAM_LIMIT, start_serving=False)
+    daemon.token = write_tcp_token(tcp[1])
+    await server.start_serving()
+    host, port = server.sockets[0].getsockname()[:2]
+    daemon.address = f"{host}:{port}"
+    log.info("the token for TCP clients is in %s", daemon.token.path)
+    return server
+
+
+def stop_serving(daemon: Daemon, server: asyncio.Server, unix_path: Path | None) -> None:
+    """No new connections, every client let go, sessions closed, and the socket and token
+    files removed."""
+    server.close()
+    for connection in list(daemon.connections):
+        connection.close()
+    daemon.close_sessions()
+    for left in (unix_path, daemon.token.path if daemon.token else None):
+        if left is not None:
+            with contextlib.suppress(FileNotFoundError):
+                left.unlink()
 
 
 def socket_in_use(path: Path) -> bool:

@@ -617,15 +617,37 @@ def _read_result(
     """Records what a tool result shows: a success, a failure, or nothing."""
     raw = message_text(result.content)
     if REJECTED_TOOL_USE in raw:
-        # Not a failure of the work: the user stopped the call, often to say what to do.
-        if (words := user_words_in_result(raw)) and (user := read_user_text(words)).said:
-            _end_turn(walk, facts)
-            _read_said(user.said, user.pasted_log, user.command, facts, walk)
+        _read_rejection(raw, facts, walk)
         return
     if call is not None and is_subagent_call(call) and not result.isError and (found := report(call, raw)):
         facts.reports.append(found)
     command = _command(call.arguments) if call else ""
-    outcome, output = verdict(raw, result.isError, command)
+    outcome, text = _outcome(raw, result.isError, command)
+    if outcome == "neutral":
+        if command:
+            _record_run(facts, command, "neutral", "")
+        return
+    subject = _subject(call, result.toolName)
+    outcome, texts = _second_look(outcome, text, command, call, facts)
+    if texts:
+        probes = tuple(f"probe:{label}" for label, code in _PROBE.findall(text) if not code.startswith(("2", "3")))
+        facts.errors.append(ErrorSeen(subject, texts, index, command=command, probes=probes))
+    if command:
+        _record_command_result(command, outcome, texts, text, call, facts, walk)
+    if outcome == "ok":
+        _record_success(subject, command, text, call, index, facts, walk)
+
+
+def _read_rejection(raw: str, facts: Facts, walk: _Walk) -> None:
+    """Not a failure of the work: the user stopped the call, often to say what to do."""
+    if (words := user_words_in_result(raw)) and (user := read_user_text(words)).said:
+        _end_turn(walk, facts)
+        _read_said(user.said, user.pasted_log, user.command, facts, walk)
+
+
+def _outcome(raw: str, is_error: bool, command: str) -> tuple[Verdict, str]:
+    """The result's outcome (ok, failed or neutral) and its output's text."""
+    outcome, output = verdict(raw, is_error, command)
     text = output.text
     if outcome == "unknown":
         # The pipeline's status is a filter's: only the command's own error report counts,
@@ -634,46 +656,55 @@ def _read_result(
         outcome = "failed" if reported else "ok"
     if outcome == "failed" and command and not _may_report_errors(command):
         outcome = "neutral"  # a read or search that found nothing is an answer, not a blocker
-    if outcome == "neutral":
-        if command:
-            _record_run(facts, command, "neutral", "")
-        return
-    subject = _subject(call, result.toolName)
-    texts = _error_texts(text, from_command=bool(command)) if outcome == "failed" else []
-    if outcome == "failed" and call is not None and call.name in DEFAULT_READ_TOOLS:
-        outcome = "ok"  # a read that found no file is an answer, not a blocker
-        texts = []
+    return outcome, text
+
+
+def _second_look(
+    outcome: Verdict, text: str, command: str, call: ToolCall | None, facts: Facts
+) -> tuple[Verdict, list[str]]:
+    """The outcome of a failure looked at again, and its error texts (none unless it is one)."""
+    if outcome != "failed":
+        return outcome, []
+    if call is not None and call.name in DEFAULT_READ_TOOLS:
+        return "ok", []  # a read that found no file is an answer, not a blocker
+    texts = _error_texts(text, from_command=bool(command))
     if texts and (missing := _missing_program(texts)):
         # A probe for a tool that is not installed is a fact about the machine, not a
         # blocker: the agent goes on with another tool.
         facts.environment.append(f"`{missing}` is not installed here (command not found)")
-        texts = []
-        outcome = "neutral"
-    if texts:
-        probes = tuple(f"probe:{label}" for label, code in _PROBE.findall(text) if not code.startswith(("2", "3")))
-        facts.errors.append(ErrorSeen(subject, texts, index, command=command, probes=probes))
-    if command:
-        # One line per command: a failure's whole text is the open error's, not the trail's.
-        detail = texts[0].strip().splitlines()[0] if texts else _short_output(_without_noise(text))
-        _record_run(facts, command, outcome, _clip(detail, 200))
-        if command in facts.succeeded_commands:
-            facts.succeeded_commands.remove(command)
-        if outcome == "ok":
-            facts.succeeded_commands.append(command)
-            facts.shipped += _shipped(_raw_command(call.arguments) if call else command, text)
-    if command and _is_check(command):
+        return "neutral", []
+    return outcome, texts
+
+
+def _record_command_result(
+    command: str, outcome: Verdict, texts: list[str], text: str, call: ToolCall | None, facts: Facts, walk: _Walk
+) -> None:
+    # One line per command: a failure's whole text is the open error's, not the trail's.
+    detail = texts[0].strip().splitlines()[0] if texts else _short_output(_without_noise(text))
+    _record_run(facts, command, outcome, _clip(detail, 200))
+    if command in facts.succeeded_commands:
+        facts.succeeded_commands.remove(command)
+    if outcome == "ok":
+        facts.succeeded_commands.append(command)
+        facts.shipped += _shipped(_raw_command(call.arguments) if call else command, text)
+    if _is_check(command):
         walk.checks.pop(command, None)  # the latest run of a check is the one that counts
         if outcome == "ok":
             walk.checks[command] = _last_line(_without_noise(text))
-    if outcome == "ok" and call is not None and (purpose := walk.purposes.pop(call.id, "")):
+
+
+def _record_success(
+    subject: str, command: str, text: str, call: ToolCall | None, index: int, facts: Facts, walk: _Walk
+) -> None:
+    """What a successful result settles: the edit it made, and the errors it may resolve."""
+    if call is not None and (purpose := walk.purposes.pop(call.id, "")):
         paths = _call_paths(call.arguments)
         facts.edits.append(f"Changed `{paths[0]}`: {purpose}" if paths else purpose)
-    if outcome == "ok":
-        walk.successes.append((index, subject))
-        walk.successes += [(index, f"file:{path}") for path in FILE_PATH.findall(command)]
-        walk.successes += [
-            (index, f"probe:{label}") for label, code in _PROBE.findall(text) if code.startswith(("2", "3"))
-        ]
+    walk.successes.append((index, subject))
+    walk.successes += [(index, f"file:{path}") for path in FILE_PATH.findall(command)]
+    walk.successes += [
+        (index, f"probe:{label}") for label, code in _PROBE.findall(text) if code.startswith(("2", "3"))
+    ]
 
 
 _NOT_FOUND = re.compile(
