@@ -63,7 +63,7 @@ def unanchored(session: LiveSession, before: list[Entry], factor: float) -> int 
     evidence = learn_unseen(before, session.entry_tokens, session._pruned_tokens, calibration=factor).evidence
     if evidence is None:
         return None
-    tokens_of = context_tokens_of(before, session.entry_tokens, session._pruned_tokens)
+    tokens_of = context_tokens_of(before, session.entry_tokens, session._pruned_tokens, calibration=factor)
     counted = sum(tokens_of(entry) for entry in [*standing_instructions(before), *visible_entries(before)])
     return round(counted * factor) + evidence.tokens(factor)
 

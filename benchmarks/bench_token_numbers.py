@@ -86,7 +86,7 @@ def predicted(session: LiveSession, before: list[Entry], prior: int) -> tuple[in
     learned any)."""
     learned = learn_unseen(before, session.entry_tokens, session._pruned_tokens, calibration=session.calibration)
     unseen = learned.evidence.tokens(session.calibration) if learned.evidence else prior
-    tokens_of = context_tokens_of(before, session.entry_tokens, session._pruned_tokens)
+    tokens_of = context_tokens_of(before, session.entry_tokens, session._pruned_tokens, calibration=session.calibration)
     counted = sum(tokens_of(entry) for entry in [*standing_instructions(before), *visible_entries(before)])
     return round(counted * session.calibration), unseen
 

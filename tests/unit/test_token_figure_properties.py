@@ -90,20 +90,48 @@ actions = st.lists(
 
 def expected_unseen(session: LiveSession) -> int:
     """The unseen part by the rule: taught by the first valid report after the session's
-    start or after each compaction or prune on the path, the latest teaching standing."""
-    path = session.path
-    learned, teaching = 0, True
+    start or after each compaction or prune on the path, and anew by a later report whose
+    prompt outgrew both the previous report plus what was counted since and the counted
+    context plus the unseen part known, by more than 15% of it and 2,000 tokens; the latest
+    teaching standing."""
+    path, calibration = session.path, session.calibration
+    learned, teaching, previous, since = 0, True, None, 0
     for index, entry in enumerate(path):
         if isinstance(entry, (CompactionEntry, PruneEntry)):
-            teaching = True
+            teaching, previous = True, None
         message = entry.message if isinstance(entry, MessageEntry) else None
-        if teaching and isinstance(message, AssistantMessage) and message.usage and not message.failed:
-            usage = message.usage
-            sent = build_context(path[:index], session.entry_tokens)
-            counted = sum(count_message(item.message, session.model_info.encoding) for item in sent)
-            learned = max(usage.input + usage.cacheRead + usage.cacheWrite - round(counted * session.calibration), 0)
-            teaching = False
+        if not (isinstance(message, AssistantMessage) and message.usage and message.usage.context_tokens and not message.failed):
+            since += count_message(message, session.model_info.encoding) if message is not None else 0
+            continue
+        usage = message.usage
+        prompt = usage.input + usage.cacheRead + usage.cacheWrite
+        sent = round(sent_tokens(session, index) * calibration)
+        margin = max(0.15 * prompt, 2_000)
+        grew = previous is not None and prompt - (previous + round(since * calibration)) > margin
+        if teaching or (grew and prompt - (sent + learned) > margin):
+            learned, teaching = max(prompt - sent, 0), False
+        previous, since = usage.context_tokens, 0
     return learned
+
+
+def sent_tokens(session: LiveSession, index: int) -> int:
+    """The counted context the answer at `index` of the path was sent: an answer of the turn
+    under way (after the last user message, compaction or prune) as at least its output."""
+    path = session.path[:index]
+    turn_start = max(
+        (i for i, entry in enumerate(path) if isinstance(entry, (CompactionEntry, PruneEntry))
+         or (isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage))),
+        default=-1,
+    )
+    in_turn = {entry.id for entry in path[turn_start + 1 :]}
+    total = 0
+    for item in build_context(path, session.entry_tokens):
+        counted = count_message(item.message, session.model_info.encoding)
+        message = item.message
+        if item.entry_id in in_turn and isinstance(message, AssistantMessage) and message.usage and not message.failed:
+            counted = max(counted, round(message.usage.output / session.calibration))
+        total += counted
+    return total
 
 
 def expected_figure(session: LiveSession) -> tuple[int, str]:

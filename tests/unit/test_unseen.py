@@ -12,7 +12,7 @@ from contextd.store import Store
 from contextd.tokens import count_message
 from pydantic import TypeAdapter
 
-from tests.factories import assistant, coding_turn, user
+from tests.factories import assistant, coding_turn, result, user
 
 SYSTEM_PROMPT_TOKENS = 18_000
 """What the agent sends besides the conversation, in these tests (a Claude Code-like size)."""
@@ -159,3 +159,33 @@ def test_a_report_of_another_conversation_is_not_taken_for_new_tools(tmp_path):
     session.append_messages(messages_of([user("review this"), assistant("reviewed", usage={"input": 3_000, "output": 10})]))
     reporting(session, range(4, 6), SYSTEM_PROMPT_TOKENS + 1_500)
     assert session.unseen_tokens == SYSTEM_PROMPT_TOKENS
+
+
+REASONING_TOKENS = 10_000
+"""Reasoning a model wrote in a turn and sends back in its later requests (encrypted: the
+transcript holds none of it); the provider drops it at the next user message."""
+
+
+def test_reasoning_a_turn_carries_is_not_taken_for_the_unseen_part(tmp_path):
+    """A model change in the middle of a turn: the new model's first report holds the turn's
+    reasoning, which the answer's reported output tells; it is not part of what the agent
+    sends on every request, so the figure after a compaction leaves it out."""
+    sessions, session = new_session(tmp_path)
+    reporting(session, range(2), SYSTEM_PROMPT_TOKENS)
+    encoding = session.model_info.encoding
+
+    def sent() -> int:
+        return sum(count_message(item.message, encoding) for item in session.context_items())
+
+    session.append_messages(messages_of([user("fix the failing test")]))
+    thinking = messages_of([assistant(calls=[("c1", "bash", {"command": "pytest -x"})])])[0]
+    thinking.usage = Usage(input=sent() + SYSTEM_PROMPT_TOKENS, output=REASONING_TOKENS)  # reasoning and call
+    session.append_messages([thinking, *messages_of([result("c1", "bash", "1 failed")])])
+    session.set_model("gpt-4o")
+    # The next request holds the answer as the model wrote it: its reasoning and its call.
+    carried = sent() - count_message(thinking, encoding) + REASONING_TOKENS
+    session.append_messages(messages_of([assistant("found it", usage={"input": carried + SYSTEM_PROMPT_TOKENS, "output": 40})]))
+    assert session.unseen_tokens == SYSTEM_PROMPT_TOKENS
+
+    asyncio.run(session.compact("manual"))
+    assert session.usage_body()["breakdown"]["unseen"] == SYSTEM_PROMPT_TOKENS

@@ -246,7 +246,7 @@ class LiveState(ABC):
         return evidence.tokens(self.calibration)
 
     def _tokens_of(self, path: Sequence[Entry]) -> Callable[[Entry], int]:
-        return context_tokens_of(path, self.entry_tokens, self._pruned_tokens)
+        return context_tokens_of(path, self.entry_tokens, self._pruned_tokens, calibration=self.calibration)
 
     def _learn_unseen(self) -> None:
         self._unseen = learn_unseen(self._path, self.entry_tokens, self._pruned_tokens, calibration=self.calibration)

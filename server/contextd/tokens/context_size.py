@@ -27,6 +27,7 @@ from contextd.model import (
     ModelChangeEntry,
     PruneEntry,
     Settings,
+    UserMessage,
 )
 from contextd.tokens.calibration import stated_window
 
@@ -127,16 +128,48 @@ def reports_context(message: Message) -> bool:
 
 
 def context_tokens_of(
-    path: Sequence[Entry], entry_tokens: Mapping[str, int], pruned_tokens: Callable[[int], int]
+    path: Sequence[Entry],
+    entry_tokens: Mapping[str, int],
+    pruned_tokens: Callable[[int], int],
+    *,
+    calibration: float,
 ) -> Callable[[Entry], int]:
-    """Counts an entry of `path` as the context holds it: a pruned result as its placeholder."""
+    """Counts an entry of `path` as the context holds it: a pruned result as its placeholder,
+    an answer of the turn under way as at least the output its provider reported (in
+    counted tokens: divided by `calibration`)."""
     pruned = pruned_entry_ids(path)
+    outputs = turn_outputs(path)
 
     def tokens_of(entry: Entry) -> int:
         counted = entry_tokens.get(entry.id, 0)
-        return pruned_tokens(counted) if entry.id in pruned else counted
+        if entry.id in pruned:
+            return pruned_tokens(counted)
+        return max(counted, round(outputs.get(entry.id, 0) / calibration))
 
     return tokens_of
+
+
+def turn_outputs(path: Sequence[Entry]) -> dict[str, int]:
+    """The reported output of each valid answer after the path's last user message and its
+    latest compaction or prune.
+
+    Reasoning models send their reasoning back within a turn: the provider counts it in
+    every later request of the turn and drops it at the next user message (gpt-5.x through
+    Codex: a turn's `reasoning` items, encrypted, 1-12k tokens each; Anthropic strips the
+    thinking of earlier turns too). A transcript holds at most a summary of it, so an answer
+    of the turn under way counts as what its provider reported it wrote. Only in the context
+    that produced it: a context contextd rebuilt (compacted, pruned) holds an answer as the
+    transcript does, without the reasoning."""
+    outputs: dict[str, int] = {}
+    for entry in reversed(path):
+        if isinstance(entry, (CompactionEntry, PruneEntry, HandoffEntry)) or (
+            isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage)
+        ):
+            break
+        if isinstance(entry, MessageEntry) and reports_context(entry.message):
+            assert isinstance(entry.message, AssistantMessage) and entry.message.usage is not None
+            outputs[entry.id] = entry.message.usage.output
+    return outputs
 
 
 def context_size(
@@ -155,7 +188,7 @@ def context_size(
     by `calibration`; `exact` says the encoding is the model's own; `unseen` is added to a
     figure no report anchors.
     """
-    tokens_of = context_tokens_of(path, entry_tokens, pruned_tokens)
+    tokens_of = context_tokens_of(path, entry_tokens, pruned_tokens, calibration=calibration)
     anchor = usage_anchor(path)
     if anchor is None:
         # Instructions are in every context, before the conversation (the system prompt).

@@ -107,7 +107,7 @@ GROWTH_MIN_TOKENS = 2_000
 
 @dataclass(frozen=True)
 class _Since:
-    """The latest report's context (prompt and answer) and what was counted after it."""
+    """The latest report's context (its prompt and the answer) and what was counted after it."""
 
     context: int
     counted: int
@@ -139,10 +139,10 @@ def learn_unseen(
         elif isinstance(entry, MessageEntry) and reports_context(entry.message):
             assert isinstance(entry.message, AssistantMessage) and entry.message.usage is not None
             usage = entry.message.usage
-            taught = _Evidence(path, index + 1, entry_tokens, pruned_tokens)
+            taught = _Evidence(path, index + 1, entry_tokens, pruned_tokens, calibration)
             if not settled or _grew(prompt_tokens(usage), since, evidence, taught, calibration):
                 evidence, settled = taught, True
-            since = _Since(usage.context_tokens, entry_tokens.get(entry.id, 0))
+            since = _Since(usage.context_tokens, 0)  # the report holds the answer itself
         elif since is not None:
             since = _Since(since.context, since.counted + entry_tokens.get(entry.id, 0))
     return UnseenState(evidence() if evidence is not None else None, settled)
@@ -153,17 +153,24 @@ class _Evidence:
     O(path)): a report that teaches is replaced by the next stretch's, so working each out
     at once made a load quadratic in the stretches (pi changes models often)."""
 
-    __slots__ = ("_path", "_end", "_entry_tokens", "_pruned_tokens", "_value")
+    __slots__ = ("_path", "_end", "_entry_tokens", "_pruned_tokens", "_calibration", "_value")
 
     def __init__(
-        self, path: Sequence[Entry], end: int, entry_tokens: Mapping[str, int], pruned_tokens: Callable[[int], int]
+        self,
+        path: Sequence[Entry],
+        end: int,
+        entry_tokens: Mapping[str, int],
+        pruned_tokens: Callable[[int], int],
+        calibration: float,
     ) -> None:
         self._path, self._end, self._entry_tokens, self._pruned_tokens = path, end, entry_tokens, pruned_tokens
+        self._calibration = calibration
         self._value: UnseenEvidence | None = None
 
     def __call__(self) -> UnseenEvidence:
         if self._value is None:
-            self._value = evidence_at(self._path[: self._end], self._entry_tokens, self._pruned_tokens)
+            before = self._path[: self._end]
+            self._value = evidence_at(before, self._entry_tokens, self._pruned_tokens, calibration=self._calibration)
         return self._value
 
 
@@ -210,14 +217,14 @@ def first_unseen(
 
 
 def evidence_at(
-    path: Sequence[Entry], entry_tokens: Mapping[str, int], pruned_tokens: Callable[[int], int]
+    path: Sequence[Entry], entry_tokens: Mapping[str, int], pruned_tokens: Callable[[int], int], *, calibration: float
 ) -> UnseenEvidence:
     """The evidence of the answer ending `path` (a valid report): what it was sent is the
     context before it, with the prunes made before it."""
     answer, before = path[-1], path[:-1]
     assert isinstance(answer, MessageEntry) and isinstance(answer.message, AssistantMessage)
     assert answer.message.usage is not None
-    tokens_of = context_tokens_of(before, entry_tokens, pruned_tokens)
+    tokens_of = context_tokens_of(before, entry_tokens, pruned_tokens, calibration=calibration)
     counted = sum(tokens_of(entry) for entry in [*standing_instructions(before), *visible_entries(before)])
     return UnseenEvidence(prompt_tokens(answer.message.usage), counted)
 
