@@ -10,7 +10,7 @@ before it (one of a fact's strings, case and spacing aside):
 - agent: the share the model sees after the agent's compaction alone (its summary, what it
   kept, the standing instructions);
 - + contextd: the same with the context `contextd hook` adds (contextd's offline summary of
-  the span, less what the agent's summary says, within --max-tokens);
+  the span, less what the model still sees after the compaction, within --max-tokens);
 - search: the share a `history_search` with the fact's key words finds (one of the top
   --limit hits holds one of its strings), on the SQLite FTS5 index the daemon uses.
 Goals: >= 90% with contextd, >= 95% found by search.
@@ -75,7 +75,7 @@ def measure(name: str, agent: str, facts: list[dict], max_tokens: int, limit: in
         after_text = context_text(tree.path_to(compaction.id), tokens)
         prepared = prepare_span(before, tokens, Settings(), compaction.firstKeptEntryId)
         ours = "" if isinstance(prepared, NothingToCompact) else offline_summary(prepared)
-        added = added_context(ours, compaction.summary, max_tokens) if ours else ""
+        added = added_context(ours, after_text, max_tokens) if ours else ""
         before_ids = {entry.id for entry in before}
         searched = 0
         for fact in held:

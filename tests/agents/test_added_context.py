@@ -48,3 +48,35 @@ def test_stays_within_the_budget_keeping_the_most_important_first() -> None:
     many = OURS.replace("- Never edit files under vendor/.", "\n".join(f"- Constraint number {i} about module_{i}." for i in range(300)))
     added = added_context(many, "", max_tokens=400)
     assert tokens(added) <= 400 and "Constraint number 0 " in added and "Constraint number 299" not in added
+
+
+def test_files_read_are_a_part_of_their_own_after_the_others() -> None:
+    summary = OURS.replace("<modified-files>", "<read-files>\ndocs/notes.md\n</read-files>\n\n<modified-files>")
+    added = added_context(summary, "")
+    assert added.index("### Files read\n- docs/notes.md") > added.index("### Files modified\n- src/parser.py")
+    assert "<read-files>" not in added
+
+
+def test_what_two_parts_hold_is_given_once() -> None:
+    summary = OURS.replace('- "keep the public API unchanged"', '- "Never edit files under vendor/"')
+    added = added_context(summary, "")
+    assert added.count("Never edit files under vendor/") == 1
+    assert "### Standing constraints and preferences (the user's words)\n- Never edit files under vendor/." in added
+
+
+def test_a_long_pasted_message_is_cut_a_constraint_never() -> None:
+    log = " ".join(f"line{i} of the pasted console log" for i in range(400))
+    constraint = "Never edit vendor/ " + " ".join(f"rule{i}" for i in range(300))
+    summary = OURS.replace('- "keep the public API unchanged"', f'- "{log}"').replace("- Never edit files under vendor/.", f"- {constraint}")
+    added = added_context(summary, "", max_tokens=4000)
+    assert constraint in added
+    assert "line0 of the pasted console log" in added and "line399" not in added and "[…]" in added
+
+
+def test_one_long_list_does_not_crowd_out_the_other_parts() -> None:
+    commands = "\n".join(f"- `make target{i}` ok" for i in range(300))
+    summary = OURS.replace("## Progress", f"## Commands (latest run)\n{commands}\n\n## Progress")
+    added = added_context(summary, "", max_tokens=400)
+    assert tokens(added) <= 400
+    assert "`make target0` ok" in added and "`make target299` ok" not in added
+    assert "src/parser.py" in added and "`pytest tests/test_parser.py` failed" in added

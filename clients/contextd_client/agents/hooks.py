@@ -4,7 +4,8 @@ JSON the agent sends on stdin, the answer on stdout).
 - `PreCompact`: following is on and the mirror holds the transcript as written so far.
 - `SessionStart` with source `compact`: once the mirror has the agent's new compaction, adds
   (`hookSpecificOutput.additionalContext`) what contextd's summary of the same span holds and
-  the agent's summary does not (contextd_client.agents.added_context).
+  the model no longer sees: neither the agent's summary nor the messages it kept hold it
+  (contextd_client.agents.added_context).
 
 A hook never stands in the agent's way: when the daemon cannot be reached or is slow, it
 answers nothing and exits 0.
@@ -91,29 +92,37 @@ class Mirror:
             await asyncio.sleep(POLL_SECONDS)
 
     async def added_context(self, max_tokens: int) -> str:
-        """contextd's summary of the span the agent just compacted, less what the agent's
-        summary says. The span ends where the mirror's compaction says, or, while the
-        compaction has not reached the mirror, at the mirror's leaf (everything before it)."""
+        """contextd's summary of the span the agent just compacted, less what the model
+        still sees: the agent's summary and the messages it kept. The span ends where the
+        mirror's compaction says, or, while the compaction has not reached the mirror, at
+        the mirror's leaf (everything before it; then only the agent's summary is known)."""
         session = await self.session_id()
-        written, agent_summary = agent_compactions(self.agent, Path(self.transcript))
+        written, still_seen = agent_compactions(self.agent, Path(self.transcript))
         compaction = await self.compaction(session, written)
         span: dict[str, Any] = {"sessionId": session}
         if compaction is not None:
             span["throughEntryId"] = compaction["parentId"]
             if compaction.get("firstKeptEntryId"):
                 span["firstKeptEntryId"] = compaction["firstKeptEntryId"]
-            agent_summary = await self._text_of(session, compaction["id"])
+            still_seen = "\n".join(strings_in(await self.client.context(session)))
         try:
             ours = await self.client.request("contextd/history/summarize", span)
         except ContextdError:
             return ""  # nothing before the compaction that contextd could summarize
-        return added_context(ours["summary"], agent_summary, max_tokens)
+        return added_context(ours["summary"], still_seen, max_tokens)
 
-    async def _text_of(self, session: str, entry_id: str) -> str:
-        got = await self.client.request(
-            "contextd/history/get", {"sessionId": session, "entryIds": [entry_id], "maxTokens": 100_000}
-        )
-        return str(got["entries"][0]["text"])
+
+
+def strings_in(value: Any) -> list[str]:
+    """The text of a JSON value: its strings but the objects' keys (the context's messages:
+    the texts, tool calls' arguments and results, the instructions)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in strings_in(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in strings_in(item)]
+    return []
 
 
 def agent_compactions(agent: str, transcript: Path) -> tuple[int, str]:
