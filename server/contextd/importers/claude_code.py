@@ -307,7 +307,7 @@ class _Converter:
             self.problems.append(Problem(line, "repaired", UNDELIVERED_NOTE))
             self.notes.append((line, raw["content"], raw.get("timestamp")))
             return
-        if self.answer is not None and self.saved_after_answer(raw):
+        if self.saved_after_answer(raw):
             self.flush_answer()  # complete: a mirror shows it now, not at the next request
         if self.answer is not None and not _ends_answer(raw):
             self.aside(line, raw)
