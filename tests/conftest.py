@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from contextd.follow.transcripts import AGENT_HOMES
 from contextd_client import ContextdClient
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
@@ -62,6 +63,10 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Any:
 os.environ.setdefault("CONTEXTD_SHARED", "0")
 # No test reads the user settings file of whoever runs the suite; tests that want one write it here.
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="contextd-config-")
+# Nor the agents' folders: a daemon follows where these variables point (tests that move a
+# HOME mean the agents' folders under it; tests that want a variable set it themselves).
+for _variable, _ in (pair for pairs in AGENT_HOMES.values() for pair in pairs):
+    os.environ.pop(_variable, None)
 
 
 @pytest.fixture
