@@ -31,10 +31,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
+import select
+import socket
 import threading
 import time
 from collections import deque
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -109,7 +113,8 @@ class Reply:
 
     @classmethod
     def hang(cls, seconds: float = 30.0) -> Reply:
-        """Hold the request for `seconds` (released early by `stop`), then answer a summary."""
+        """Hold the request for `seconds`, then answer a summary; released early by `stop`,
+        or by the client closing the connection (counted in `hung_up`)."""
         return cls(summary="(late answer)", delay=seconds)
 
 
@@ -331,6 +336,52 @@ def _model_info(model: str, known: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+async def _wait(done: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {timeout:g}s for {what}")
+        await asyncio.sleep(0.01)
+
+
+def calls(provider: FakeProvider) -> list[RecordedRequest]:
+    """The requests that ask for a summary (Anthropic's free model description and token
+    counting left out)."""
+    return [sent for sent in provider.requests if sent.method == "POST" and sent.path != ANTHROPIC_COUNT_PATH]
+
+
+class DeadlinesPassingOnceHeld:
+    """The chain's deadline of each attempt, passing the moment the provider holds that
+    attempt's request instead of after its seconds (on a loaded machine 0.3 s can pass
+    before the SDK's request even arrives). The offline summarizer never enters one.
+    `given` is the seconds each attempt was given."""
+
+    def __init__(self, provider: FakeProvider) -> None:
+        self.provider = provider
+        self.given: list[float] = []
+
+    @contextlib.asynccontextmanager
+    async def __call__(self, seconds: float) -> AsyncIterator[None]:
+        self.given.append(seconds)
+        held = len(calls(self.provider)) + 1
+        async with asyncio.timeout(None) as timer:
+            watcher = asyncio.create_task(self.pass_once(held, timer))
+            try:
+                yield
+            finally:
+                watcher.cancel()
+
+    async def pass_once(self, held: int, timer: asyncio.Timeout) -> None:
+        while len(calls(self.provider)) < held:
+            await asyncio.sleep(0.01)
+        timer.reschedule(asyncio.get_running_loop().time())
+
+
+def spent_deadline(seconds: float) -> asyncio.Timeout:
+    """The chain's deadline of an attempt, run out before the attempt begins."""
+    return asyncio.timeout(0)
+
+
 class FakeProvider:
     """A local HTTP server answering scripted replies; see the module docstring."""
 
@@ -344,6 +395,8 @@ class FakeProvider:
         """Anthropic's model endpoint: model id -> `{"max_input_tokens", "summarize"}` (whether
         it takes on-demand compaction); a model not listed is a 404, as behind a proxy."""
         self.requests: list[RecordedRequest] = []
+        self.hung_up = 0
+        """Requests the client gave up on while they were held: it closed the connection."""
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -395,11 +448,11 @@ class FakeProvider:
         """Return once `count` requests have arrived (they may still be held). The deadline
         only stops a hung test: on a loaded machine the daemon takes seconds to import an
         SDK before its first request."""
-        deadline = time.monotonic() + timeout
-        while len(self.requests) < count:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{len(self.requests)} of {count} requests arrived")
-            await asyncio.sleep(0.01)
+        await _wait(lambda: len(self.requests) >= count, timeout, f"{count} requests to arrive")
+
+    async def wait_for_hang_ups(self, count: int, timeout: float = 60.0) -> None:
+        """Return once the client has given up on `count` held requests."""
+        await _wait(lambda: self.hung_up >= count, timeout, f"the client to give up on {count} held requests")
 
     def _refusal(self, path: str, headers: dict[str, str], body: Any) -> Reply | None:
         """The error the real API would answer this request with, or None."""
@@ -438,7 +491,7 @@ class FakeProvider:
                     self._answer(200, "application/json", json.dumps({"input_tokens": provider.input_tokens}).encode(), {})
                     return
                 reply = provider._next_reply()
-                if reply.delay and provider._stopping.wait(reply.delay):
+                if reply.delay and not self._held(reply.delay):
                     return
                 body = reply.body
                 if body is None:
@@ -461,6 +514,20 @@ class FakeProvider:
                     return
                 assert known is not None
                 self._answer(200, "application/json", json.dumps(_model_info(model, known)).encode(), {})
+
+            def _held(self, seconds: float) -> bool:
+                """Hold the request for `seconds`; False when it ended first: the server is
+                stopping, or the client closed the connection (gave up on the answer)."""
+                deadline = time.monotonic() + seconds
+                while (left := deadline - time.monotonic()) > 0:
+                    if provider._stopping.is_set():
+                        return False
+                    readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
+                    if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                        with provider._lock:
+                            provider.hung_up += 1
+                        return False
+                return True
 
             def _answer(self, status: int, content_type: str, body: bytes, headers: dict[str, str]) -> None:
                 try:

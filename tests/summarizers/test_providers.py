@@ -9,16 +9,20 @@ import logging
 import pytest
 from contextd.summarizers.base import SummarizerError, SummaryRequest
 from contextd.summarizers.chain import build_summarizer
+from contextd.summarizers.offline import summarize_offline
 
 from tests.summarizers.conftest import KEY_ENV, SECRET, settings_for
 from tests.summarizers.fake_provider import (
     ANTHROPIC_PATH,
     OPENAI_PATH,
+    DeadlinesPassingOnceHeld,
     FakeProvider,
     Reply,
+    spent_deadline,
 )
 
 PROVIDERS = ["anthropic", "openai"]
+NETWORK_PROVIDERS = [*PROVIDERS, "remote", "anthropic-native", "openai-native"]
 QUICK = {"base_delay": 0.01, "max_delay": 0.05}
 SUMMARY = "## Goal\n- Add rate limiting\n"
 
@@ -108,14 +112,51 @@ async def test_client_errors_are_not_retried(
 
 @pytest.mark.parametrize("name", PROVIDERS)
 async def test_a_slow_answer_times_out_and_is_retried(
+    name: str,
+    provider: FakeProvider,
+    api_key: str,
+    summary_request: SummaryRequest,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The server holds the first answer past a small deadline: the client gives that request
+    up and the retry gets the summary. Each retry has twice the time, so a loaded machine
+    still gets its answer (the deadline covers the HTTP exchange alone, not the SDK's setup)."""
+    provider.script(Reply.hang(30), *[Reply.with_summary(SUMMARY)] * 3)
+
+    summarizer = chain(name, provider, timeoutSeconds=0.2, maxRetries=3)
+
+    assert (await summarizer.summarize(summary_request)).startswith(SUMMARY)
+    assert f"{name}: no answer within 0.2s; retry 1 of 3" in caplog.text
+    await provider.wait_for_hang_ups(1)
+
+
+@pytest.mark.parametrize("name", NETWORK_PROVIDERS)
+async def test_an_attempt_out_of_time_cancels_its_request(
     name: str, provider: FakeProvider, api_key: str, summary_request: SummaryRequest
 ) -> None:
-    provider.script(Reply.hang(30), Reply.with_summary(SUMMARY))
+    """When the deadline passes, the provider's HTTP request is cancelled and its connection
+    closed (the server sees the client hang up), not left running behind the chain."""
+    provider.script(Reply.hang(30))
+    settings = settings_for(name, provider, maxRetries=0)
 
-    # Long enough for a real answer on a loaded machine (0.5 s was not), far below the hang.
-    summarizer = chain(name, provider, timeoutSeconds=3, maxRetries=1)
-    assert (await summarizer.summarize(summary_request)).startswith(SUMMARY)
-    assert len(provider.requests) == 2
+    with pytest.raises(SummarizerError, match="no answer within"):
+        await build_summarizer(settings, deadline=DeadlinesPassingOnceHeld(provider), **QUICK).summarize(summary_request)
+    await provider.wait_for_hang_ups(1)
+
+
+@pytest.mark.parametrize(("name", "fallback"), [("offline", []), ("anthropic", ["offline"]), ("openai", ["offline"])])
+async def test_a_spent_deadline_never_fails_the_offline_summarizer(
+    name: str, fallback: list[str], provider: FakeProvider, api_key: str, summary_request: SummaryRequest
+) -> None:
+    """The offline summarizer needs no network: no deadline covers it, so a small
+    timeoutSeconds on a loaded machine cannot fail the fallback that is always there."""
+    provider.script(Reply.hang(30))
+    settings = settings_for(name, provider, maxRetries=0, fallback=fallback)
+
+    summary = await build_summarizer(settings, deadline=spent_deadline, **QUICK).summarize_with_info(summary_request)
+
+    assert summary.summarizer.provider == "offline"
+    assert summary.text == summarize_offline(summary_request)
 
 
 @pytest.mark.parametrize("name", PROVIDERS)

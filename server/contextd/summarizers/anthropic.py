@@ -29,7 +29,7 @@ class AnthropicSummarizer:
     async def summarize(self, request: SummaryRequest) -> str:
         key = self._key()
         with sdk_failures(anthropic, self.provider, key):
-            async with self._client(key) as client:
+            async with self._client(key) as client, request.answer_deadline():
                 message = await client.messages.create(
                     model=self.model or DEFAULT_MODEL,
                     system=request.system_prompt,

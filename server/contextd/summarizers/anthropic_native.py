@@ -55,7 +55,7 @@ class AnthropicNativeSummarizer(AnthropicSummarizer):
         model = self.model or DEFAULT_MODEL
         messages: list[Any] = [{"role": "user", "content": whole_prompt(request)}]
         with sdk_failures(anthropic, self.provider, key):
-            async with self._client(key) as client:
+            async with self._client(key) as client, request.answer_deadline():
                 described = await _model_description(client, model)
                 counted = await client.beta.messages.count_tokens(model=model, messages=messages)
                 tokens = _input_tokens(counted)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from contextd.model import FileDetails, Message, PreserveData
 
 SummaryKind = Literal["compaction", "turn_prefix", "branch", "handoff"]
+AnswerDeadline = Callable[[], AbstractAsyncContextManager[object]]
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,12 @@ class SummaryRequest:
     """A split turn's beginning with no history before it: these messages, after
     `previous_preserve_data` if any, are all the context holds before the kept part, so a
     provider's compaction of them stands for everything summarized."""
+    answer_deadline: AnswerDeadline = field(default=nullcontext, repr=False, compare=False)
+    """Bounds a provider's wait for its answer: every provider enters it around its HTTP
+    exchange (the request is then cancelled when time runs out, its connection closed), and
+    around nothing else. The summarizer chain sets it for each attempt; the offline work a
+    summarizer does (the extractive checkpoint, in a thread nothing could stop) is never
+    under it: it needs no network, and a deadline there only fails it on a loaded machine."""
 
 
 @dataclass(frozen=True)

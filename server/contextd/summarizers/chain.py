@@ -14,7 +14,8 @@ import logging
 import random
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 
 from contextd.model import PreserveData, Provider, SummarizerInfo, SummarizerSettings
 from contextd.summarizers.base import (
@@ -37,8 +38,9 @@ JITTER = 0.25
 """Each backoff is shortened by up to this fraction, at random, so that clients that failed
 together do not all retry at the same moment (the SDKs' own policy)."""
 Deadline = Callable[[float], AbstractAsyncContextManager[object]]
-"""Bounds one attempt to its seconds, raising TimeoutError when they pass (`asyncio.timeout`;
-a test passes one that fires on an event instead of the clock of a loaded machine)."""
+"""Bounds one attempt's wait for the provider's answer to its seconds, raising TimeoutError
+when they pass (`asyncio.timeout`; a test passes one that fires on an event instead of the
+clock of a loaded machine). It reaches the provider as the request's `answer_deadline`."""
 MAX_RETRY_AFTER = 60.0
 """The longest wait a provider's `retry-after` gets before a retry; asked for longer, the
 chain falls back instead of holding the compaction."""
@@ -138,10 +140,11 @@ class SummarizerChain:
         self, summarizer: Summarizer, request: SummaryRequest, timeout: float
     ) -> str | PreservedSummary:
         provider = summarizer.provider
+        # The deadline of the whole answer (the SDKs' timeouts bound each read only), over
+        # the provider's HTTP exchange alone: see SummaryRequest.answer_deadline.
+        bounded = replace(request, answer_deadline=partial(self._deadline, timeout))
         try:
-            # The deadline of the whole answer: the SDKs' timeouts bound each read only.
-            async with self._deadline(timeout):
-                answer = await summarizer.summarize(request)
+            answer = await summarizer.summarize(bounded)
         except TimeoutError:
             raise ProviderError(
                 provider, f"no answer within {timeout:g}s", retryable=True, timed_out=True

@@ -50,7 +50,7 @@ class OpenAISummarizer(OpenAIConnection):
     async def summarize(self, request: SummaryRequest) -> str:
         key = self._key()
         with sdk_failures(openai, self.provider, key):
-            async with self._client(key) as client:
+            async with self._client(key) as client, request.answer_deadline():
                 completion = await client.chat.completions.create(
                     model=self.model or DEFAULT_MODEL,
                     messages=[

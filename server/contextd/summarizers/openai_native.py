@@ -44,7 +44,7 @@ class OpenAINativeSummarizer(OpenAIConnection):
         key = self._key()
         model = self.model or DEFAULT_MODEL
         with sdk_failures(openai, self.provider, key):
-            async with self._client(key) as client:
+            async with self._client(key) as client, request.answer_deadline():
                 compacted = await client.responses.compact(
                     model=model, input=compact_input(request, model)
                 )

@@ -36,7 +36,7 @@ class RemoteSummarizer:
         }
         try:
             # No timeout of httpx's own: the chain's deadline bounds the whole answer.
-            async with httpx2.AsyncClient(timeout=None) as client:
+            async with httpx2.AsyncClient(timeout=None) as client, request.answer_deadline():
                 response = await client.post(self._endpoint, json=payload, headers=headers)
         except httpx2.TransportError:
             raise ProviderError(
