@@ -1,6 +1,14 @@
 """What following costs at rest: the daemon's CPU while it follows idle transcripts.
 
     python benchmarks/bench_follow.py [--files 200] [--seconds 30] [--intervals 1.0,0.25]
+    python benchmarks/bench_follow.py --first-read
+
+`--first-read` measures instead, in-process, the first read of each real transcript (and
+of pi's own sessions of bench_load.py at 10,000 entries): the follower's two steps, the
+file read and imported (`Mirror.catch_up`, 8 MiB at a time) and its entries written into
+a new mirror session (`LiveSession.mirror`: appended, counted, the figure), against
+`json.loads` of the same lines; CPU time, best of 3. Goal (issue 28): ≥ 50% of json.loads's
+speed.
 
 Writes FILES transcripts under a throwaway HOME (the 12 real ones of tests/fixtures/real,
 cut to their first 150 lines and copied round-robin into each agent's folder, the way
@@ -16,12 +24,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from contextd.follow.mirror import Mirror
+from contextd.model import MirrorSource, Settings
+from contextd.session import SessionManager, SilentEvents
+from contextd.store import Store
+from contextd.tokens import count_entry
 from contextd_client import ContextdClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.corpus
@@ -84,12 +100,88 @@ async def measure(files: int, interval: float, seconds: float) -> dict[str, floa
             }
 
 
+def cpu(action: Callable[[], Any]) -> tuple[float, Any]:
+    began = time.process_time()
+    made = action()
+    return time.process_time() - began, made
+
+
+def first_read(agent: str, path: Path, scratch: Path) -> dict[str, float]:
+    """One first read of `path` as the follower does it: read and import, write the mirror."""
+    mirror = Mirror(agent, str(path), "/bench", scratch / "state")  # type: ignore[arg-type]
+    stat = path.stat()
+    stamp = (stat.st_size, stat.st_mtime_ns)
+    sessions = SessionManager(Store(scratch / "data"), Settings(), SilentEvents())
+    session, reading, writing = None, 0.0, 0.0
+    try:
+        while mirror.seen != stamp:
+            spent, change = cpu(lambda: mirror.catch_up(stamp))
+            reading += spent
+            if change is None:
+                break
+            began = time.process_time()
+            if session is None:
+                session = sessions.create_mirror(mirror.session_id, "/bench", MirrorSource(agent=agent, path=str(path)))  # type: ignore[arg-type]
+            session.mirror([entry for entry in change.entries if entry.id not in session.tree.entries], change.leaf_id, change.pending_usage)
+            mirror.written()
+            writing += time.process_time() - began
+        assert session is not None
+        encoding = session.model_info.encoding
+        counting, _ = cpu(lambda: [count_entry(entry, encoding) for entry in session.tree.entries.values()])
+    finally:
+        sessions.close_all()
+    return {"read": reading, "write": writing, "counting": counting}
+
+
+def first_reads() -> None:
+    import gc
+    import shutil
+
+    from bench_load import write_pi_session
+    from contextd.collector import collector_paused
+
+    with tempfile.TemporaryDirectory(prefix="contextd-first-read-") as root:
+        scratch = Path(root)
+        files = []
+        for name in NAMES:
+            path = scratch / name.removesuffix(".gz")
+            path.write_bytes(read_bytes(name))
+            files.append((agent_of(name), path))
+        files.append(("pi", write_pi_session(scratch, 10_000)))
+        print(f"first read of a followed transcript, CPU ms, best of 3; load average {os.getloadavg()[0]:.1f}")
+        print()
+        print("| transcript | MB | json.loads MB/s | first read MB/s | vs json.loads | read+import ms | write ms | (counting ms) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for agent, path in files:
+            lines = path.read_bytes().splitlines()
+            floors, runs = [], []
+            for attempt in range(3):
+                gc.collect()
+                with collector_paused():
+                    floors.append(cpu(lambda: [json.loads(line) for line in lines])[0])
+                work = scratch / f"work-{attempt}"
+                runs.append(first_read(agent, path, work))
+                shutil.rmtree(work)
+            floor = min(floors)
+            best = min(runs, key=lambda run: run["read"] + run["write"])
+            total = best["read"] + best["write"]
+            megabytes = path.stat().st_size / 1e6
+            print(
+                f"| {path.stem} | {megabytes:.1f} | {megabytes / floor:.0f} | {megabytes / total:.1f} | {floor / total:.0%} "
+                f"| {best['read'] * 1000:,.0f} | {best['write'] * 1000:,.0f} | {best['counting'] * 1000:,.0f} |"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--intervals", default="1.0,0.25")
+    parser.add_argument("--first-read", action="store_true", help="measure the first read of each transcript instead")
     args = parser.parse_args()
+    if args.first_read:
+        first_reads()
+        return
     print(
         f"{'files':>5}  {'interval s':>10}  {'mirrored in s':>13}  {'rounds':>6}  {'CPU at rest':>11}  "
         f"{'RSS MB start':>12}  {'RSS MB end':>10}"

@@ -471,7 +471,7 @@ class StorageSettings(SettingsGroup):
     dataDir: str | None = None
     maxLoadedSessions: Annotated[int, Field(ge=1)] = 64
     """Sessions a daemon keeps in memory; those beyond stay open (locked) and reload on use."""
-    maxLoadedEntries: Annotated[int, Field(ge=1)] = 200_000
+    maxLoadedEntries: Annotated[int, Field(ge=1)] = 100_000
     """Entries a daemon keeps in memory, all sessions together (memory grows with entries,
     not sessions: 64 sessions of 10,000 entries took 3 GB); beyond it the least recently
     used sessions are unloaded as beyond `maxLoadedSessions`. The session in use stays,

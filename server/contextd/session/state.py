@@ -454,13 +454,18 @@ class LiveState(ABC):
         self.pending_usage = pending
         encoding, model_before = self.model_info.encoding, self.model_id
         self.file.append_all(entries)  # all or none, before memory changes
+        latest_change = None
         for entry in entries:
             self.tree.add(entry)
             self.entry_tokens[entry.id] = count_entry(entry, encoding)
             if is_node(entry):
                 self._ledger.add(entry, self.entry_tokens[entry.id])
             if isinstance(entry, ModelChangeEntry):
-                self._use_model(entry.model, entry.contextWindow)
+                latest_change = entry
+        if latest_change is not None:
+            # The last model only: each switch walks the whole tree for its reports (pi's
+            # transcripts switch hundreds of times), and only the last one stands.
+            self._use_model(latest_change.model, latest_change.contextWindow)
         self._widen_window(largest_report(entries, self.model_id, model_before))
         if self.model_info.encoding != encoding:
             self._count_all(self.tree.entries.values())

@@ -1,0 +1,146 @@
+"""Memory per loaded entry against its bytes on disk, and what `storage.maxLoadedEntries` holds.
+
+    python benchmarks/bench_memory.py [--sizes 1000,10000] [--sessions 12]
+
+Per size, two kinds of sessions: pi's own (bench_load.py's: the corpus's pi transcripts
+repeated, imported) and the generated coding sessions of bench_append.py. Each is loaded
+into a new manager under tracemalloc: the memory the load leaves allocated (the entries,
+the tree, the counts, the calibration states, the figure), per entry, against the bytes
+per entry of contextd's file and of json.loads's dicts of the same lines.
+Goal (issue 28): ≤ 1.5x the bytes on disk, or cold entries kept as raw lines.
+
+Then `--sessions` sessions of the largest size are opened one after the other in one
+manager with the default settings: the entries and sessions left in memory and the
+process's resident memory show the bound by entries at work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import sys
+import tempfile
+import tracemalloc
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from bench_append import HUGE_WINDOW
+from bench_load import imported, write_pi_session
+from live_daemon import model_settings
+from ratio_guard import filled
+from contextd.model import Settings
+from contextd.session import SessionManager, SilentEvents
+from contextd.store import Store
+
+SIZES = (1_000, 10_000)
+GOAL = 1.5
+
+
+def allocated_by(action: Callable[[], Any]) -> tuple[int, Any]:
+    """Bytes `action` leaves allocated (what it returns kept alive), and what it returns."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        made = action()
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0], made
+    finally:
+        tracemalloc.stop()
+
+
+def pi_session(scratch: Path, size: int) -> tuple[Path, str, Settings]:
+    data_dir = scratch / f"pi-{size}"
+    return data_dir, imported(data_dir, write_pi_session(scratch, size)), Settings()
+
+
+def coding_session(scratch: Path, size: int) -> tuple[Path, str, Settings]:
+    data_dir = scratch / f"coding-{size}"
+    settings = Settings.model_validate(model_settings(HUGE_WINDOW))
+    sessions = SessionManager(Store(data_dir), settings, SilentEvents())
+    session_id = filled(sessions, "/bench", size).session_id
+    sessions.close_all()
+    return data_dir, session_id, settings
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def measure_entry(kind: str, data_dir: Path, session_id: str, settings: Settings) -> dict[str, Any]:
+    path = next(data_dir.glob(f"workspaces/*/sessions/{session_id}.jsonl"))
+    lines = path.read_bytes().splitlines()[1:]
+    as_dicts, _ = allocated_by(lambda: [json.loads(line) for line in lines])
+    sessions = SessionManager(Store(data_dir), settings, SilentEvents())
+    loaded, session = allocated_by(lambda: sessions.get(session_id))
+    entries = len(session.tree.entries)
+    sessions.close_all()
+    return {
+        "kind": kind, "entries": entries, "disk": sum(len(line) + 1 for line in lines) / entries,
+        "dicts": as_dicts / entries, "loaded": loaded / entries,
+    }
+
+
+def bounded(scratch: Path, size: int, count: int) -> dict[str, Any]:
+    """`count` sessions of `size` entries opened in turn with the default settings."""
+    data_dir, first, _ = pi_session(scratch, size)
+    path = next(data_dir.glob(f"workspaces/*/sessions/{first}.jsonl"))
+    ids = [first]
+    for number in range(1, count):  # copies of the same session under other ids
+        copy = path.with_name(f"copy-{number}.jsonl")
+        copy.write_bytes(path.read_bytes().replace(first.encode(), copy.stem.encode(), 1))
+        ids.append(copy.stem)
+    settings = Settings()
+    sessions = SessionManager(Store(data_dir), settings, SilentEvents())
+    before = rss_mb()
+    for session_id in ids:
+        sessions.get(session_id)
+    loaded = sessions.loaded()
+    result = {
+        "opened": count, "size": size, "kept": len(loaded), "entries": sum(len(live.tree.entries) for live in loaded),
+        "bound": settings.storage.maxLoadedEntries, "rss": rss_mb() - before,
+    }
+    sessions.close_all()
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    parser.add_argument("--sessions", type=int, default=12)
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    with tempfile.TemporaryDirectory(prefix="contextd-memory-") as root:
+        scratch = Path(root)
+        rows = [
+            measure_entry(kind, *make(scratch, size))
+            for size in sizes
+            for kind, make in (("pi", pi_session), ("coding", coding_session))
+        ]
+        held = bounded(scratch, max(sizes), args.sessions)
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"memory per entry (tracemalloc, bytes); {date.today()}; load average {load}")
+    print()
+    print("| session | entries | on disk | json.loads dicts | loaded | loaded vs disk |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for row in rows:
+        print(
+            f"| {row['kind']} | {row['entries']:,} | {row['disk']:,.0f} | {row['dicts']:,.0f} | {row['loaded']:,.0f} "
+            f"| {row['loaded'] / row['disk']:.2f}x |"
+        )
+    print(f"\ngoal: ≤ {GOAL}x the bytes on disk")
+    print(
+        f"\n{held['opened']} sessions of {held['size']:,} entries opened in turn (maxLoadedEntries {held['bound']:,}): "
+        f"{held['kept']} kept in memory, {held['entries']:,} entries, resident memory +{held['rss']:,.0f} MB"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
