@@ -10,8 +10,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from contextd.compaction.context import HISTORY_TOOLS_LINE
-from contextd.tokens import count_text
 
 BUDGET_ENCODING = "o200k_base"
 DEFAULT_MAX_TOKENS = 2000
@@ -99,6 +97,10 @@ def added_context(contextd_summary: str, still_seen: str, max_tokens: int = DEFA
     """The parts of `contextd_summary` that what the model still sees after the agent's
     compaction (`still_seen`: its summary, the messages it kept) lacks, within `max_tokens`;
     "" when there is nothing to add."""
+    # The daemon's models and tiktoken are imported when a hook adds context, not by every
+    # `contextd` command that builds its parser from this package.
+    from contextd.compaction.context import HISTORY_TOOLS_LINE
+
     said = words_of(still_seen)
     sections = sections_of(contextd_summary)
     seen: set[str] = set()
@@ -165,4 +167,6 @@ def _items(sections: dict[str, list[str]], names: Iterable[str]) -> list[str]:
 
 
 def tokens(text: str) -> int:
+    from contextd.tokens import count_text
+
     return count_text(text, BUDGET_ENCODING)

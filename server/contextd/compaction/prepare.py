@@ -36,7 +36,6 @@ from contextd.model import (
     Settings,
 )
 from contextd.summarizers.base import SummaryRequest
-from contextd.summarizers.offline import summarize_offline
 
 TURN_CONTEXT_HEADING = "## Turn context (split turn)"
 
@@ -313,6 +312,10 @@ def offline_summary(preparation: CompactionPreparation) -> str:
 
 
 def _offline(request: SummaryRequest | None) -> str | None:
+    # Imported on first use: the extractive summarizer is a large module (its patterns are
+    # compiled at import) that a daemon needs only once it previews or compacts.
+    from contextd.summarizers.offline import summarize_offline
+
     return summarize_offline(request) if request is not None else None
 
 

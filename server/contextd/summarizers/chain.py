@@ -25,7 +25,6 @@ from contextd.summarizers.base import (
     SummaryRequest,
 )
 from contextd.summarizers.errors import ProviderError, SummarizerFailed
-from contextd.summarizers.trail import with_artifact_trail
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +111,8 @@ class SummarizerChain:
             if summarizer.provider not in WRITES_OWN_TRAIL:
                 # A model's summary forgets commands and their outcomes: code appends them,
                 # off the loop, since reading them scans the whole span.
+                from contextd.summarizers.trail import with_artifact_trail  # large: on first use
+
                 text = await asyncio.to_thread(with_artifact_trail, text, request)
             info = SummarizerInfo(provider=summarizer.provider, model=summarizer.model)
             return Summary(text, info, preserve_data)
