@@ -932,6 +932,34 @@ def test_sessions_command_switches_sessions(editor: Editor) -> None:
     assert editor.statusline() == "ctx 84k/200k 42%"
 
 
+def write_damaged_session(editor: Editor, session_id: str) -> None:
+    """A session file whose first line is no header, beside the workspace's good ones."""
+    [sessions] = editor.data_dir.glob("workspaces/*/sessions")
+    (sessions / f"{session_id}.jsonl").write_bytes(b"\x00\xff\xfe" * 1000)
+
+
+def test_a_damaged_session_is_listed_with_its_reason_and_never_opened(editor: Editor) -> None:
+    good = editor.setup(session_name="good session")
+    editor.append(CONVERSATION)
+    write_damaged_session(editor, "broken")
+    editor.answer_selects("broken")
+    editor.command("Contextd sessions")
+    note = editor.wait_note("session broken is damaged")
+    listed = editor.lua("return _G.selects")[0]["items"]
+    assert "  ✗ damaged: its first line is not a session header · broken" in listed
+    assert note["level"] == WARN and "its first line is not a session header" in note["msg"]
+    assert editor.state()["session_id"] == good
+    # Completion offers only what can be switched to.
+    assert editor.lua("return vim.fn.getcompletion('Contextd sessions ', 'cmdline')") == [
+        f"{good} good session"
+    ]
+    # A restart resumes the newest session that opens, not the newer damaged file.
+    editor.lua("require('contextd').stop()")
+    assert editor.setup() == good
+    assert editor.statusline() == "ctx 84k/200k 42%"
+    assert not [n for n in editor.notes() if n["level"] == ERROR]
+
+
 def test_idle_command_compacts_a_session_left_idle(editor: Editor) -> None:
     session_id = editor.setup(settings={**COMPACTABLE, "idle": {"thresholdTokens": 1000}})
     editor.command("Contextd idle 1")

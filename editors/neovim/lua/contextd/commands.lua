@@ -288,6 +288,10 @@ function M.sessions(argument)
         return format.session_item(item, state.session_id)
       end,
     }, function(chosen)
+      if chosen and format.present(chosen.damaged) then
+        -- Nothing to open: say why, as the picker did.
+        return notify.warn(string.format("session %s is damaged: %s", chosen.sessionId, chosen.damaged))
+      end
       if chosen then
         switch_session(chosen.sessionId)
       end
@@ -374,7 +378,8 @@ local function session_candidate(listed)
 end
 
 -- Sessions, found by their id or by their name: `:Contextd sessions pars<Tab>` offers
--- "<id> parser work" for the session named "parser work".
+-- "<id> parser work" for the session named "parser work". A damaged session is not offered:
+-- it cannot be switched to (the picker lists it with its reason).
 local function complete_session_ids(lead)
   if not state.session_id then
     return {}
@@ -383,7 +388,8 @@ local function complete_session_ids(lead)
   local found = {}
   for _, listed in ipairs(listing and listing.sessions or {}) do
     local name = format.present(listed.name) and listed.name:lower() or ""
-    if vim.startswith(listed.sessionId, lead) or (lead ~= "" and name:find(lead:lower(), 1, true)) then
+    local matches = vim.startswith(listed.sessionId, lead) or (lead ~= "" and name:find(lead:lower(), 1, true))
+    if matches and not format.present(listed.damaged) then
       table.insert(found, session_candidate(listed))
     end
   end

@@ -281,9 +281,12 @@ function M.shown_session(shown)
 end
 
 --- A session/list row for the picker: ● marks the current session; a mirror starts with
---- its agent's name and says it is read-only.
+--- its agent's name and says it is read-only; a damaged file says why it cannot be opened.
 function M.session_item(session, current_id)
   local marker = session.sessionId == current_id and "● " or "  "
+  if present(session.damaged) then
+    return string.format("%s✗ damaged: %s · %s", marker, session.damaged, session.sessionId)
+  end
   local name = present(session.name) and session.name or "(unnamed)"
   local agent = M.agent_name(session.source)
   if agent then

@@ -69,12 +69,21 @@ local function show_row(row)
   end)
 end
 
+-- The newest row of a session/list result that can be opened (a damaged file cannot).
+local function newest_openable(rows)
+  for _, row in ipairs(rows or {}) do
+    if not format.present(row.damaged) then
+      return row
+    end
+  end
+end
+
 -- Asks for contextd/workspace/activity about every session of the workspace, whoever drives
 -- it, and starts from the one that changed last. A daemon without it shows the current
 -- session only.
 local function watch_workspace()
   client.request("contextd/workspace/watch", { workspace = config.workspace() }, function(err, result)
-    local newest = not err and result and result.sessions and result.sessions[1]
+    local newest = not err and result and newest_openable(result.sessions)
     if newest and newest.sessionId ~= state.session_id then
       show_row(newest)
     end
@@ -146,9 +155,10 @@ local function open_initial()
   else
     client.request("contextd/session/list", { workspace = config.workspace() }, function(err, result)
       local newest = nil
-      -- Mirrors are read-only: this editor resumes a session of contextd's own clients.
+      -- Mirrors are read-only and damaged files cannot be opened: this editor resumes a
+      -- session of contextd's own clients that opens.
       for _, row in ipairs(not err and result and result.sessions or {}) do
-        if not format.present(row.source) then
+        if not format.present(row.source) and not format.present(row.damaged) then
           newest = row
           break
         end
