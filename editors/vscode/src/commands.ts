@@ -277,6 +277,12 @@ export async function switchSession(ctx: CommandContext): Promise<string | undef
       },
     );
     if (choice === undefined) return;
+    const damaged = sessions.find((s) => s.sessionId === choice && s.damaged);
+    if (damaged) {
+      // Opening it would only fail (-32009): say why, as the row did.
+      await ctx.ui.info(`contextd: the session ${damaged.sessionId} is damaged and cannot be opened: ${damaged.damaged}.`);
+      return;
+    }
     if (choice === NEW_SESSION) {
       chosen = await newSession(ctx);
     } else if (ctx.sessions.status.has(choice)) {

@@ -263,7 +263,7 @@ export function compactionOutcomeText(result: Omit<CompactionResult, "finishedAt
 
 /**
  * A session's row in the session picker: a mirror says whose it is ("Claude Code · fix
- * tests"); the share of the window shows when the window has heard the session's figure
+ * tests"), a damaged session file why it cannot be opened; the share of the window shows when the window has heard the session's figure
  * (`usage`), the listing's token count otherwise.
  */
 /** Longest name a picker row shows: a longer one would push the row's figures out of view. */
@@ -273,6 +273,8 @@ export function sessionPickRow(
   session: SessionSummary,
   known: { current?: string; usage?: TokenUsage; now: number },
 ): { label: string; description: string } {
+  // A file that cannot be opened shows only why: it has no name, entries or tokens to show.
+  if (session.damaged) return { label: `$(warning) ${session.sessionId}`, description: `damaged: ${session.damaged}` };
   const icon = session.sessionId === known.current ? "$(check) " : session.source ? "$(eye) " : "";
   const name = session.name ?? undefined;
   const description = [

@@ -152,7 +152,8 @@ export class ContextdSessions implements Disposable {
    * window's own would take the session's lock from the agent that writes it.
    */
   async showNewest(rows: SessionSummary[]): Promise<void> {
-    const newest = [...rows].sort((a, b) => Date.parse(b.updatedAt) - Date.parse(a.updatedAt))[0];
+    // A damaged session file cannot be read: the newest that can is shown.
+    const newest = rows.filter((row) => !row.damaged).sort((a, b) => Date.parse(b.updatedAt) - Date.parse(a.updatedAt))[0];
     if (!newest || this.status.latest()) return;
     await this.state(newest.sessionId);
     if (!this.status.latest()) this.status.touch(newest.sessionId);

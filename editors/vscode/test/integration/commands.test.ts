@@ -2,7 +2,9 @@
  * The palette commands with a scripted editor UI and the real daemon behind them.
  * Commands whose daemon method has not landed yet skip themselves at run time.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it, TestContext } from "vitest";
+import { readdirSync, unlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished, TestContext } from "vitest";
 import * as commands from "../../src/commands";
 import { CompactionProgress } from "../../src/compactionProgress";
 import { Method } from "../../src/protocol";
@@ -90,6 +92,23 @@ describe("Switch Session", () => {
     expect(daemon.sessions.current).toBe(sessionId);
     const { sessions } = await daemon.sessions.list();
     expect(sessions.find((s) => s.sessionId === sessionId)?.name).toBe("refactor parser");
+  });
+
+  it("lists a damaged session file with its reason and says why instead of opening it", async () => {
+    const { sessionId: kept } = await daemon.sessions.open({ name: "kept" });
+    const [sessions] = readdirSync(join(daemon.dataDir, "workspaces")).map((slug) => join(daemon.dataDir, "workspaces", slug, "sessions"));
+    const broken = join(sessions, "broken.jsonl");
+    writeFileSync(broken, Buffer.from([0, 0xff, 0xfe]));
+    onTestFinished(() => unlinkSync(broken));
+    ui.willPick("broken");
+    expect(await commands.switchSession(ctx)).toBeUndefined();
+    const row = ui.picks[0].items.find((item) => item.label === "$(warning) broken");
+    expect(row?.description).toBe("damaged: its first line is not a session header");
+    expect(ui.messages("info")).toEqual([
+      "contextd: the session broken is damaged and cannot be opened: its first line is not a session header.",
+    ]);
+    expect(ui.messages("error")).toEqual([]);
+    expect(daemon.sessions.current).toBe(kept);
   });
 
   it("changes nothing when dismissed", async () => {

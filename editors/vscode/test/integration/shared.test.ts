@@ -3,7 +3,7 @@
  * --shared` forwarders, vscode-jsonrpc under each) on one per-user daemon. The window's
  * status follows a session another client drives, which it never opened.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -128,10 +128,20 @@ describe("on the shared daemon", () => {
 
   it("shows a window that opens later the workspace's session that changed last", async () => {
     const newest = window.sessions.status.latest()!;
+    // A damaged session file changed later still: it cannot be read, so it is passed over.
+    const sessionsDir = readdirSync(join(dataDir, "workspaces"))
+      .map((slug) => join(dataDir, "workspaces", slug, "sessions"))
+      .find((dir) => existsSync(join(dir, `${newest.sessionId}.jsonl`)))!;
+    const broken = join(sessionsDir, "broken.jsonl");
+    writeFileSync(broken, Buffer.from([0, 0xff, 0xfe]));
+    const aMinuteOn = new Date(Date.now() + 60_000);
+    utimesSync(broken, aMinuteOn, aMinuteOn);
     const later = await TestDaemon.start({ dataDir, workspace: window.workspace, sharedRuntimeDir: runtimeDir });
     try {
       expect(later.sessions.status.latest()).toBeUndefined();
-      await later.sessions.showNewest((await later.sessions.watchWorkspace())!.sessions);
+      const rows = (await later.sessions.watchWorkspace())!.sessions;
+      expect(rows[0]).toMatchObject({ sessionId: "broken", damaged: "its first line is not a session header" });
+      await later.sessions.showNewest(rows);
       // The session's figure as the daemon has it now: the first window's copy may still wait
       // for the activity that follows the previous test's compaction.
       const { usage } = await script.connection.sendRequest<StateResult>(Method.state, { sessionId: newest.sessionId });
@@ -139,6 +149,7 @@ describe("on the shared daemon", () => {
       expect(later.sessions.current).toBeUndefined();
     } finally {
       await later.stop();
+      rmSync(broken);
     }
   });
 
