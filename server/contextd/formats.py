@@ -88,9 +88,12 @@ def anthropic_tool_id(tool_id: str) -> str:
     hex hash, barring a 64-bit coincidence)."""
     if ANTHROPIC_TOOL_ID.match(tool_id):
         return tool_id
-    kept = re.sub(r"[^a-zA-Z0-9_-]", "_", tool_id)[:TOOL_ID_KEPT_CHARS]
-    digest = hashlib.sha256(tool_id.encode()).hexdigest()[:TOOL_ID_HASH_CHARS]
-    return f"{kept}_x{digest}"
+    return _hashed_tool_id(tool_id, re.sub(r"[^a-zA-Z0-9_-]", "_", tool_id)[:TOOL_ID_KEPT_CHARS])
+
+
+def _hashed_tool_id(tool_id: str, kept: str) -> str:
+    """`kept`, the part of `tool_id` an API takes, then `_x` and a hash of the whole id."""
+    return f"{kept}_x{hashlib.sha256(tool_id.encode()).hexdigest()[:TOOL_ID_HASH_CHARS]}"
 
 
 def _anthropic_block(block: Any) -> dict[str, Any] | None:
@@ -155,6 +158,21 @@ def to_anthropic(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 # --- OpenAI Chat Completions ---------------------------------------------------------------
 
+OPENAI_MAX_TOOL_ID_CHARS = 40
+"""The longest `tool_calls[].id` and `tool_call_id` Chat Completions takes: a longer one is a
+400 `string_above_max_length` ("Expected a string with maximum length 40"; the SDK's types
+say nothing of it). pi records ids of 41 (`call-` and a UUID)."""
+
+
+def openai_tool_id(tool_id: str) -> str:
+    """`tool_id` as Chat Completions takes it: unchanged when short enough, else its start,
+    `_x` and a hash of the whole id, 40 characters in all; like `anthropic_tool_id`, a
+    function of the id alone, so a call and its result map alike in every request."""
+    if len(tool_id) <= OPENAI_MAX_TOOL_ID_CHARS:
+        return tool_id
+    return _hashed_tool_id(tool_id, tool_id[: OPENAI_MAX_TOOL_ID_CHARS - len("_x") - TOOL_ID_HASH_CHARS])
+
+
 
 def _openai_user_content(
     content: str | Sequence[Any], *, responses: bool = False
@@ -181,7 +199,7 @@ def _openai_assistant(message: AssistantMessage) -> dict[str, Any] | None:
     text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
     calls = [
         {
-            "id": call.id,
+            "id": openai_tool_id(call.id),
             "type": "function",
             "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
         }
@@ -207,7 +225,7 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
             turns.append(
                 {
                     "role": "tool",
-                    "tool_call_id": message.toolCallId,
+                    "tool_call_id": openai_tool_id(message.toolCallId),
                     "content": message_text(message.content),
                 }
             )

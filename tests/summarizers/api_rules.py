@@ -21,6 +21,10 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 ANTHROPIC_TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+OPENAI_MAX_TOOL_ID = 40
+"""Chat Completions' longest tool call id: no SDK type says it, the API answers a longer one
+with 400 `string_above_max_length` ("Invalid 'messages[2].tool_calls[0].id': string too long.
+Expected a string with maximum length 40, but got a string with length 41 instead.")."""
 MAX_REPORTED = 3
 
 
@@ -171,12 +175,24 @@ def openai_chat_problems(body: Any) -> list[str]:
             continue
         if message.get("role") == "assistant":
             calls = {str(call.get("id")) for call in message.get("tool_calls") or []}
+            for number, call in enumerate(message.get("tool_calls") or []):
+                problems += _openai_id_problems(f"messages[{index}].tool_calls[{number}].id", call.get("id"))
         elif message.get("role") == "tool":
+            problems += _openai_id_problems(f"messages[{index}].tool_call_id", message.get("tool_call_id"))
             if message.get("tool_call_id") not in calls:
                 problems.append(f"messages.{index}: a tool message must answer a preceding tool_calls id")
         else:
             calls = set()
     return problems
+
+
+def _openai_id_problems(where: str, tool_id: object) -> list[str]:
+    if not isinstance(tool_id, str) or len(tool_id) <= OPENAI_MAX_TOOL_ID:
+        return []
+    return [
+        f"Invalid '{where}': string too long. Expected a string with maximum length "
+        f"{OPENAI_MAX_TOOL_ID}, but got a string with length {len(tool_id)} instead."
+    ]
 
 
 def openai_responses_problems(body: Any) -> list[str]:

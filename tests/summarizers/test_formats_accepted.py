@@ -10,9 +10,10 @@ import re
 from functools import cache
 from typing import Any
 
+import openai
 import pytest
 from contextd.compaction.context import build_context, opening_compaction
-from contextd.formats import anthropic_tool_id, render_context
+from contextd.formats import anthropic_tool_id, openai_tool_id, render_context
 from contextd.importers import IMPORTERS
 from contextd.model import (
     AssistantMessage,
@@ -35,6 +36,7 @@ from tests.summarizers.api_rules import (
     openai_chat_problems,
     openai_responses_problems,
 )
+from tests.summarizers.fake_provider import FakeProvider, Reply
 
 
 @cache
@@ -118,6 +120,8 @@ def test_the_checks_can_fail() -> None:
     assert anthropic_problems({**base, "messages": [user, bad_id]})
     assert anthropic_problems({**base, "messages": [user], "temprature": 1}) == ["temprature: unknown field"]
     assert openai_chat_problems({"model": "gpt-5.5", "messages": [{"role": "tool", "tool_call_id": "a", "content": "x"}]})
+    long_id = [{"role": "assistant", "tool_calls": [{"id": "c" * 41, "type": "function", "function": {"name": "x", "arguments": "{}"}}]}]
+    assert openai_chat_problems({"model": "gpt-5.5", "messages": long_id})
     assert openai_responses_problems({"model": "gpt-5.5", "input": [{"type": "function_call_output", "call_id": "a", "output": "x"}]})
 
 
@@ -193,3 +197,51 @@ def test_ids_that_differ_only_in_refused_characters_stay_apart() -> None:
 
     assert len(mapped) == 4 and "call_1_fc_2" in mapped
     assert all(re.fullmatch(r"[a-zA-Z0-9_-]+", one) for one in mapped)
+
+
+# --- the OpenAI Chat format's repair -----------------------------------------------------------
+
+PI_TOOL_ID = "call-a84e9c6c-b956-4180-8a60-4127cd45ef2e"
+"""An id pi recorded (pi-coffee-model-switches): 41 characters, one over Chat Completions' limit."""
+
+
+def called_and_answered(tool_id: str) -> list[Any]:
+    return [
+        UserMessage(content="Read the menu."),
+        AssistantMessage(content=[ToolCall(id=tool_id, name="read", arguments={"path": "menu.md"})]),
+        ToolResultMessage(toolCallId=tool_id, toolName="read", content="espresso"),
+    ]
+
+
+async def test_a_tool_id_over_40_characters_is_refused_by_the_api_and_mapped_by_the_format(
+    provider: FakeProvider, api_key: str
+) -> None:
+    """The strict fake server answers the real API's 400 for pi's id sent as recorded; the
+    `openai` format sends it mapped, the call and its result alike, and is taken."""
+    as_recorded = [
+        {"role": "user", "content": "Read the menu."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": PI_TOOL_ID, "type": "function", "function": {"name": "read", "arguments": "{}"}},
+        ]},
+        {"role": "tool", "tool_call_id": PI_TOOL_ID, "content": "espresso"},
+    ]
+    rendered = render_context(called_and_answered(PI_TOOL_ID), None, "openai")["messages"]
+    provider.script(Reply.with_summary("ok"))
+
+    async with openai.AsyncOpenAI(api_key=api_key, base_url=provider.openai_url, max_retries=0) as client:
+        with pytest.raises(openai.BadRequestError, match="maximum length 40, but got a string with length 41"):
+            await client.chat.completions.create(model="gpt-5.5", messages=as_recorded)
+        await client.chat.completions.create(model="gpt-5.5", messages=rendered)
+
+    [call] = rendered[1]["tool_calls"]
+    assert call["id"] == rendered[2]["tool_call_id"] == openai_tool_id(PI_TOOL_ID)
+    assert len(call["id"]) == 40 and call["id"].startswith(PI_TOOL_ID[:22])
+
+
+@given(st.lists(st.text(min_size=1, max_size=120), min_size=1, max_size=30, unique=True))
+def test_openai_tool_ids_fit_stay_apart_and_short_ones_go_unchanged(ids: list[str]) -> None:
+    mapped = [openai_tool_id(tool_id) for tool_id in ids]
+
+    assert all(len(one) <= 40 for one in mapped)
+    assert len(set(mapped)) == len(ids)
+    assert all(one == tool_id for one, tool_id in zip(mapped, ids, strict=True) if len(tool_id) <= 40)
