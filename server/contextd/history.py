@@ -303,23 +303,31 @@ class IndexWriter:
     def changed(self, session_id: str, created_at: str, entries: Entries) -> int:
         """Note a session's change; returns the ticket `wait` takes."""
         with self._state:
+            first = self._nothing_noted()
             self._deleted.discard(session_id)
             self._changed[session_id] = (created_at, entries)
-            return self._note()
+            return self._note(first)
 
     def deleted(self, session_id: str) -> int:
         with self._state:
+            first = self._nothing_noted()
             self._changed.pop(session_id, None)
             self._deleted.add(session_id)
-            return self._note()
+            return self._note(first)
 
-    def _note(self) -> int:
+    def _nothing_noted(self) -> bool:
+        return not (self._changed or self._deleted)
+
+    def _note(self, first: bool) -> int:
+        """Count a change, waking the thread for the first one of a pass only: waking it for
+        every append (to find its batch time not up) cost more than writing the entries."""
         self._noted += 1
         if self._thread is None:
             self._closing = False
             self._thread = threading.Thread(target=self._run, name=f"history index {self.index.path}", daemon=True)
             self._thread.start()
-        self._state.notify_all()
+        elif first:
+            self._state.notify_all()
         return self._noted
 
     def wait(self, ticket: int) -> None:
@@ -343,9 +351,9 @@ class IndexWriter:
     def _run(self) -> None:
         while True:
             with self._state:
-                self._state.wait_for(lambda: self._changed or self._deleted or self._closing)
+                self._state.wait_for(lambda: not self._nothing_noted() or self._closing)
                 self._state.wait_for(lambda: self._waiting or self._closing, BATCH_SECONDS)
-                if not (self._changed or self._deleted):
+                if self._nothing_noted():
                     self._thread = None
                     return
                 changed, deleted, ticket = self._changed, self._deleted, self._noted
