@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import gzip
 import json
 import os
 import subprocess
@@ -40,11 +39,13 @@ from contextd.model import Settings
 from contextd.session import SessionManager, SilentEvents
 from contextd.store import Store
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.corpus
+from tests.corpus import NAMES, agent_of, read_text  # noqa: E402
+
 SIZES = (1_000, 10_000, 50_000)
 FLOOR_GOAL = 3.0
 PI_PACKAGE = "@mariozechner/pi-coding-agent@0.73.1"
 PI_DIR = Path(os.environ.get("CONTEXTD_AGENTS_DIR", Path.home() / ".cache/contextd/agents")) / "pi"
-FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "real"
 
 PI_OPENER = """
 const { pathToFileURL } = require("node:url");
@@ -69,8 +70,9 @@ const readline = require("node:readline");
 def corpus_entries() -> list[dict[str, Any]]:
     """Every entry (not the headers) of the pi transcripts of the corpus, in order."""
     entries = []
-    for path in sorted(FIXTURES.glob("pi-*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
+    for name in NAMES:
+        if agent_of(name) == "pi":
+            lines = read_text(name).splitlines()
             entries += [entry for entry in map(json.loads, lines) if entry.get("type") != "session"]
     return entries
 

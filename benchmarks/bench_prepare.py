@@ -26,12 +26,12 @@ whole; contextd's prompts cut them at 2,000 characters and add the task). Goal: 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -43,8 +43,9 @@ from contextd.model import Settings
 from contextd.session import LiveSession, SessionManager, SilentEvents
 from contextd.store import Store
 
-ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT / "tests" / "fixtures" / "real"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.corpus
+from tests.corpus import NAMES, agent_of, read_bytes  # noqa: E402
+
 PI_PACKAGE = "@mariozechner/pi-coding-agent@0.73.1"
 AGENTS_DIR = Path(os.environ.get("CONTEXTD_AGENTS_DIR") or Path.home() / ".cache" / "contextd" / "agents")
 PI_SCRIPT = Path(__file__).with_name("pi_prepare.mjs")
@@ -157,9 +158,9 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         files = []
-        for source in sorted(REAL.glob("pi-*.jsonl.gz")):
-            files.append(Path(scratch) / source.name.removesuffix(".gz"))
-            files[-1].write_bytes(gzip.decompress(source.read_bytes()))
+        for name in (name for name in NAMES if agent_of(name) == "pi"):
+            files.append(Path(scratch) / name.removesuffix(".gz"))
+            files[-1].write_bytes(read_bytes(name))
         pairs = compactable(files, loaded(files, Path(scratch) / "data", args.keep))
         files = [file for file, _ in pairs]
         mine = [ours(session) for _, session in pairs]
