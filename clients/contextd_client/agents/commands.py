@@ -41,8 +41,9 @@ def add_agent_commands(add_command: Callable[..., argparse.ArgumentParser]) -> N
             "Run by the agent (see `contextd install`): at PreCompact it makes sure the daemon's mirror "
             "of the session is current; at SessionStart after a compaction it adds "
             "(hookSpecificOutput.additionalContext) what contextd's summary of the compacted span holds "
-            "and the agent's summary does not: standing constraints in the user's words, open errors, "
-            "the commands' latest outcomes, files modified. Never fails the agent: without a daemon it "
+            "and the model no longer sees (neither the agent's summary nor the messages it kept): "
+            "standing constraints in the user's words, open errors, the commands' latest outcomes, "
+            "files modified. Never fails the agent: without a daemon it "
             "says nothing."
         ),
     )
