@@ -9,6 +9,7 @@ Screenshots and logs of the last run are copied to tests/editors/artifacts/vscod
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import re
@@ -17,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -146,6 +148,53 @@ def wait_healthy(url: str, server: subprocess.Popen, log: Path) -> None:
     pytest.fail(f"code-server did not answer in 90 s:\n{log.read_text()[-3000:]}")
 
 
+class UsersSummarizer:
+    """The user's own summarizing service (`summarizer.provider` "remote"), which the sessions
+    of the remote workspace use. The driver says how it answers, in the file `mode`: `refuse`
+    (400 at once: a compaction that fails), `hold` (no answer until the mode changes: a
+    compaction that runs until someone stops it), else a summary."""
+
+    def __init__(self, mode: Path) -> None:
+        self.mode = mode
+        mode.write_text("refuse")
+        service = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                status, body = service.answer()
+                payload = json.dumps(body).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except OSError:
+                    pass  # the daemon stopped waiting (a cancelled compaction)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/summarize"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def answer(self) -> tuple[int, dict]:
+        deadline = time.monotonic() + 300
+        while self.mode.read_text().strip() == "hold" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if self.mode.read_text().strip() == "refuse":
+            return 400, {"error": "the summarizing service refuses this conversation"}
+        return 200, {"summary": "## Goal\nFinish the checks.\n\n## Progress\nThe checks ran."}
+
+    def close(self) -> None:
+        self.mode.write_text("answer")  # a request still held ends
+        self.server.shutdown()
+        self.server.server_close()
+
+
 class Workbench:
     """The run directory of one test: profile, workspace, data, logs and screenshots."""
 
@@ -173,6 +222,19 @@ class Workbench:
         (self.empty_workspace / ".vscode" / "settings.json").write_text(
             json.dumps({"contextd.follow.enabled": False})
         )
+        # A workspace whose sessions the user's own service summarizes (UsersSummarizer).
+        self.remote_workspace = root / "remote-workspace"
+        (self.remote_workspace / ".vscode").mkdir(parents=True)
+        (self.remote_workspace / ".vscode" / "settings.json").write_text(
+            json.dumps({"contextd.summarizer.provider": "remote", "contextd.summarizer.maxRetries": 0})
+        )
+        # Claude Code's settings, where the daemon finds them (CLAUDE_CONFIG_DIR): its
+        # auto-compaction at 60% of its effective window, which a mirror's tooltip shows.
+        self.claude_config = root / "claude-config"
+        self.claude_config.mkdir()
+        (self.claude_config / "settings.json").write_text(
+            json.dumps({"env": {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "60"}})
+        )
 
     def env(self) -> dict[str, str]:
         # code-server writes its config, logs and a device id under the XDG dirs: keep them
@@ -186,6 +248,7 @@ class Workbench:
             "XDG_CACHE_HOME": str(self.xdg / "cache"),
             "XDG_RUNTIME_DIR": str(self.xdg / "run"),
             "CONTEXTD_E2E_LOG": str(self.root / "e2e.log"),
+            "CLAUDE_CONFIG_DIR": str(self.claude_config),
         }
 
     def shared_daemon(self) -> dict | None:
@@ -225,7 +288,7 @@ class Workbench:
         wrapper.chmod(0o755)
         return wrapper
 
-    def configure(self) -> None:
+    def configure(self, summarizer_url: str) -> None:
         # contextd.pythonPath and contextd.storage.dataDir are machine-overridable: in a remote
         # window (code-server is one) VS Code ignores them in User settings, so the Machine
         # settings hold them; the User settings' interpreter does not exist, and is not used.
@@ -241,7 +304,11 @@ class Workbench:
         # editor's (protocol.md, Who may connect): the user settings file names it too.
         owner = self.xdg / "config" / "contextd" / "settings.json"
         owner.parent.mkdir(parents=True, exist_ok=True)
-        owner.write_text(json.dumps({"follow": {"roots": {"claude-code": str(self.claude_projects)}}}))
+        # Where a summarizer sends the conversation is the owner's to say too.
+        owner.write_text(json.dumps({
+            "follow": {"roots": {"claude-code": str(self.claude_projects)}},
+            "summarizer": {"remoteEndpoint": summarizer_url},
+        }))
         user = {**USER_SETTINGS, "contextd.pythonPath": "/nonexistent/python"}
         (self.user_data / "User" / "settings.json").write_text(
             json.dumps(user, indent=2)
@@ -311,7 +378,8 @@ def test_the_extension_in_a_real_vscode(
 ) -> None:
     bench = Workbench(tmp_path)
     vsix, helper, format_module = build_extensions(tmp_path)
-    bench.configure()
+    summarizer = UsersSummarizer(tmp_path / "summarizer-mode")
+    bench.configure(summarizer.url)
     bench.install(vsix)
     bench.install(helper)
 
@@ -385,6 +453,8 @@ def test_the_extension_in_a_real_vscode(
                 "CS_URL": url,
                 "WS": str(bench.workspace),
                 "WS_EMPTY": str(bench.empty_workspace),
+                "WS_REMOTE": str(bench.remote_workspace),
+                "SUMMARIZER_MODE": str(summarizer.mode),
                 "SHOTS": str(bench.shots),
                 "RUN": str(tmp_path),
                 "EXPECT": str(tmp_path / "expect.json"),
@@ -408,6 +478,7 @@ def test_the_extension_in_a_real_vscode(
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
         bench.stop_shared_daemon()
+        summarizer.close()
     report = (
         f"{driver.stdout}\n{driver.stderr[-3000:]}\nscreenshots and logs: {artifacts}"
     )
@@ -435,6 +506,12 @@ def test_the_extension_in_a_real_vscode(
     compaction = next(node for node in after["nodes"] if node["type"] == "compaction")
     tooltip = (tmp_path / "tooltip.txt").read_text()
     assert f"Summary: {compaction['shortSummary']}" in tooltip, tooltip
+
+    # The remote workspace's session: the compaction that failed and the one the first window
+    # cancelled wrote nothing; the one Compact Now ran after them is its only compaction.
+    remote_session = (tmp_path / "remote-session.txt").read_text()
+    remote_tree = contextd(bench.data, "tree", remote_session)
+    assert [node["type"] for node in remote_tree["nodes"]].count("compaction") == 1, remote_tree["nodes"]
 
     # The logs: no unhandled error in the extension host; the output channel's levels are right.
     host_log = "\n".join(

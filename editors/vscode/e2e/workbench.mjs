@@ -10,13 +10,15 @@
 // workspace without sessions, where following is off), CHROMIUM, PYTHON and DATA (the
 // interpreter and data dir of the shared daemon the window attaches to; XDG_RUNTIME_DIR,
 // inherited, places its socket), CLAUDE_TRANSCRIPT and CLAUDE_PROJECT (a Claude Code
-// transcript of the workspace, and the folder of the followed root to write it to).
+// transcript of the workspace, and the folder of the followed root to write it to), WS_REMOTE
+// (a workspace whose sessions the user's own summarizing service summarizes) and
+// SUMMARIZER_MODE (the file that says how that service answers: refuse, hold, answer).
 // Prints one "ok"/"FAIL" line per check; exit code 0 when all passed.
 import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { chromium } from "playwright-core";
 
-const { figureText, statusText, truncate, entryText, ENTRY_LABEL_LENGTH } = await import(process.env.FORMAT);
+const { agentPointLine, figureText, statusText, truncate, entryText, ENTRY_LABEL_LENGTH } = await import(process.env.FORMAT);
 const RUN = process.env.RUN;
 const SHOTS = process.env.SHOTS;
 const EXPECT = JSON.parse(readFileSync(process.env.EXPECT, "utf8"));
@@ -456,6 +458,18 @@ try {
     /Claude Code compacts this session itself/.test(mirrorTooltip) && /Compactions in the transcript: /.test(mirrorTooltip) && !/Compaction threshold/.test(mirrorTooltip),
     `the mirror's tooltip says Claude Code compacts it and counts its compactions, with no contextd threshold (${JSON.stringify(mirrorTooltip.slice(0, 500))})`,
   );
+  // And where Claude Code will compact it: its settings (CLAUDE_CONFIG_DIR) set 60% of its
+  // effective window, the model's window less the 20k it keeps for the summary.
+  const point = mirror.usage.agentCompaction;
+  const pointLine = agentPointLine(point ?? { enabled: false, tokens: null, percent: null, basis: "" });
+  check(
+    point?.enabled && point.tokens === Math.floor(0.6 * (mirror.usage.contextWindow - 20_000)) && /CLAUDE_AUTOCOMPACT_PCT_OVERRIDE = 60 in /.test(point.basis),
+    `the daemon puts Claude Code's compaction point at 60% of its effective window, from its settings (${JSON.stringify(point)})`,
+  );
+  check(
+    /^Agent compacts at ~\S+ \(\d+(\.\d)?%\)$/.test(pointLine) && mirrorTooltip.includes(pointLine) && /How contextd knows: Claude Code's rule/.test(mirrorTooltip),
+    `the mirror's tooltip shows the agent's own compaction point "${pointLine}" and how it was worked out`,
+  );
   await page.mouse.move(10, 500);
 
   // Narrow windows: the figure comes first and stays whole; the name shortens or drops.
@@ -532,6 +546,98 @@ try {
     `the walkthrough opens with its steps (${JSON.stringify(steps.slice(0, 200))})`,
   );
   await empty.page.close();
+
+  // A workspace whose sessions the user's own service summarizes (summarizer.provider remote;
+  // the test runs the service, and SUMMARIZER_MODE says how it answers). The first window
+  // moves there; a script fills a session past 95%, and the threshold's compaction fails.
+  const remote = process.env.WS_REMOTE;
+  const summarizer = (mode) => writeFileSync(process.env.SUMMARIZER_MODE, mode);
+  const toastIn = (target, text) => target.locator(".notifications-toasts .notification-toast", { hasText: text }).first();
+  const tooltipOf = async (target, item, text) => {
+    await target.mouse.move(10, 500);
+    await item.hover();
+    return target.locator(".monaco-hover, .workbench-hover").filter({ hasText: text }).first().innerText({ timeout: 15_000 }).catch(() => "");
+  };
+  summarizer("refuse");
+  await page.goto(`${process.env.CS_URL}/?folder=${encodeURIComponent(remote)}`);
+  await page.waitForSelector(".monaco-workbench .part.statusbar", { timeout: 120_000 });
+  await until(async () => (await itemText()) === "contextd", "the first window in the remote workspace", 60_000);
+  const started = scriptAgent("drive", "checks summarized elsewhere", remote);
+  writeFileSync(`${RUN}/remote-session.txt`, started.sessionId);
+  // The window knows the session before it fills: it then hears the compaction that follows.
+  await until(async () => (await itemText()).startsWith(figure(started.usage)), "the script's session in the first window", 30_000);
+  const filled = scriptAgent("fill", started.sessionId, remote);
+  console.log(`     the script filled its session to ${filled.usage.percent}% (${elapsed()})`);
+  const failedToast = await until(
+    () => [...seenToasts.values()].find((t) => /contextd: compaction of checks summarized elsewhere failed/.test(t.text)),
+    "the failed compaction's message",
+    60_000,
+  ).catch(() => undefined);
+  await until(async () => (await itemText()).startsWith(figure(filled.usage)), "the full session's figure", 15_000).catch(() => {});
+  const failedTooltip = await tooltipOf(page, statusItem, "Not compacted");
+  const failedKind = (await statusItem.getAttribute("class")) ?? "";
+  await shot("26-failed-compaction-tooltip");
+  check(filled.usage.percent > 95 && failedKind.includes("error-kind"), `a session past 95% is red (${filled.usage.percent}%, "${failedKind}")`);
+  check(
+    Boolean(failedToast) &&
+      /Not compacted: the last compaction \(threshold\) failed: .*refuses this conversation/.test(failedTooltip) &&
+      /What to do: Compact Now to try again; if it fails again, check the contextd\.summarizer settings/.test(failedTooltip),
+    `its tooltip says why the automatic compaction failed and what to do (${JSON.stringify(failedTooltip.slice(0, 600))})`,
+  );
+
+  // A second window on the workspace; the first compacts the session, and the service holds
+  // its answer: the second shows the compaction without Cancel, only the first may stop it.
+  summarizer("hold");
+  await page.mouse.move(10, 500);
+  const watcher = await openWindow(remote);
+  await until(async () => (await watcher.itemText()).startsWith(figure(filled.usage)), "the session in the second window", 60_000);
+  await statusItem.click();
+  await quickRow("Compact Now").waitFor({ timeout: 15_000 });
+  await quickRow("Compact Now").click();
+  await quickInput.locator("input.input[placeholder*='failing test']").waitFor();
+  await quickInput.locator("input.input").press("Enter");
+  const elsewhere = toastIn(watcher.page, "asked for elsewhere");
+  const seenElsewhere = await elsewhere.waitFor({ timeout: 60_000 }).then(() => true, () => false);
+  const elsewhereText = seenElsewhere ? (await elsewhere.innerText()).replace(/\s+/g, " ") : "";
+  const elsewhereButtons = await elsewhere.locator(".monaco-button").allInnerTexts().catch(() => []);
+  await watcher.shot("27-second-window-progress-without-cancel");
+  check(
+    seenElsewhere && /contextd: compacting checks summarized elsewhere \(manual, asked for elsewhere\)/.test(elsewhereText) && !elsewhereButtons.some((b) => /Cancel/.test(b)),
+    `the second window shows the first window's compaction, without Cancel (${JSON.stringify(elsewhereText)}, buttons ${JSON.stringify(elsewhereButtons)})`,
+  );
+  // The quick pick gave the focus back to the item, whose tooltip, shown while it has it,
+  // covers the notifications: a click on the empty editor area takes it away.
+  await page.mouse.click(600, 300);
+  await page.locator(".context-view .rendered-markdown").waitFor({ state: "hidden", timeout: 10_000 }).catch(() => {});
+  const ownCancel = toastIn(page, "contextd: compacting checks summarized elsewhere (manual)").locator(".monaco-button", { hasText: /^Cancel$/ });
+  const cancellable = await ownCancel.waitFor({ timeout: 30_000 }).then(() => true, () => false);
+  await shot("28-first-window-progress-with-cancel");
+  check(cancellable, "the first window shows its own compaction with Cancel");
+  if (cancellable) await ownCancel.click();
+  const stopped = await elsewhere.waitFor({ state: "hidden", timeout: 60_000 }).then(() => true, () => false);
+  await watcher.shot("29-second-window-after-cancel");
+  check(stopped, "the first window's Cancel stops the compaction: the second window's progress ends");
+  const cancelledTooltip = await tooltipOf(page, statusItem, "Not compacted");
+  await shot("30-cancelled-compaction-tooltip");
+  check(
+    /Not compacted: the last compaction was cancelled\. Compact Now runs it again\./.test(cancelledTooltip),
+    `after the Cancel its tooltip says the compaction was cancelled and what to do (${JSON.stringify(cancelledTooltip.slice(0, 400))})`,
+  );
+  await watcher.page.close();
+
+  // What the tooltip advised: Compact Now, with the service answering again.
+  summarizer("answer");
+  await page.mouse.move(10, 500);
+  await palette("Notifications: Clear All Notifications");
+  await statusItem.click();
+  await quickRow("Compact Now").waitFor({ timeout: 15_000 });
+  await quickRow("Compact Now").click();
+  await quickInput.locator("input.input[placeholder*='failing test']").waitFor();
+  await quickInput.locator("input.input").press("Enter");
+  const compactedAgain = await until(() => [...seenToasts.values()].find((t) => /contextd: compacted checks summarized elsewhere/.test(t.text)), "the compaction's result", 60_000).catch(() => undefined);
+  await until(async () => !((await statusItem.getAttribute("class")) ?? "").includes("error-kind"), "the item back to normal", 15_000).catch(() => {});
+  await shot("31-compacted-after-advice");
+  check(Boolean(compactedAgain) && !((await statusItem.getAttribute("class")) ?? "").includes("error-kind"), `Compact Now, as advised, compacts the session and the item is no longer red (${compactedAgain?.text})`);
 } catch (error) {
   failures.push(`exception: ${error.message.split("\n")[0]}`);
   console.log(`FAIL exception: ${error.stack}`);

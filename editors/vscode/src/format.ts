@@ -1,6 +1,6 @@
 /** How a session's status reads in the status bar and its tooltip. Pure functions. */
 import type { ConnectionState } from "./daemonConnection";
-import type { CompactPreview, FigureBreakdown, MirrorSource as SessionSource, SessionSummary, TokenUsage, TreeNode } from "./protocol";
+import type { AgentCompaction, CompactPreview, FigureBreakdown, MirrorSource as SessionSource, SessionSummary, TokenUsage, TreeNode } from "./protocol";
 import type { CompactionResult, SessionStatus } from "./statusModel";
 
 export type Level = "normal" | "warning" | "error";
@@ -193,12 +193,20 @@ function mirrorLines(status: SessionStatus, source: SessionSource): string[] {
     `Read-only mirror of ${agent}'s transcript \`${source.path}\``,
     `Compaction: ${agent} compacts this session itself, at its own point; contextd never compacts a mirror`,
   ];
+  const point = status.usage?.agentCompaction;
+  if (point) lines.push(agentPointLine(point), `How contextd knows: ${escapeMarkdown(point.basis)}`);
   const compactions = status.agentCompactions;
   if (compactions) {
     const point = compactions.lastTokensBefore !== undefined ? `; the latest at ${formatTokens(compactions.lastTokensBefore)} tokens` : "";
     lines.push(`Compactions in the transcript: ${compactions.count === 0 ? "none" : `${compactions.count}, by ${agent}${point}`}`);
   }
   return lines;
+}
+
+/** "Agent compacts at ~167k (83.5%)": the mirror's agent's own point, as the daemon worked it out. */
+export function agentPointLine(point: AgentCompaction): string {
+  if (!point.enabled || point.tokens === null || point.percent === null) return "Agent compacts: never on its own (its auto-compaction is off)";
+  return `Agent compacts at ~${formatTokens(point.tokens)} (${point.percent}%)`;
 }
 
 /**
@@ -209,7 +217,10 @@ export function attentionLines(status: SessionStatus, options: TooltipOptions = 
   const level = statusLevel(status);
   if (!status.usage || level === "normal") return [];
   if (status.source) {
-    return [`Nearly full: ${agentName(status.source)} compacts it when it decides to; contextd does not. Hand Off starts a session of contextd's own from it.`];
+    const agent = agentName(status.source);
+    const point = status.usage.agentCompaction;
+    const when = !point ? "when it decides to" : point.enabled && point.tokens !== null ? `at ~${formatTokens(point.tokens)}` : "only when asked (/compact), its auto-compaction being off";
+    return [`Nearly full: ${agent} compacts it ${when}; contextd does not. Hand Off starts a session of contextd's own from it.`];
   }
   const last = status.lastCompaction;
   if (last?.outcome === "failed" && !last.willRetry) {

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as commands from "../../src/commands";
-import { statusText, statusTooltip } from "../../src/format";
+import { formatTokens, statusText, statusTooltip } from "../../src/format";
 import { ErrorCode } from "../../src/protocol";
 import { errorCode } from "../../src/rpc";
 import { ContextdSessions } from "../../src/sessions";
@@ -67,6 +67,15 @@ describe("a mirrored Claude Code session", () => {
     expect(shown.source).toEqual({ agent: "claude-code", path: transcript });
     expect(statusText(shown)).toMatch(/^\$\(database\) \d+(\.\d+)?k?\/\d+k \d+% · Claude Code · \S/);
     expect(daemon.sessions.current).toBeUndefined();
+  });
+
+  it("shows where Claude Code compacts it, as the daemon worked it out from Claude Code's rules and settings", () => {
+    const shown = daemon.sessions.status.get(mirrorId)!;
+    const point = shown.usage!.agentCompaction!;
+    expect(point.basis).toMatch(/^(Claude Code's rule|.* Claude Code does not compact on its own)/);
+    const tooltip = statusTooltip(shown, Date.now()).join("\n");
+    if (point.enabled) expect(tooltip).toContain(`Agent compacts at ~${formatTokens(point.tokens!)} (${point.percent}%)`);
+    else expect(tooltip).toContain("Agent compacts: never on its own");
   });
 
   it("is listed in Switch Session with its agent's name, and opens when chosen", async () => {

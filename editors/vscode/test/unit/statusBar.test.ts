@@ -143,6 +143,25 @@ describe("status bar", () => {
     expect(tooltip).not.toContain("none seen by this window");
   });
 
+  it("gives a mirror its agent's own compaction point and how the daemon worked it out", () => {
+    const { status, item } = setup();
+    const basis = "Claude Code's rule: its effective window (200,000 − 20,000 kept for the summary) − 13,000; CLAUDE_AUTOCOMPACT_PCT_OVERRIDE not set (default assumed); ~/.claude/settings.json not found";
+    const agentCompaction = { enabled: true, tokens: 167_000, percent: 83.5, basis };
+    const source = { agent: "claude-code", path: "/p/a.jsonl" } as const;
+    status.applyActivity(activity("m1", 191_000, { name: "refactor", source, usage: { ...usage("m1", 191_000), agentCompaction } }));
+    const tooltip = (item.tooltip as MarkdownString).value;
+    expect(tooltip).toContain("Agent compacts at ~167k (83.5%)");
+    expect(tooltip).toContain("How contextd knows: Claude Code's rule: its effective window \\(200,000 − 20,000");
+    expect(tooltip).toContain("\\~/\\.claude/settings\\.json not found");
+    expect(tooltip).toContain("Nearly full: Claude Code compacts it at ~167k; contextd does not.");
+    const off = { enabled: false, tokens: null, percent: null, basis: "autoCompactEnabled is false in ~/.claude.json: Claude Code does not compact on its own (/compact still does)" };
+    status.applyActivity(activity("m1", 191_000, { name: "refactor", source, usage: { ...usage("m1", 191_000), agentCompaction: off } }));
+    const offTooltip = (item.tooltip as MarkdownString).value;
+    expect(offTooltip).toContain("Agent compacts: never on its own (its auto-compaction is off)");
+    expect(offTooltip).toContain("autoCompactEnabled is false in \\~/\\.claude\\.json");
+    expect(offTooltip).toContain("Nearly full: Claude Code compacts it only when asked (/compact), its auto-compaction being off");
+  });
+
   it("says in words what a screen reader should read", () => {
     const { status, item } = setup();
     opened(status, "s1", "fix tests", 171_000);
