@@ -457,6 +457,7 @@ export interface ModelOverride {
 export interface StorageSettings {
   dataDir?: string | null;
   maxLoadedSessions?: number;
+  maxLoadedEntries?: number;
   [k: string]: unknown;
 }
 /**
