@@ -25,6 +25,7 @@ from contextd.model import (
     PruningSettings,
     Settings,
     TextContent,
+    ThinkingContent,
     ToolCall,
     ToolResultMessage,
     Usage,
@@ -55,18 +56,21 @@ def turn(index: int, calls: int, usage: int | None, failed: bool) -> list[Any]:
     """A request, tool calls with their results, and an answer that may carry usage."""
     ids = [f"t{index}c{n}" for n in range(calls)]
     messages: list[Any] = [UserMessage(content=f"request {index} " + "word " * (10 + 7 * index))]
+    # Odd turns reason (a thinking block, as agents keep a summary of it) and report 300 more
+    # output than their answers hold: a new turn drops it.
+    reasoning = [ThinkingContent(thinking="planning")] if index % 2 else []
     if ids:
         messages.append(
             AssistantMessage(
-                content=[TextContent(text="looking"), *(ToolCall(id=i, name="read", arguments={"p": i}) for i in ids)],
+                content=[*reasoning, TextContent(text="looking"), *(ToolCall(id=i, name="read", arguments={"p": i}) for i in ids)],
                 stopReason="toolUse",
-                usage=Usage(input=usage, output=9) if usage else None,
+                usage=Usage(input=usage, output=9 + 300 * len(reasoning)) if usage else None,
             )
         )
         messages += [ToolResultMessage(toolCallId=i, toolName="read", content="out " * 60) for i in ids]
     closing = AssistantMessage(
-        content=[TextContent(text=f"done {index} " + "x " * index)],
-        usage=Usage(input=(usage or 500) + 77, output=21, cacheRead=5) if usage or failed else None,
+        content=[*reasoning, TextContent(text=f"done {index} " + "x " * index)],
+        usage=Usage(input=(usage or 500) + 77, output=21 + 300 * len(reasoning), cacheRead=5) if usage or failed else None,
         stopReason="aborted" if failed else "stop",
     )
     return [*messages, closing]
@@ -128,7 +132,7 @@ def sent_tokens(session: LiveSession, index: int) -> int:
     for item in build_context(path, session.entry_tokens):
         counted = count_message(item.message, session.model_info.encoding)
         message = item.message
-        if item.entry_id in in_turn and isinstance(message, AssistantMessage) and message.usage and not message.failed:
+        if item.entry_id in in_turn and reasoned(message):
             counted = max(counted, round(message.usage.output / session.calibration))
         total += counted
     return total
@@ -161,7 +165,38 @@ def expected_figure(session: LiveSession) -> tuple[int, str]:
     anchor = items[position].message
     assert isinstance(anchor, AssistantMessage) and anchor.usage is not None
     after = sum(count_message(item.message, encoding) for item in items[position + 1 :])
-    return anchor.usage.context_tokens + round(after * calibration), "usage"
+    reported = anchor.usage.context_tokens
+    if any(isinstance(item.message, UserMessage) for item in items[position + 1 :]):
+        reported -= turn_reasoning(session, [entry.id for entry in path].index(anchor_id) + 1)
+    return reported + round(after * calibration), "usage"
+
+
+def reasoned(message: Any) -> bool:
+    """A valid answer with usage that holds a thinking block."""
+    return (
+        isinstance(message, AssistantMessage)
+        and message.usage is not None
+        and message.usage.context_tokens > 0
+        and not message.failed
+        and any(isinstance(block, ThinkingContent) for block in message.content)
+    )
+
+
+def turn_reasoning(session: LiveSession, end: int) -> int:
+    """The reasoning the turn ending at `path[end - 1]` carried, which a new turn drops: each
+    valid answer's reported output beyond its counted tokens (calibrated), back to the
+    turn's user message, compaction or prune."""
+    total = 0
+    for entry in reversed(session.path[:end]):
+        if isinstance(entry, (CompactionEntry, PruneEntry)) or (
+            isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage)
+        ):
+            break
+        message = entry.message if isinstance(entry, MessageEntry) else None
+        if reasoned(message):
+            counted = count_message(message, session.model_info.encoding)
+            total += max(message.usage.output - round(counted * session.calibration), 0)
+    return total
 
 
 async def play(sessions: SessionManager, session: LiveSession, script: list[tuple[str, Any]]) -> LiveSession:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from contextd.model import AssistantMessage, Message, Settings, Usage
+from contextd.model import AssistantMessage, Message, Settings, ThinkingContent, Usage
 from contextd.session import LiveSession, SessionManager, SilentEvents
 from contextd.store import Store
 from contextd.tokens import count_message
@@ -166,12 +166,11 @@ REASONING_TOKENS = 10_000
 transcript holds none of it); the provider drops it at the next user message."""
 
 
-def test_reasoning_a_turn_carries_is_not_taken_for_the_unseen_part(tmp_path):
-    """A model change in the middle of a turn: the new model's first report holds the turn's
-    reasoning, which the answer's reported output tells; it is not part of what the agent
-    sends on every request, so the figure after a compaction leaves it out."""
-    sessions, session = new_session(tmp_path)
-    reporting(session, range(2), SYSTEM_PROMPT_TOKENS)
+def reasoning_turn(session: LiveSession) -> tuple[int, int]:
+    """A request and an answer that reasons (`REASONING_TOKENS` reported as its output, none
+    of it in the transcript) and calls a tool, with the result; returns the counted context
+    the next request is sent (the answer as the model wrote it) and the reasoning the
+    transcript lacks."""
     encoding = session.model_info.encoding
 
     def sent() -> int:
@@ -179,13 +178,44 @@ def test_reasoning_a_turn_carries_is_not_taken_for_the_unseen_part(tmp_path):
 
     session.append_messages(messages_of([user("fix the failing test")]))
     thinking = messages_of([assistant(calls=[("c1", "bash", {"command": "pytest -x"})])])[0]
-    thinking.usage = Usage(input=sent() + SYSTEM_PROMPT_TOKENS, output=REASONING_TOKENS)  # reasoning and call
+    assert isinstance(thinking, AssistantMessage)
+    thinking.content.insert(0, ThinkingContent(thinking="**Running the tests**"))  # all an agent keeps of it
+    thinking.usage = Usage(input=sent() + SYSTEM_PROMPT_TOKENS, output=REASONING_TOKENS)
     session.append_messages([thinking, *messages_of([result("c1", "bash", "1 failed")])])
+    lacking = REASONING_TOKENS - count_message(thinking, encoding)
+    return sent() + lacking, lacking
+
+
+def test_reasoning_a_turn_carries_is_not_taken_for_the_unseen_part(tmp_path):
+    """A model change in the middle of a turn: the new model's first report holds the turn's
+    reasoning, which the answer's reported output tells; it is not part of what the agent
+    sends on every request, so the figure after a compaction leaves it out."""
+    sessions, session = new_session(tmp_path)
+    reporting(session, range(2), SYSTEM_PROMPT_TOKENS)
+    carried, _ = reasoning_turn(session)
     session.set_model("gpt-4o")
-    # The next request holds the answer as the model wrote it: its reasoning and its call.
-    carried = sent() - count_message(thinking, encoding) + REASONING_TOKENS
     session.append_messages(messages_of([assistant("found it", usage={"input": carried + SYSTEM_PROMPT_TOKENS, "output": 40})]))
     assert session.unseen_tokens == SYSTEM_PROMPT_TOKENS
 
     asyncio.run(session.compact("manual"))
     assert session.usage_body()["breakdown"]["unseen"] == SYSTEM_PROMPT_TOKENS
+
+
+def test_a_new_turn_drops_the_reasoning_the_last_report_held(tmp_path):
+    """The last report of a turn holds the turn's reasoning; the user's next message starts a
+    turn without it, so the figure falls by it at once (not only at the next report), the
+    same after a restart."""
+    sessions, session = new_session(tmp_path)
+    reporting(session, range(2), SYSTEM_PROMPT_TOKENS)
+    encoding = session.model_info.encoding
+    carried, reasoning = reasoning_turn(session)
+    done = messages_of([assistant("fixed")])[0]
+    done.usage = Usage(input=carried + SYSTEM_PROMPT_TOKENS, output=count_message(done, encoding))
+    session.append_messages([done])
+    held = session.tokens
+
+    request = messages_of([user("now the docs")])
+    session.append_messages(request)
+    assert session.tokens == held - reasoning + count_message(request[0], encoding)
+    sessions.close_all()
+    assert sessions.get(session.session_id).tokens == held - reasoning + count_message(request[0], encoding)

@@ -65,6 +65,7 @@ from contextd.tokens.context_size import (
     context_threshold,
     context_tokens_of,
     counted_parts,
+    dropped_reasoning,
     largest_report,
     reports_context,
 )
@@ -398,9 +399,23 @@ class LiveState(ABC):
                     return
             elif isinstance(message, ToolResultMessage):
                 self._pending_calls.pop(message.toolCallId, None)
+            elif self._figure.anchored:
+                self._figure = replace(self._figure, reported=self._figure.reported - self._reasoning_dropped())
         self._figure = self._figure.plus(self.entry_tokens[entry.id]).calibrated(self.calibration)
         if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage) and not entry.message.failed:
             self._widen_window(self._figure.tokens)  # the model answered this context: it fit
+
+    def _reasoning_dropped(self) -> int:
+        """What a user message just appended makes the provider drop from the anchoring
+        report's context: its turn's reasoning, if this is the first user message after it
+        (see `dropped_reasoning`); walks back to the anchor only."""
+        for index in range(len(self._path) - 2, -1, -1):
+            entry = self._path[index]
+            if isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
+                return 0
+            if isinstance(entry, MessageEntry) and reports_context(entry.message):
+                return dropped_reasoning(self._path, index, self.entry_tokens, self.calibration)
+        return 0
 
     def append_messages(self, messages: Sequence[Message]) -> list[str]:
         """Validate the whole batch first, so a bad message stores nothing."""

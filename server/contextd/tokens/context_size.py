@@ -27,6 +27,7 @@ from contextd.model import (
     ModelChangeEntry,
     PruneEntry,
     Settings,
+    ThinkingContent,
     UserMessage,
 )
 from contextd.tokens.calibration import stated_window
@@ -149,9 +150,10 @@ def context_tokens_of(
     return tokens_of
 
 
-def turn_outputs(path: Sequence[Entry]) -> dict[str, int]:
-    """The reported output of each valid answer after the path's last user message and its
-    latest compaction or prune.
+def turn_outputs(path: Sequence[Entry], end: int | None = None) -> dict[str, int]:
+    """The reported output of each valid answer that reasoned (holds a thinking block) after
+    the last user message, compaction and prune of `path[:end]` (the whole path by default;
+    an index, not a slice: no copy).
 
     Reasoning models send their reasoning back within a turn: the provider counts it in
     every later request of the turn and drops it at the next user message (gpt-5.x through
@@ -161,15 +163,22 @@ def turn_outputs(path: Sequence[Entry]) -> dict[str, int]:
     that produced it: a context contextd rebuilt (compacted, pruned) holds an answer as the
     transcript does, without the reasoning."""
     outputs: dict[str, int] = {}
-    for entry in reversed(path):
+    for index in range((len(path) if end is None else end) - 1, -1, -1):
+        entry = path[index]
         if isinstance(entry, (CompactionEntry, PruneEntry, HandoffEntry)) or (
             isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage)
         ):
             break
-        if isinstance(entry, MessageEntry) and reports_context(entry.message):
+        if isinstance(entry, MessageEntry) and reports_context(entry.message) and _reasoned(entry.message):
             assert isinstance(entry.message, AssistantMessage) and entry.message.usage is not None
             outputs[entry.id] = entry.message.usage.output
     return outputs
+
+
+def _reasoned(message: Message) -> bool:
+    """An answer with a thinking block (the summary an agent keeps of its reasoning): one
+    without reasoned nothing a new turn could drop, whatever output it reports."""
+    return isinstance(message, AssistantMessage) and any(isinstance(block, ThinkingContent) for block in message.content)
 
 
 def context_size(
@@ -198,10 +207,21 @@ def context_size(
     anchored = path[anchor]
     assert isinstance(anchored, MessageEntry) and isinstance(anchored.message, AssistantMessage)
     assert anchored.message.usage is not None
+    reported = anchored.message.usage.context_tokens
+    if any(isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage) for entry in path[anchor + 1 :]):
+        reported -= dropped_reasoning(path, anchor, entry_tokens, calibration)
     # Everything after the anchor is after the latest compaction, so all of it is visible.
     after = sum(tokens_of(entry) for entry in path[anchor + 1 :])
-    return TokenFigure(
-        anchored.message.usage.context_tokens, after, calibration, anchored=True, exact=exact
+    return TokenFigure(reported, after, calibration, anchored=True, exact=exact)
+
+
+def dropped_reasoning(path: Sequence[Entry], anchor: int, entry_tokens: Mapping[str, int], calibration: float) -> int:
+    """What the provider drops from the context the report at `path[anchor]` holds once a
+    user message starts a new turn: the reasoning of that turn's answers, their reported
+    output beyond what the transcript holds of them (see `turn_outputs`)."""
+    return sum(
+        max(output - round(entry_tokens.get(entry_id, 0) * calibration), 0)
+        for entry_id, output in turn_outputs(path, anchor + 1).items()
     )
 
 
