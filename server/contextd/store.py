@@ -279,6 +279,11 @@ def encode_line(line: SessionHeader | Entry) -> bytes:
     return (json.dumps(data, separators=(",", ":")) + "\n").encode()
 
 
+WritableAgain = Callable[[], "tuple[AppendHandles, Callable[[], None]]"]
+"""Tries again to make a read-only session writable: its handles and how to let go of its
+lock, or StorageFailed saying why not yet."""
+
+
 class SessionFile:
     """A session file that only grows, open for writing while its lock is held."""
 
@@ -290,12 +295,14 @@ class SessionFile:
         release: Callable[[], None] | None = None,
         *,
         read_only_because: StoreError | None = None,
+        writable_again: WritableAgain | None = None,
     ) -> None:
         self.path = path
         self.header = header
         self._handles = handles
         self._release = release
         self._read_only_because = read_only_because
+        self._writable_again = writable_again
 
     @property
     def session_id(self) -> str:
@@ -316,9 +323,23 @@ class SessionFile:
 
     def append_all(self, entries: Sequence[Entry]) -> None:
         """Every entry or none: one write, cut back whole when it fails (StorageFailed)."""
-        if self._handles is None:
+        handles = self._handles or self._become_writable()
+        handles.write(self.path, b"".join(encode_line(entry) for entry in entries))
+
+    def _become_writable(self) -> AppendHandles:
+        """A session opened read-only because its data directory could not be written is
+        tried again at each write: a directory writable again (remounted, its permissions
+        fixed) takes writes without the session being closed first."""
+        if self._writable_again is None:
             raise self._read_only_because or StoreError(f"session {self.session_id!r} was opened read-only")
-        self._handles.write(self.path, b"".join(encode_line(entry) for entry in entries))
+        try:
+            self._handles, release = self._writable_again()
+        except StorageFailed as error:
+            self._read_only_because = error
+            raise
+        self._release = self._release or release
+        self._read_only_because = self._writable_again = None
+        return self._handles
 
     def unload(self) -> None:
         """Let go of the descriptor, keep the lock: the session is still ours to reload."""
@@ -565,12 +586,41 @@ class Store:
         for session_id in list(self._held):
             self.release(session_id)
 
-    def _held_file(self, path: Path, header: SessionHeader, read_only_because: StorageFailed | None = None) -> SessionFile:
-        """A session whose lock this store holds: written through its handles, unless it
-        cannot be (`read_only_because`)."""
-        handles = None if read_only_because else self.handles
+    def _held_file(self, path: Path, header: SessionHeader) -> SessionFile:
+        """A session whose lock this store holds, written through its handles."""
+        return SessionFile(path, header, self.handles, release=lambda: self.release(header.id))
+
+    def _unwritable_file(
+        self,
+        listing: SessionListing,
+        header: SessionHeader,
+        loaded: LoadedFile,
+        because: StorageFailed,
+        read_as: tuple[int, int] | None = None,
+    ) -> SessionFile:
+        """A session the data directory would not let us lock or clean up (`because`): it
+        reads, and each write tries again to lock it and clean up what a crash left, as
+        loading does. Read without the lock, the file must still be as it was before it was
+        read (`read_as`; another daemon may have written it meanwhile), else it stays read-only."""
+        held = self.holds(listing.session_id)
+        repair = LoadedFile(loaded.header, [], loaded.valid_bytes, loaded.torn_tail, [])  # not its entries
+
+        def writable_again() -> tuple[AppendHandles, Callable[[], None]]:
+            try:
+                if not self.holds(listing.session_id):
+                    self._lock(listing.session_id)
+                    if _file_stamp(listing.path) != read_as:
+                        self.release(listing.session_id)
+                        raise StorageFailed("readOnly", "the session changed on disk since it was opened read-only: close and open it again")
+                self._repair(listing, repair, header)
+            except OSError as error:
+                raise StorageFailed.of(error) from None
+            log.info("session %s is writable again", listing.session_id)
+            return self.handles, lambda: self.release(header.id)
+
+        release = (lambda: self.release(header.id)) if held else None
         return SessionFile(
-            path, header, handles, release=lambda: self.release(header.id), read_only_because=read_only_because
+            listing.path, header, None, release=release, read_only_because=because, writable_again=writable_again
         )
 
     # --- creating and loading -------------------------------------------------------------
@@ -609,8 +659,12 @@ class Store:
 
     def _read_only(self, listing: SessionListing, because: StorageFailed) -> tuple[SessionFile, LoadedFile]:
         log.warning("session %s opened read-only: %s", listing.session_id, because)
+        try:
+            read_as = _file_stamp(listing.path)
+        except OSError:
+            read_as = None  # reading it says why
         header, loaded = self._read(listing)
-        return SessionFile.read_only(listing.path, header, because), loaded
+        return self._unwritable_file(listing, header, loaded, because, read_as), loaded
 
     @staticmethod
     def _read(listing: SessionListing) -> tuple[SessionHeader, LoadedFile]:
@@ -641,12 +695,13 @@ class Store:
         except (OSError, StorageFailed) as error:
             because = error if isinstance(error, StorageFailed) else StorageFailed.of(error)
             log.warning("session %s opened read-only: a crash's traces cannot be cleaned up (%s)", listing.session_id, because)
-            return self._held_file(listing.path, header, because), loaded
+            return self._unwritable_file(listing, header, loaded, because), loaded
         return self._held_file(listing.path, header), loaded
 
     def _repair(self, listing: SessionListing, loaded: LoadedFile, header: SessionHeader) -> None:
-        """What a crash left is cleaned up, so that appends start on a clean line."""
-        if loaded.torn_tail:
+        """What a crash left is cleaned up, so that appends start on a clean line (once: a
+        repair tried again after a failure finds the torn tail already cut off)."""
+        if loaded.torn_tail and listing.path.stat().st_size > loaded.valid_bytes:
             self._set_aside_torn_tail(listing, loaded)
         if loaded.header is None:
             # A crash tore the header itself, so the file is empty now: write it again.
@@ -692,6 +747,12 @@ class Store:
             "session %s: a torn last line (%d bytes, from an interrupted write) was moved to %s",
             listing.session_id, len(loaded.torn_tail), aside,
         )
+
+
+def _file_stamp(path: Path) -> tuple[int, int]:
+    """Size and modification time: a file that changed since it was read differs in one."""
+    info = path.stat()
+    return info.st_size, info.st_mtime_ns
 
 
 def _ends_with_newline(path: Path) -> bool:

@@ -167,6 +167,37 @@ async def test_a_read_only_data_directory_is_read_and_says_why_it_cannot_be_writ
             make_writable(data)
 
 
+async def test_a_session_opened_read_only_takes_writes_once_the_directory_is_writable_again(daemons, tmp_path):
+    data, project = tmp_path / "data", tmp_path / "project"
+    with small_filesystem(data, "4m"):
+        writer = await daemons.start(data, project)
+        session = (await writer.session_open(name="kept"))["sessionId"]
+        await writer.append(session, [user("before the remount"), assistant("stored")])
+        await daemons.stop()
+        session_file = sessions_dir(data) / f"{session}.jsonl"
+        with session_file.open("ab") as file:
+            file.write(b'{"type":"message","id":"torn')  # a write a crash cut short
+        make_read_only(data)
+        try:
+            client = await daemons.start(data, project)
+            error = await error_of(client.append(session, [user("while read-only")]))
+            assert error.code == STORAGE_FAILED and error.data == {"reason": "readOnly"}
+            make_writable(data)
+            # The same session, never closed: the next write takes.
+            await client.append(session, [user("after the remount"), assistant("stored too")])
+            texts = json.dumps((await client.context(session))["messages"])
+            assert "after the remount" in texts and "while read-only" not in texts
+        finally:
+            await daemons.stop()
+            make_writable(data)
+        # The crash's torn line was set aside first, so every line of the file reads.
+        lines = [json.loads(line) for line in session_file.read_text().splitlines()]
+        assert [line["message"]["content"] for line in lines if line.get("type") == "message"][-2] == "after the remount"
+        assert session_file.with_name(session_file.name + ".torn").read_bytes().startswith(b'{"type":"message","id":"torn')
+        reader = await daemons.start(data, project)
+        assert "after the remount" in json.dumps((await reader.context(session))["messages"])
+
+
 def modes(root: Path) -> dict[str, int]:
     return {
         str(path.relative_to(root)): stat.S_IMODE(path.lstat().st_mode)
