@@ -84,3 +84,46 @@ def test_the_writer_keeps_up_with_a_session_another_thread_appends_to(tmp_path: 
     writer.deleted("s")
     writer.close()
     assert writer.index.search("s", "word5", 10) == []
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("append"), st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)),
+            st.tuples(st.just("note"), st.none()),
+            st.tuples(st.just("reimport"), st.none()),
+            st.tuples(st.just("delete"), st.none()),
+        ),
+        max_size=30,
+    ),
+    word=st.sampled_from(WORDS),
+)
+def test_whatever_the_writer_was_told_in_between_the_index_ends_as_the_session_is(
+    tmp_path_factory: object, steps: list[tuple[str, list[str] | None]], word: str
+) -> None:
+    """Appends on this thread while the writer thread writes, notes at any point, a session
+    imported again (another file: written anew) or deleted: once it is noted and waited for,
+    a search finds exactly the entries the session holds with the word."""
+    writer = IndexWriter(HistoryIndex(Path(tmp_path_factory.mktemp("writer"))))  # type: ignore[attr-defined]
+    entries: dict[str, MessageEntry] = {}
+    texts: dict[str, list[str]] = {}
+    created = 0
+    for action, words in steps:
+        if action == "append":
+            assert words is not None
+            entry_id = f"e{len(texts)}"
+            texts[entry_id] = words
+            entries[entry_id] = MessageEntry(id=entry_id, parentId=None, message=UserMessage(content=" ".join(words)))
+        elif action == "note":
+            writer.changed("s", f"t{created}", entries)
+        elif action == "reimport":
+            created += 1
+            entries, texts = {}, {}
+        else:
+            writer.deleted("s")
+    writer.wait(writer.changed("s", f"t{created}", entries))
+    found = {hit.entry_id for hit in writer.index.search("s", word, limit=100)}
+    assert found == {entry_id for entry_id, words in texts.items() if word in words}
+    writer.close()
+    writer.index.close()
