@@ -19,7 +19,7 @@ from contextd.importers import save
 from contextd_client import ContextdClient, ContextdError
 
 from tests.factories import assistant, coding_turn, result, user
-from tests.importers.test_real_corpus import imported, records
+from tests.importers.support import imported, records
 from tests.summarizers.fake_provider import (
     OPENAI_COMPACT_PATH,
     FakeProvider,

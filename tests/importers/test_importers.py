@@ -30,6 +30,8 @@ from contextd_client import ContextdClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.importers.support import assert_tool_calls_paired
+
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = {
     "claude-code": "claude_code.jsonl",
@@ -411,20 +413,6 @@ RECORDED_FINAL_USAGE = {
     "codex": 2150 + 48,
     "pi": 60 + 25 + 2500 + 90,
 }
-
-
-def assert_tool_calls_paired(messages: list[dict[str, Any]]) -> None:
-    open_calls: set[str] = set()
-    for message in messages:
-        if message["role"] == "assistant":
-            assert not open_calls, f"calls {open_calls} left without results"
-            open_calls = {block["id"] for block in message["content"] if block["type"] == "toolCall"}
-        elif message["role"] == "toolResult":
-            assert message["toolCallId"] in open_calls, f"orphaned result {message['toolCallId']}"
-            open_calls.remove(message["toolCallId"])
-        else:
-            assert not open_calls, f"calls {open_calls} left without results"
-    assert not open_calls
 
 
 async def test_imported_sessions_rebuild_in_the_daemon(tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ import json
 import re
 import subprocess
 import sys
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -41,35 +40,11 @@ from contextd.summarizers.base import SummaryRequest
 from contextd.summarizers.offline import summarize_offline
 from contextd_client import ContextdClient
 
-from tests.corpus import MANIFEST, NAMES, REAL, agent_of, read_text
+from tests.corpus import MANIFEST, NAMES, REAL, agent_of
 from tests.factories import coding_turn
-from tests.importers.test_importers import assert_tool_calls_paired
+from tests.importers.support import assert_tool_calls_paired, imported, records, source_lines
 
 INJECTED_OPENINGS = ("# AGENTS.md instructions for ", "<environment_context>", "<user_instructions>")
-
-
-@cache
-def source_lines(name: str) -> tuple[str, ...]:
-    return tuple(read_text(name).splitlines())
-
-
-@cache
-def imported(name: str) -> ImportedSession:
-    return IMPORTERS[agent_of(name)](list(source_lines(name)))
-
-
-@cache
-def records(name: str) -> tuple[tuple[int, dict[str, Any]], ...]:
-    """The source's JSON objects with their line numbers (read once per file)."""
-    found = []
-    for number, line in enumerate(source_lines(name), start=1):
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            found.append((number, value))
-    return tuple(found)
 
 
 def by_agent(wanted: str) -> list[str]:
