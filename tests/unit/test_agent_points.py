@@ -124,6 +124,14 @@ def test_codex_configured_limit_is_taken_below_90_percent_only() -> None:
     assert codex("model_context_window = 400000\n").tokens == 360_000
 
 
+def test_codex_settings_the_rule_does_not_follow_are_named_in_the_basis() -> None:
+    point = codex('model_post_turn_compact_threshold_percent = 70\nmodel_auto_compact_token_limit_scope = "body_after_prefix"\n')
+    assert point.tokens == 244_800
+    assert "model_post_turn_compact_threshold_percent = 70 in ~/.codex/config.toml also compacts after a turn" in point.basis
+    assert 'model_auto_compact_token_limit_scope = "body_after_prefix" in ~/.codex/config.toml' in point.basis
+    assert point.basis.count("which this point leaves out") == 2
+
+
 def test_codex_bad_configuration_falls_back_to_the_default_and_says_so() -> None:
     damaged = codex("model_auto_compact_token_limit = = 5\n")
     assert damaged.tokens == 244_800 and "~/.codex/config.toml could not be read" in damaged.basis

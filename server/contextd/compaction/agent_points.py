@@ -16,7 +16,8 @@ The rules, from each agent's code (versions: Claude Code 2.1, Codex 0.169, pi 0.
 - **Codex** compacts at `model_auto_compact_token_limit` of `$CODEX_HOME/config.toml`,
   capped at 90% of the model's window, which is also the default. The window Codex records
   in its transcript is the usable 95% of the model's (`model_context_window` in the config
-  sets the whole).
+  sets the whole). Its other triggers (`model_auto_compact_token_limit_scope`,
+  `model_post_turn_compact_threshold_percent`) are named when set, not computed.
 - **pi** compacts when the context exceeds the window minus `compaction.reserveTokens`
   (16,384 by default) of its `settings.json` (`$PI_CODING_AGENT_DIR`, default
   `~/.pi/agent`, overlaid by the project's `.pi/settings.json`); `compaction.enabled: false`
@@ -43,6 +44,11 @@ CODEX_LIMIT_PERCENT = 90
 """Codex compacts at 90% of the model's window at most."""
 CODEX_USABLE_PERCENT = 95
 """The part of the model's window Codex records as its window (`model_context_window`)."""
+CODEX_OTHER_TRIGGERS = {
+    "model_auto_compact_token_limit_scope": "changes what Codex measures against its limit",
+    "model_post_turn_compact_threshold_percent": "also compacts after a turn past that percent",
+}
+"""Codex 0.169's other compaction settings, whose effect its configuration names only."""
 PI_RESERVE_TOKENS = 16_384
 """pi's default `compaction.reserveTokens`."""
 
@@ -290,7 +296,17 @@ def _codex(settings: Settings, model: ModelWindow) -> AgentCompactionPoint:
     limit, configured = _token_setting(settings, "model_auto_compact_token_limit", "model_auto_compact_token_limit")
     tokens = cap if limit is None else min(limit, cap)
     rule = f"Codex's rule: model_auto_compact_token_limit, at most {CODEX_LIMIT_PERCENT}% of the model's window ({_tokens(full)}: {whence})"
-    return AgentCompactionPoint(True, tokens, f"{rule}; {configured}{settings.notes()}")
+    return AgentCompactionPoint(True, tokens, f"{rule}; {configured}{_codex_unaccounted(settings)}{settings.notes()}")
+
+
+def _codex_unaccounted(settings: Settings) -> str:
+    """Codex settings that move its point in ways this rule does not follow: said, not guessed."""
+    notes = ""
+    for key, effect in CODEX_OTHER_TRIGGERS.items():
+        found = settings.latest(key)
+        if found is not None:
+            notes += f"; {key} = {json.dumps(found.value)} in {found.where} {effect}, which this point leaves out"
+    return notes
 
 
 # --- pi -----------------------------------------------------------------------------------
