@@ -6,12 +6,10 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from contextd.model import (
-    AssistantMessage,
     CompactionEntry,
     Entry,
     InstructionsEntry,
     Message,
-    ToolResultMessage,
     UserMessage,
 )
 
@@ -153,10 +151,12 @@ def context_messages(
 def open_tool_calls(items: Iterable[ContextItem]) -> dict[str, str]:
     """Tool calls of the context that have no result yet: id -> tool name."""
     pending: dict[str, str] = {}
-    for item in items:
-        if isinstance(item.message, AssistantMessage):
-            for call in item.message.tool_calls:
-                pending[call.id] = call.name
-        elif isinstance(item.message, ToolResultMessage):
-            pending.pop(item.message.toolCallId, None)
+    for item in items:  # role and type tags: every load walks the whole context here
+        message = item.message
+        if message.role == "assistant":
+            for block in message.content:
+                if block.type == "toolCall":
+                    pending[block.id] = block.name
+        elif message.role == "toolResult":
+            pending.pop(message.toolCallId, None)
     return pending

@@ -37,8 +37,6 @@ from contextd.model import (
     Entry,
     HandoffEntry,
     MessageEntry,
-    ModelChangeEntry,
-    PruneEntry,
     UserMessage,
 )
 from contextd.tokens.calibration import prompt_tokens
@@ -126,25 +124,31 @@ def learn_unseen(
     evidence: Callable[[], UnseenEvidence] | None = None
     """The evidence in force, worked out only when needed (`_Evidence`)."""
     settled = not _opens_conversation(path)
-    model, since = None, None
+    model = None
+    reported: int | None = None
+    """The latest report's context (None: none since the stretch began) and what was
+    counted after it (`_Since`, made only where a report asks: this loop runs over every
+    entry of every load, so it tells entries apart by their type tags too)."""
+    counted = 0
     for index, entry in enumerate(path):
-        if isinstance(entry, (CompactionEntry, PruneEntry)):
-            settled, since = False, None
-        elif isinstance(entry, ModelChangeEntry):
+        if entry.type == "compaction" or entry.type == "prune":
+            settled, reported = False, None
+        elif entry.type == "model_change":
             # Another model may come with another system prompt: its first report teaches.
             settled = settled and entry.model == (model or entry.model)
             model = entry.model
-        elif isinstance(entry, HandoffEntry) and entry.unseenTokens is not None:
+        elif entry.type == "handoff" and entry.unseenTokens is not None:
             evidence, settled = _known(UnseenEvidence(entry.unseenTokens, 0)), False
-        elif isinstance(entry, MessageEntry) and reports_context(entry.message):
+        elif entry.type == "message" and reports_context(entry.message):
             assert isinstance(entry.message, AssistantMessage) and entry.message.usage is not None
             usage = entry.message.usage
             taught = _Evidence(path, index + 1, entry_tokens, pruned_tokens, calibration)
+            since = _Since(reported, counted) if reported is not None else None
             if not settled or _grew(prompt_tokens(usage), since, evidence, taught, calibration):
                 evidence, settled = taught, True
-            since = _Since(usage.context_tokens, 0)  # the report holds the answer itself
-        elif since is not None:
-            since = _Since(since.context, since.counted + entry_tokens.get(entry.id, 0))
+            reported, counted = usage.context_tokens, 0  # the report holds the answer itself
+        elif reported is not None:
+            counted += entry_tokens.get(entry.id, 0)
     return UnseenState(evidence() if evidence is not None else None, settled)
 
 
