@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.editors.test_neovim import (
+from tests.editors.neovim_support import (
     CONVERSATION,
     NEOVIMS,
     Editor,
@@ -35,6 +35,9 @@ EXTENSION = Path(__file__).resolve().parents[2] / "editors" / "vscode"
 VITE_NODE = EXTENSION / "node_modules" / ".bin" / "vite-node"
 VSCODE_CLIENT = Path(__file__).with_name("vscode_status_client.ts")
 WAIT_SECONDS = 120
+
+if not NEOVIMS:
+    pytest.skip("no Neovim found", allow_module_level=True)
 
 
 class VsCodeClient:
