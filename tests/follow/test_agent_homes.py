@@ -5,13 +5,18 @@ them there, as the agents write them."""
 from __future__ import annotations
 
 import gzip
+import json
 import os
+import subprocess
 from pathlib import Path
 
 from contextd.follow.transcripts import agent_root
 from contextd_client import ContextdClient
 
 from tests import corpus
+from tests.agents.fake_llm import FakeLLM
+from tests.agents.real_agents import agent_command, offline_environment
+from tests.agents.test_pi import PI_OFFLINE, STEP_SECONDS
 from tests.follow.support import daemon_settings, mirror_id
 
 RUNS = Path(__file__).parents[1] / "agents" / "runs"
@@ -56,3 +61,49 @@ async def test_the_daemon_follows_transcripts_where_the_agents_variables_put_the
         for agent, (path, _) in placed.items():
             session_id = await mirror_id(client, path)
             assert session_id.startswith(f"{agent}-")
+
+
+def test_pis_settings_session_dir_comes_after_its_variable_and_before_its_home(tmp_path: Path) -> None:
+    agent_dir = tmp_path / "pi-agent"
+    agent_dir.mkdir()
+    env = {"PI_CODING_AGENT_DIR": str(agent_dir)}
+    settings = agent_dir / "settings.json"
+    settings.write_text(json.dumps({"sessionDir": str(tmp_path / "kept")}))
+    assert agent_root("pi", env) == str(tmp_path / "kept")
+    assert agent_root("pi", {**env, "PI_CODING_AGENT_SESSION_DIR": "/env/wins"}) == "/env/wins" + os.sep
+    settings.write_text(json.dumps({"sessionDir": "~/pi-kept"}))
+    assert agent_root("pi", env) == os.path.expanduser("~/pi-kept")
+    # Relative (a folder in each project), damaged or not a string: pi's own folder stays.
+    for content in ('{"sessionDir": "rel/sessions"}', "{ damaged", "[]", '{"sessionDir": 3}'):
+        settings.write_text(content)
+        assert agent_root("pi", env) == str(agent_dir / "sessions")
+
+
+async def test_the_daemon_follows_the_real_pi_where_its_settings_session_dir_puts_it(tmp_path: Path) -> None:
+    """pi 0.73.1 itself (offline, against the scripted server) with `sessionDir` in its
+    settings.json writes its session there, flat: the daemon mirrors it from there."""
+    pi = agent_command("pi", "pi")
+    home, workspace = tmp_path / "home", tmp_path / "work"
+    kept = home / "pi-kept"
+    workspace.mkdir()
+    agent_dir = home / ".pi" / "agent"
+    agent_dir.mkdir(parents=True)
+    (agent_dir / "settings.json").write_text(json.dumps({"sessionDir": "~/pi-kept"}))
+    with FakeLLM() as fake:
+        (agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": {
+            "baseUrl": fake.url, "api": "anthropic-messages", "apiKey": "dummy",
+            "models": [{"id": "fake-claude", "name": "Fake Claude", "contextWindow": 200000, "maxTokens": 8192}],
+        }}}))
+        mine = {name: value for name, value in os.environ.items() if not name.startswith("PI_CODING_AGENT")}
+        env = {**offline_environment(home, mine), **PI_OFFLINE}
+        done = subprocess.run(
+            [str(pi), "--provider", "fake", "--model", "fake-claude", "-p", "NOTOOL hello"],
+            env=env, cwd=workspace, capture_output=True, text=True, timeout=STEP_SECONDS, check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    [session_file] = kept.glob("*.jsonl")  # flat: no folder per project
+    assert not (agent_dir / "sessions").exists() or not list((agent_dir / "sessions").rglob("*.jsonl"))
+    client = await ContextdClient.spawn(data_dir=tmp_path / "data", settings=daemon_settings(), env=env, shared=False)
+    async with client:
+        session_id = await mirror_id(client, session_file)
+        assert "hello" in json.dumps((await client.context(session_id))["messages"])

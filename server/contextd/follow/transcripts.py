@@ -3,11 +3,12 @@
 A directory is listed again only when its own mtime changed (a file or folder was added or
 removed). A file written in the last hour is stat'ed on every scan; an older one (a
 finished session, which an agent may still resume) on every tenth, so years of old
-transcripts cost little. Nothing is read here.
+transcripts cost little. No transcript is read here.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Mapping
@@ -35,15 +36,37 @@ AGENT_HOMES: dict[FollowedAgent, tuple[tuple[str, str], ...]] = {
 """The environment variables each agent takes its transcripts' folder from, first set wins,
 with the folder below it (read from the agents themselves: Claude Code 2.1.328 writes under
 `$CLAUDE_CONFIG_DIR/projects`, Codex 0.169 under `$CODEX_HOME/sessions`, pi 0.73 under
-`$PI_CODING_AGENT_SESSION_DIR`, else `$PI_CODING_AGENT_DIR/sessions`, `~` expanded)."""
+`$PI_CODING_AGENT_SESSION_DIR`, else its settings' `sessionDir`, else
+`$PI_CODING_AGENT_DIR/sessions`, `~` expanded)."""
 
 
 def agent_root(agent: FollowedAgent, env: Mapping[str, str]) -> str:
     """Where `agent` keeps its transcripts in the environment `env`, as it decides itself."""
-    for variable, below in AGENT_HOMES[agent]:
-        if env.get(variable, "").strip():
-            return os.path.join(os.path.expanduser(env[variable].strip()), below)
+    homes = [(variable, below) for variable, below in AGENT_HOMES[agent] if env.get(variable, "").strip()]
+    if agent == "pi" and not env.get("PI_CODING_AGENT_SESSION_DIR", "").strip():
+        configured = pi_settings_session_dir(env)  # before $PI_CODING_AGENT_DIR/sessions, as pi reads it
+        if configured is not None:
+            return configured
+    if homes:
+        variable, below = homes[0]
+        return os.path.join(os.path.expanduser(env[variable].strip()), below)
     return DEFAULT_ROOTS[agent]
+
+
+def pi_settings_session_dir(env: Mapping[str, str]) -> str | None:
+    """The `sessionDir` of pi's settings.json (in `$PI_CODING_AGENT_DIR`, else ~/.pi/agent),
+    where pi 0.73 writes every session (flat, no folder per project), `~` expanded as pi
+    does. A relative one names a folder inside each project pi runs in, which no one root
+    holds: None then, as for a missing or unreadable file."""
+    agent_dir = env.get("PI_CODING_AGENT_DIR", "").strip() or "~/.pi/agent"
+    try:
+        value = json.loads((Path(os.path.expanduser(agent_dir)) / "settings.json").read_bytes()).get("sessionDir")
+    except (OSError, ValueError, AttributeError):  # AttributeError: not a JSON object
+        return None
+    if not isinstance(value, str) or not value:
+        return None
+    expanded = os.path.expanduser(value) if value == "~" or value.startswith("~/") else value
+    return expanded if os.path.isabs(expanded) else None
 
 
 def root_of(agent: FollowedAgent, overrides: dict[FollowedAgent, str], env: Mapping[str, str] = os.environ) -> Path:
