@@ -8,6 +8,7 @@ the same command or file succeeded), the work finished and the work left open.
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from collections.abc import Iterator, Sequence
@@ -40,6 +41,7 @@ from contextd.summarizers.delegation import (
     report,
 )
 from contextd.summarizers.outcomes import (
+    MAY_BE_NOISE,
     Verdict,
     is_noise,
     is_search,
@@ -984,7 +986,10 @@ def _unwrapped(text: str) -> str:
 
 
 def _without_noise(text: str) -> str:
-    return "\n".join(line for line in text.splitlines() if not is_noise(line))
+    lines = text.splitlines()
+    if not MAY_BE_NOISE.search(text):  # the common case, without a search per line
+        return "\n".join(lines)
+    return "\n".join(line for line in lines if not is_noise(line))
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\[[0-9;]{1,8}m")
@@ -1045,11 +1050,24 @@ def command_subject(command: str) -> str:
         return check.group(0)
     # The step whose result the output reports: `chmod +x t.sh && t.sh` runs t.sh.
     last_step = next(iter(pipeline(command)), command)
-    try:
-        words = shlex.split(last_step)
-    except ValueError:
-        words = last_step.split()
+    words = first_words(last_step, 2)
     return " ".join(words[:2] if words and words[0] in RUNNERS else words[:1])
+
+
+_QUOTES_CLOSED = re.compile(r"""(?:[^'"\\]++|\\[\s\S]|'[^']*+'|"(?:[^"\\]++|\\[\s\S])*+")*+""")
+"""A command whose quotes and escapes all close, as POSIX `shlex` reads them."""
+
+
+def first_words(command: str, count: int) -> list[str]:
+    """`shlex.split(command)[:count]`, or `command.split()[:count]` when shlex cannot read it,
+    without shlex reading every character of a long command (a heredoc, a script) in Python:
+    one pattern checks that its quotes close, then shlex reads only the first words."""
+    if not _QUOTES_CLOSED.fullmatch(command):
+        return command.split()[:count]
+    lexer = shlex.shlex(command, posix=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    return list(itertools.islice(lexer, count))
 
 
 def _subject(call: ToolCall | None, tool_name: str) -> str:

@@ -76,7 +76,8 @@ def read_output(text: str) -> ToolOutput:
             return ToolOutput(data["output"].strip(), code if isinstance(code, int) else None)
     if match := _CODEX_TEXT.match(stripped) or _CODEX_UNIFIED.match(stripped):
         return ToolOutput(stripped[match.end():].strip(), int(match.group(1)))
-    if match := _PI_TRAILER.search(stripped):
+    # The literal first: the pattern, tried at every position, took most of a long output's reading.
+    if "Command exited with code" in stripped and (match := _PI_TRAILER.search(stripped)):
         return ToolOutput(stripped[: match.start()].strip(), int(match.group(1)))
     if match := _CLAUDE_FAILED.match(stripped):
         return ToolOutput(stripped[match.end():].strip(), int(match.group(1)))
@@ -137,10 +138,20 @@ def ends_in_filter(command: str) -> bool:
     return len(segments) > 1 and program(segments[-1]) in FILTERS
 
 
+MAY_BE_NOISE = re.compile(r"debugger|nodejs\.org", re.IGNORECASE)
+"""What every line DEBUGGER_NOISE matches holds: text without it has no noise line."""
+
+
 def is_noise(text: str) -> bool:
     """Output that is only debugger chatter says nothing about the work."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return bool(lines) and all(DEBUGGER_NOISE.search(line) for line in lines)
+    said = False
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            if not DEBUGGER_NOISE.search(line):
+                return False  # at the first line that says something: not at the end of a long output
+            said = True
+    return said
 
 
 def verdict(text: str, is_error: bool, command: str) -> tuple[Verdict, ToolOutput]:
