@@ -4,56 +4,19 @@ line wider than the terminal would leave a stale wrapped fragment behind at ever
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import pty
 import re
-import struct
-import subprocess
-import termios
 from pathlib import Path
 
-import pyte
 import pytest
 
 from tests.cli.commands import CONTEXTD
+from tests.cli.terminal import record, screen_lines
 
 COLUMNS, ROWS = 80, 24
 USAGE_LINE = re.compile(
     r"^\[[█░│]+\] +\d+\.\d%  +[\d,]+ / 40,000 tokens · threshold 34,000$"
 )
-
-
-def record(argv: list[str], columns: int, rows: int) -> tuple[int, bytes]:
-    """Run `argv` on a pseudo-terminal of the given size; its exit code and every byte it wrote."""
-    primary, secondary = pty.openpty()
-    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
-    env = {key: value for key, value in os.environ.items() if key not in ("COLUMNS", "LINES")}
-    process = subprocess.Popen(argv, stdin=secondary, stdout=secondary, stderr=secondary,
-                               env={**env, "TERM": "xterm-256color"})
-    os.close(secondary)
-    chunks: list[bytes] = []
-    while True:
-        try:
-            chunk = os.read(primary, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(primary)
-    return process.wait(timeout=60), b"".join(chunks)
-
-
-def screen_lines(recording: bytes, columns: int) -> list[str]:
-    """What the terminal shows at the end, scrollback included (a tall screen keeps it all)."""
-    screen = pyte.Screen(columns, 4000)
-    pyte.ByteStream(screen).feed(recording)
-    lines = [line.rstrip() for line in screen.display]
-    while lines and not lines[-1]:
-        lines.pop()
-    return lines
 
 
 @pytest.fixture(scope="module")

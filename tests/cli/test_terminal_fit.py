@@ -17,7 +17,7 @@ import pytest
 
 from contextd_client.render import tokens
 from tests.cli.commands import CONTEXTD, run, run_json
-from tests.cli.test_demo_terminal import record, screen_lines
+from tests.cli.terminal import record, screen_lines
 from tests.client.helpers import long_conversation
 from tests.corpus import read_bytes
 
