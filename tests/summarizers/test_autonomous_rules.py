@@ -7,13 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from contextd.compaction.files import collect_files
-from contextd.model import CompactionSettings, Message
+from contextd.model import CompactionSettings
 from contextd.summarizers.checkpoint import count_tokens
-from pydantic import TypeAdapter
 
-from tests.summarizers.test_real_rules import call, result, said, sections, summary_of, user
-
-_messages = TypeAdapter(list[Message])
+from tests.summarizers.excerpts import MESSAGES, call, result, said, sections, summary_of, user
 
 PLAN = """# Filesystem-Coordinated Scheduler - Condensed v1 Plan
 
@@ -244,7 +241,7 @@ def test_a_summary_stays_within_six_thousand_tokens_whatever_the_budget() -> Non
 
 def test_shell_reads_count_as_read_files() -> None:
     # codex-knearme-agent-review: Codex reads files with `sed -n` and `nl -ba`.
-    messages = _messages.validate_python([
+    messages = MESSAGES.validate_python([
         said("", call("s1", "sed -n '1,260p' src/lib/agents/story-extractor.ts", name="shell_command"),
              call("s2", "nl -ba docs/09-agent/README.md", name="shell_command"),
              call("s3", "rg -n \"agent\" src docs -S", name="shell_command")),

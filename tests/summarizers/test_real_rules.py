@@ -10,48 +10,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from contextd.compaction.provenance import trace_sources
-from contextd.model import Message
 from contextd.summarizers.base import SummaryRequest
 from contextd.summarizers.offline import summarize_offline
 from contextd.summarizers.outcomes import read_output, verdict
 from contextd.summarizers.trail import artifact_trail
-from pydantic import TypeAdapter
 
-_messages = TypeAdapter(list[Message])
-
-
-def summary_of(raw: list[dict[str, Any]], **fields: Any) -> str:
-    request = SummaryRequest(
-        kind=fields.pop("kind", "compaction"), messages=_messages.validate_python(raw),
-        system_prompt="", prompt="", max_tokens=fields.pop("max_tokens", 6000), **fields,
-    )
-    return summarize_offline(request)
-
-
-def sections(summary: str) -> dict[str, str]:
-    parts = re.split(r"^(#{2,3} .+)$", summary, flags=re.MULTILINE)
-    return {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts), 2)}
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
-
-
-def said(text: str, *calls: dict[str, Any]) -> dict[str, Any]:
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-    blocks += [{"type": "toolCall", "id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in calls]
-    return {"role": "assistant", "stopReason": "toolUse" if calls else "stop", "content": blocks}
-
-
-def call(call_id: str, command: str, name: str = "bash") -> dict[str, Any]:
-    return {"id": call_id, "name": name, "arguments": {"command": command}}
-
-
-def result(call_id: str, text: str, *, error: bool = False, name: str = "bash") -> dict[str, Any]:
-    return {"role": "toolResult", "toolCallId": call_id, "toolName": name, "content": text, "isError": error}
+from tests.summarizers.excerpts import MESSAGES, call, result, said, sections, summary_of, user
 
 
 def test_a_search_with_no_match_is_an_answer_not_a_failure() -> None:
@@ -281,7 +247,7 @@ def test_every_item_names_the_entries_it_came_from() -> None:
         said("", call("t", "npm test -- parser")),
         result("t", "Exit code: 1\nOutput:\nFAIL src/parser.test.ts\nTypeError: splitRows is not a function"),
     ]
-    messages = _messages.validate_python(raw)
+    messages = MESSAGES.validate_python(raw)
     summary = summarize_offline(SummaryRequest(
         kind="compaction", messages=messages, system_prompt="", prompt="", max_tokens=4000,
     ))
@@ -296,7 +262,7 @@ def test_every_item_names_the_entries_it_came_from() -> None:
 def test_the_trail_for_a_model_summary_carries_forward_and_updates() -> None:
     first = SummaryRequest(
         kind="compaction", system_prompt="", prompt="", max_tokens=4000,
-        messages=_messages.validate_python([
+        messages=MESSAGES.validate_python([
             user("Build the dashboard."),
             said("", call("b", "npm run build")),
             result("b", "Exit code: 1\nOutput:\nType error: Cannot find namespace 'JSX'."),
@@ -308,7 +274,7 @@ def test_the_trail_for_a_model_summary_carries_forward_and_updates() -> None:
     later = SummaryRequest(
         kind="compaction", system_prompt="", prompt="", max_tokens=4000,
         previous_summary="## Goal\n- Build the dashboard.\n\n" + trail,
-        messages=_messages.validate_python([
+        messages=MESSAGES.validate_python([
             said("", call("b2", "volta run npm run build")),
             result("b2", "Exit code: 0\nOutput:\n✓ Compiled successfully"),
         ]),
