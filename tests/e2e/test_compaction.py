@@ -12,7 +12,8 @@ import pytest
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 
-from tests.factories import assistant, coding_turn, user
+from tests.e2e.support import append_turns
+from tests.factories import assistant, user
 from tests.summarizers.fake_provider import FakeProvider, Reply
 
 SMALL_MODEL = "tiny-model"
@@ -29,15 +30,6 @@ def small_window(**overrides: Any) -> dict[str, Any]:
     for group, values in overrides.items():
         settings[group] = {**settings.get(group, {}), **values}
     return settings
-
-
-async def append_turns(daemon, session: str, turns: range) -> dict[str, Any]:
-    appended: dict[str, Any] = {}
-    for turn in turns:
-        appended = await daemon.request(
-            "contextd/session/append", {"sessionId": session, "messages": coding_turn(turn)}
-        )
-    return appended
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from tests.e2e.test_compaction import append_turns
+from tests.e2e.support import append_turns
 
 AGENTS_MD = "# AGENTS.md\nAlways run `make check` before committing. Never touch vendor/."
 ENVIRONMENT = "<environment_context><cwd>/srv/shop</cwd><shell>zsh</shell></environment_context>"
