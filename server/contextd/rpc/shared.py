@@ -27,8 +27,8 @@ from pydantic import ValidationError
 
 from contextd.model import MAX_CONTENT_DEPTH, Settings, too_deep_setting
 from contextd.rpc.access import check_same_user, open_private_file, private_folder
-from contextd.rpc.framing import encode_frame
 from contextd.rpc.listen import socket_in_use, stdio_streams
+from contextd.rpc.messages import framed
 from contextd.store import default_data_dir
 
 SHARED_GRACE_SECONDS = 300.0
@@ -133,7 +133,7 @@ async def forward(path: Path) -> int:
     return 1
 
 
-PROBE = encode_frame(b'{"jsonrpc":"2.0","id":0,"method":"contextd/daemon/status"}')
+PROBE = framed({"jsonrpc": "2.0", "id": 0, "method": "contextd/daemon/status"})
 
 
 async def still_serving(path: Path) -> bool:
