@@ -47,9 +47,9 @@ def imported(data_dir: Path) -> dict[str, str]:
     return sessions
 
 
-def summarizer_ms(data_dir: Path, session_id: str) -> float | None:
+def summarizer_ms(sessions: SessionManager, session_id: str) -> float | None:
     """CPU milliseconds of the offline summary alone, in this process."""
-    session = SessionManager(Store(data_dir), Settings(), SilentEvents()).get(session_id)
+    session = sessions.get(session_id)
     prepared = prepare_compaction(session.path, session.model_tokens(), session.settings, tokens_before=session.tokens)
     if not isinstance(prepared, CompactionPreparation):
         return None
@@ -100,7 +100,8 @@ def main() -> None:
         data_dir = Path(root) / "data"
         sessions = imported(data_dir)
         times = asyncio.run(dry_runs(data_dir, sessions, runs))
-        summarizer_ms(data_dir, next(iter(sessions.values())))  # imports the summarizer before timing it
+        manager = SessionManager(Store(data_dir), Settings(), SilentEvents())
+        summarizer_ms(manager, next(iter(sessions.values())))  # imports the summarizer before timing it
         load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
         print(f"dry run over a Unix socket, {runs} runs each; load average {load}\n")
         print("| transcript | dry run ms (median) | daemon cpu ms per dry run | offline summary alone, cpu ms |")
@@ -111,7 +112,7 @@ def main() -> None:
                 print(f"| {name} | nothing to compact | |")
                 continue
             wall, cpu = measured
-            print(f"| {name} | {wall:.0f} | {cpu:.0f} | {summarizer_ms(data_dir, session_id) or 0:.0f} |")
+            print(f"| {name} | {wall:.0f} | {cpu:.0f} | {summarizer_ms(manager, session_id) or 0:.0f} |")
 
 
 if __name__ == "__main__":
