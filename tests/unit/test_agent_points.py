@@ -25,7 +25,10 @@ CLAUDE_FILES = ("~/.claude.json", "~/.claude/settings.json", "/w/.claude/setting
 def claude(texts: dict[str, object] | None = None, env: dict[str, str] | None = None, model: ModelWindow = SONNET):
     """Claude Code's point given some of its files (as JSON values, or raw text) and its environment."""
     texts = texts or {}
-    files = [ConfigFile(where, _text(texts[where]) if where in texts else None) for where in CLAUDE_FILES]
+    files = [
+        ConfigFile(where, _text(texts[where]) if where in texts else None, usual=where == "~/.claude/settings.json")
+        for where in CLAUDE_FILES
+    ]
     return agent_compaction_point("claude-code", files, env or {}, model)
 
 
@@ -52,7 +55,9 @@ def test_claude_code_compacts_13k_below_its_effective_window_by_default() -> Non
     point = claude()
     assert (point.enabled, point.tokens) == (True, 167_000)
     assert point.body(200_000)["percent"] == 83.5
-    assert "default assumed" in point.basis and "~/.claude/settings.json" in point.basis  # says what it assumed
+    assert "default assumed" in point.basis  # says what it assumed
+    # Missing files are usual: counted, with the one a user would write named.
+    assert point.basis.endswith("; no settings file found (looked in ~/.claude/settings.json and 3 more)")
 
 
 def test_claude_code_keeps_less_for_the_summary_when_the_model_writes_less() -> None:
@@ -102,6 +107,7 @@ def test_a_damaged_claude_file_is_named_and_the_others_still_count() -> None:
     point = claude({"~/.claude.json": "{not json", "~/.claude/settings.json": {"env": {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50"}}})
     assert point.tokens == 90_000
     assert "~/.claude.json could not be read" in point.basis
+    assert "/w/.claude/settings.json and 1 more not found" in point.basis  # the missing ones, counted
     listed = claude({"~/.claude/settings.json": [1, 2]})
     assert listed.tokens == 167_000 and "~/.claude/settings.json could not be read (not a table of settings)" in listed.basis
 
@@ -113,7 +119,7 @@ def test_codex_compacts_at_90_percent_of_the_whole_window_its_transcript_records
     point = codex(None)
     assert point.tokens == 244_800  # 90% of 272k
     assert point.body(258_400)["percent"] == 94.7
-    assert "not set (default assumed)" in point.basis and "~/.codex/config.toml not found" in point.basis
+    assert "not set (default assumed)" in point.basis and "no settings file found (looked in ~/.codex/config.toml)" in point.basis
     assert codex(None, ModelWindow(272_000, 128_000)).tokens == 244_800  # the registry's window is the whole
 
 
@@ -205,6 +211,18 @@ def test_the_files_are_read_again_when_they_change(tmp_path: Path, monkeypatch: 
     config.write_text("model_auto_compact_token_limit = 120000\n")
     os.utime(config, ns=(1, 1))  # a change of size or mtime is what counts, whatever the clock
     assert mirror_compaction_point("codex", str(tmp_path / "w"), model)["tokens"] == 120_000
+
+
+def test_missing_files_are_counted_with_the_one_a_user_writes_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for variable in ("CLAUDE_CONFIG_DIR", "PI_CODING_AGENT_DIR"):
+        monkeypatch.delenv(variable, raising=False)
+    workspace = str(tmp_path / "w")
+    claude_point = mirror_compaction_point("claude-code", workspace, SONNET)["basis"]
+    assert claude_point.endswith("; no settings file found (looked in ~/.claude/settings.json and 3 more)")
+    (tmp_path / ".pi/agent").mkdir(parents=True)
+    (tmp_path / ".pi/agent/settings.json").write_text("{}")
+    assert mirror_compaction_point("pi", workspace, SONNET)["basis"].endswith("; ~/w/.pi/settings.json not found")
 
 
 def test_a_file_that_cannot_be_read_is_named_with_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

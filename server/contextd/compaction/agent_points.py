@@ -67,6 +67,9 @@ class ConfigFile:
     text: str | None
     """None: there is no such file, or it could not be read (`problem` says why)."""
     problem: str | None = None
+    usual: bool = False
+    """The file a user sets the agent's options in (`~/.claude/settings.json`): the one named
+    when none is found."""
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ class Settings:
     tables: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     """(where, why) of each file that is there but could not be read."""
-    absent: list[str] = field(default_factory=list)
+    absent: list[ConfigFile] = field(default_factory=list)
 
     def latest(self, *path: str) -> Found | None:
         """The value at `path` in the last file that sets it."""
@@ -122,11 +125,19 @@ class Settings:
         return None
 
     def notes(self) -> str:
-        """"; ~/.codex/config.toml not found" and the like: what the point could not rest on."""
+        """"; ~/.codex/config.toml not found" and the like: what the point could not rest on.
+        A damaged file is named with why; missing ones, which are usual, only counted."""
         parts = [f"{where} could not be read ({why}), so its settings were not used" for where, why in self.unreadable]
         if self.absent:
-            parts.append(f"{' and '.join(self.absent)} not found")
+            parts.append(self._absent_note())
         return "".join(f"; {part}" for part in parts)
+
+    def _absent_note(self) -> str:
+        named = next((file for file in self.absent if file.usual), self.absent[0]).where
+        more = f" and {len(self.absent) - 1} more" if len(self.absent) > 1 else ""
+        if self.tables or self.unreadable:
+            return f"{named}{more} not found"
+        return f"no settings file found (looked in {named}{more})"
 
 
 def agent_compaction_point(
@@ -154,7 +165,7 @@ def _read(files: Sequence[ConfigFile]) -> Settings:
             settings.unreadable.append((file.where, file.problem))
             continue
         if file.text is None:
-            settings.absent.append(file.where)
+            settings.absent.append(file)
             continue
         try:
             table = tomllib.loads(file.text) if file.where.endswith(".toml") else json.loads(file.text)

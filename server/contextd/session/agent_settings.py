@@ -22,8 +22,14 @@ _texts: dict[Path, tuple[tuple[int, int], ConfigFile]] = {}
 def mirror_compaction_point(agent: str, workspace: str, model: ModelWindow) -> dict[str, Any]:
     """`agentCompaction` of a mirror's tokenUsage (protocol.md)."""
     env = dict(os.environ)
-    files = [_config_file(path) for path in config_paths(agent, workspace, env)]
+    paths = config_paths(agent, workspace, env)
+    files = [_config_file(path, usual=index == USUAL_FILE[agent]) for index, path in enumerate(paths)]
     return agent_compaction_point(agent, files, env, model).body(model.window)
+
+
+USUAL_FILE = {"claude-code": 1, "codex": 0, "pi": 0}
+"""Which of `config_paths` the user sets the agent's options in: Claude Code's settings.json
+(its `~/.claude.json` is mostly state), Codex's config.toml, pi's global settings.json."""
 
 
 def config_paths(agent: str, workspace: str, env: Mapping[str, str]) -> list[Path]:
@@ -41,22 +47,22 @@ def config_paths(agent: str, workspace: str, env: Mapping[str, str]) -> list[Pat
     raise ValueError(f"no configuration files known for agent {agent!r}")
 
 
-def _config_file(path: Path) -> ConfigFile:
+def _config_file(path: Path, *, usual: bool) -> ConfigFile:
     where = _shown(path)
     try:
         stat = path.stat()
     except FileNotFoundError:
-        return ConfigFile(where, None)
+        return ConfigFile(where, None, usual=usual)
     except OSError as error:
-        return ConfigFile(where, None, problem=error.strerror or str(error))
+        return ConfigFile(where, None, problem=error.strerror or str(error), usual=usual)
     stamp = (stat.st_size, stat.st_mtime_ns)
     cached = _texts.get(path)
     if cached is not None and cached[0] == stamp:
         return cached[1]
     try:
-        read = ConfigFile(where, path.read_text(encoding="utf-8", errors="replace"))
+        read = ConfigFile(where, path.read_text(encoding="utf-8", errors="replace"), usual=usual)
     except OSError as error:
-        read = ConfigFile(where, None, problem=error.strerror or str(error))
+        read = ConfigFile(where, None, problem=error.strerror or str(error), usual=usual)
     _texts[path] = (stamp, read)
     return read
 
