@@ -116,6 +116,8 @@ async def test_dry_run_reports_without_writing(daemon):
     assert preview["summarizeEntryIds"] and not set(preview["summarizeEntryIds"]) & set(preview["keptEntryIds"])
     assert preview["tokensKept"] < preview["tokensBefore"]
     assert preview["tokensKept"] < preview["tokensAfter"] <= preview["tokensAfterMax"]
+    assert Path(opened["path"]).stat().st_size == size
+    assert daemon.received("contextd/compactionStarted") == []
     compacted = await daemon.request("contextd/compact", {"sessionId": session})
     assert preview["tokensAfter"] == compacted["tokensAfter"]  # the offline summary, measured
     assert preview["pruneEntryIds"] == []
