@@ -31,7 +31,6 @@ from bench_real_retention import (  # noqa: E402 -- a sibling script's helpers
     context_text,
     found,
     load_transcript,
-    path_to,
 )
 from contextd.compaction.prepare import NothingToCompact, offline_summary, prepare_span  # noqa: E402
 from contextd.history import HistoryIndex, entry_text  # noqa: E402

@@ -9,7 +9,7 @@ import pytest
 from contextd_client import ContextdClient
 from contextd_client.rpc import ContextdError
 
-from tests.client.helpers import SETTINGS, long_conversation, tool_turn, user
+from tests.client.helpers import long_conversation, tool_turn, user
 
 INVALID_PARAMS = -32602
 ENTRY_NOT_FOUND = -32007

@@ -304,7 +304,7 @@ def _replay_problems(body: Any) -> list[str]:
     return [
         f"invalid_encrypted_content: input.{index} was made by another model than {model}"
         for index, item in enumerate(items if isinstance(items, list) else [])
-        if isinstance(item, dict) and (maker := _maker_of(item.get("encrypted_content"))) not in (None, model)
+        if isinstance(item, dict) and _maker_of(item.get("encrypted_content")) not in (None, model)
     ]
 
 

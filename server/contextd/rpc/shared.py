@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import fcntl
 import hashlib
-import json
 import os
 import subprocess
 import sys
@@ -23,9 +22,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from contextd.model import MAX_CONTENT_DEPTH, Settings, too_deep_setting
 from contextd.rpc.access import check_same_user, open_private_file, private_folder
 from contextd.rpc.listen import socket_in_use, stdio_streams
 from contextd.rpc.messages import framed
