@@ -20,17 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from contextd.model import (
-    MISSING_RESULT_TEXT,
-    AssistantMessage,
-    CompactionEntry,
-    Entry,
-    MessageEntry,
-    ModelChangeEntry,
-    PruneEntry,
-    ToolResultMessage,
-    Usage,
-)
+from contextd.model import MISSING_RESULT_TEXT, AssistantMessage, Entry, Usage
 
 PRIOR_WEIGHT_TOKENS = 4_000
 """How much counted growth the prior is worth: a few turns of real evidence outweigh it."""
@@ -151,15 +141,17 @@ def calibration_step(
 
     `tokenizer_of` names the tokenizer of a model id (the answer's own `model`, else the
     session's model at that point)."""
-    if isinstance(entry, (CompactionEntry, PruneEntry)) or _lost_result(entry):
+    # Type and role tags, not isinstance: this runs for every node of every load, and a
+    # pydantic model's isinstance is slow when the answer is no.
+    if entry.type == "compaction" or entry.type == "prune" or _lost_result(entry):
         # The context changed in a way the counts do not show: no growth spans this.
         return Since(None, 0, before.tokenizer), None
-    if isinstance(entry, ModelChangeEntry):
+    if entry.type == "model_change":
         tokenizer = tokenizer_of(entry.model)
         if tokenizer != before.tokenizer:  # the next prompt is counted by another tokenizer
             return Since(None, 0, tokenizer), None
         return before, None
-    if not (isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage)):
+    if not (entry.type == "message" and entry.message.role == "assistant"):
         return Since(before.prompt, before.counted + tokens, before.tokenizer), None
     answer = entry.message
     tokenizer = tokenizer_of(answer.model) if answer.model else before.tokenizer
@@ -176,8 +168,8 @@ def _lost_result(entry: Entry) -> bool:
     """A tool result the transcript lost (a damaged line): the provider counted the real
     one, contextd counts a stand-in, so the growth around it says nothing about tokenizers."""
     return (
-        isinstance(entry, MessageEntry)
-        and isinstance(entry.message, ToolResultMessage)
+        entry.type == "message"
+        and entry.message.role == "toolResult"
         and entry.message.content == MISSING_RESULT_TEXT
     )
 
