@@ -13,6 +13,7 @@ CHECKED = ("server", "clients", "tests", "benchmarks")
 
 def test_no_unused_or_undefined_names() -> None:
     ruff = Path(sys.executable).with_name("ruff")
+    assert ruff.exists(), "ruff is not installed: pip install -e '.[test]'"
     run = subprocess.run(
         [str(ruff), "check", "--no-cache", "--output-format", "concise", *CHECKED],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
