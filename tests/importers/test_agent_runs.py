@@ -9,15 +9,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contextd.compaction.context import visible_entries
+from contextd.compaction.context import standing_instructions, visible_entries
 from contextd.importers import IMPORTERS, STREAMING_IMPORTERS
 from contextd.importers.common import restore_importer
-from contextd.model import CompactionEntry, Entry, MessageEntry, ToolResultMessage, message_text
+from contextd.model import CompactionEntry, Entry, InstructionsEntry, MessageEntry, ToolResultMessage, message_text
 from contextd.summarizers.extract import extract_facts
+from contextd.tokens.context_size import context_size
+from contextd.tokens.counting import count_entry, count_text
 
 RUNS = Path(__file__).parents[1] / "agents" / "runs"
 CLAUDE_CODE_COMPACT = "claude-code-2.1.328-compact.jsonl.gz"
 """Claude Code 2.1.328: a tool call, `/compact`, then two plain turns."""
+CLAUDE_CODE_HOOK = "claude-code-2.1.328-hook-compact.jsonl.gz"
+"""Claude Code 2.1.328 with contextd installed: a tool call, `/compact` (contextd's
+SessionStart hook adds context), a plain turn, `/compact` again (the hook adds again), a
+plain turn."""
 CODEX_COMPACT = "codex-0.169.0-compact.jsonl.gz"
 """Codex 0.169.0: a command that is not found (exit 127), one that passes, an automatic
 compaction (summarized by the model, not encrypted), then a plain turn."""
@@ -94,7 +100,9 @@ def first_records_of_answers(records: list[tuple[int, dict[str, Any]]], before: 
     return set(first.values())
 
 
-@pytest.mark.parametrize(("agent", "name"), [("claude-code", CLAUDE_CODE_COMPACT), ("codex", CODEX_COMPACT)])
+@pytest.mark.parametrize(
+    ("agent", "name"), [("claude-code", CLAUDE_CODE_COMPACT), ("claude-code", CLAUDE_CODE_HOOK), ("codex", CODEX_COMPACT)]
+)
 def test_the_bookkeeping_records_of_the_newer_versions_are_known(agent: str, name: str) -> None:
     """Claude Code 2.1.x writes requests, attachments, costs and flags among the
     conversation, Codex 0.169 usage records and world states: each is reported as left out
@@ -172,7 +180,9 @@ def test_codex_exit_code_of_an_exec_event_counts_when_the_output_does_not_say_it
     assert results == {call: code != 0 for call, code in codes.items()}
 
 
-@pytest.mark.parametrize(("agent", "name"), [("claude-code", CLAUDE_CODE_COMPACT), ("codex", CODEX_COMPACT)])
+@pytest.mark.parametrize(
+    ("agent", "name"), [("claude-code", CLAUDE_CODE_COMPACT), ("claude-code", CLAUDE_CODE_HOOK), ("codex", CODEX_COMPACT)]
+)
 def test_followed_line_by_line_with_restarts_the_run_imports_as_the_whole_file(agent: str, name: str) -> None:
     """A follower restarted from its saved state after every line (its exit codes waiting
     for their outputs, its answer waiting for its end) ends with what the whole file gives."""
@@ -185,3 +195,27 @@ def test_followed_line_by_line_with_restarts_the_run_imports_as_the_whole_file(a
         follower = restore_importer(STREAMING_IMPORTERS[agent], json.loads(json.dumps(follower.snapshot())))
     whole = IMPORTERS[agent](lines)
     assert [e.model_dump() for e in settled + follower.finish().entries] == [e.model_dump() for e in whole.entries]
+
+
+def test_a_hooks_added_context_stands_until_the_next_compaction_and_is_counted() -> None:
+    """Claude Code sends the context a SessionStart hook added (contextd's, after each
+    compaction) with every request until its next compaction: the mirror holds it as
+    instructions, in the figure, and the next compaction withdraws it for the new one."""
+    lines = run_lines(CLAUDE_CODE_HOOK)
+    added = [raw["attachment"]["content"][0] for _, raw in numbered_records(lines)
+             if raw.get("attachment", {}).get("type") == "hook_additional_context"]
+    assert len(added) == 2 and all(text.startswith("contextd, which keeps") for text in added)
+    imported = IMPORTERS["claude-code"](lines)
+    path = path_to_leaf(imported.entries, imported.leaf_id)
+    asked = next(i for i, e in enumerate(path) if isinstance(e, MessageEntry) and message_text(e.message.content) == "NOTOOL what next?")
+    standing = [e.text for e in standing_instructions(path[: asked + 1])]
+    assert len(standing) == 1 and added[0] in standing[0] and "SessionStart hook additional context" in standing[0]
+    assert [added[1] in e.text for e in standing_instructions(path)] == [True]
+    # Asked before any answer since the compaction: the figure counts the hook's context.
+    counts = {e.id: count_entry(e, "o200k_base") for e in path}
+    before_answer = context_size(path[: asked + 1], counts, lambda n: 0)
+    assert not before_answer.anchored
+    [hook] = [e for e in path[: asked + 1] if isinstance(e, InstructionsEntry)]
+    without = [e for e in path[: asked + 1] if e is not hook]
+    assert before_answer.counted - context_size(without, counts, lambda n: 0).counted == counts[hook.id]
+    assert counts[hook.id] >= count_text(added[0], "o200k_base") > 300

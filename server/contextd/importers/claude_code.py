@@ -37,6 +37,7 @@ from contextd.importers.common import (
 )
 from contextd.model import (
     CompactionEntry,
+    Entry,
     CompactionReason,
     SessionInfoEntry,
     SummarizerInfo,
@@ -217,6 +218,7 @@ class ClaudeCodeImporter(StreamingImporter):
             "lastContextTokens": converter.last_context_tokens,
             "lastTimestamp": converter.last_timestamp,
             "notes": converter.notes,
+            "hookSources": converter.hook_sources,
         }
 
     def restore_own_state(self, state: dict[str, Any]) -> None:
@@ -231,6 +233,7 @@ class ClaudeCodeImporter(StreamingImporter):
         converter.last_context_tokens = int(state["lastContextTokens"])
         converter.last_timestamp = state["lastTimestamp"]
         converter.notes = [(int(line), str(text), timestamp) for line, text, timestamp in state.get("notes", [])]
+        converter.hook_sources = [str(source) for source in state.get("hookSources", [])]
 
 
 UNDELIVERED_NOTE = (
@@ -257,6 +260,20 @@ def _ends_answer(raw: dict[str, Any]) -> bool:
     as opposed to the bookkeeping Claude Code writes among an answer's records."""
     kind = raw.get("type")
     return (kind == "user" and _is_conversation(raw)) or raw.get("subtype") == "compact_boundary" or kind == "summary"
+
+
+def _hook_context(raw: dict[str, Any]) -> str:
+    """The text a `hook_additional_context` attachment puts before the model: as Claude Code
+    rendered it (`rendered`, 2.1.x), else the hook's own text; "" for another attachment."""
+    attachment = raw.get("attachment")
+    if not isinstance(attachment, dict) or attachment.get("type") != "hook_additional_context":
+        return ""
+    rendered = raw.get("rendered")
+    if isinstance(rendered, list) and rendered:
+        return "\n".join(part["content"] for part in rendered if isinstance(part, dict) and isinstance(part.get("content"), str))
+    content = attachment.get("content")
+    parts = content if isinstance(content, list) else [content]
+    return "\n".join(part for part in parts if isinstance(part, str))
 
 
 def _why_not_imported(line: int, raw: dict[str, Any]) -> Problem:
@@ -292,6 +309,8 @@ class _Converter:
         self.notes: list[tuple[int, str, str | None]] = []
         """Undelivered notifications to keep (line, text, timestamp), waiting for the
         conversation to move on: the answer and tool results in flight are not cut short."""
+        self.hook_sources: list[str] = []
+        """The instructions sources of the hooks' contexts since the last compaction."""
 
     def record(self, line: int, raw: dict[str, Any]) -> None:
         kind = raw.get("type")
@@ -321,6 +340,8 @@ class _Converter:
             self.boundary = (line, raw, self.importer.attach_point(line, raw))
         elif kind == "summary" and self.names_this_session(raw):
             self.title(line, raw["summary"].strip(), raw["leafUuid"])
+        elif kind == "attachment" and isinstance(uuid, str) and _hook_context(raw):
+            self.hook_context(line, raw, _hook_context(raw))
         else:
             self.problems.append(_why_not_imported(line, raw))
             if isinstance(uuid, str):
@@ -346,6 +367,25 @@ class _Converter:
         self.problems.append(_why_not_imported(line, raw))
         if isinstance(raw.get("uuid"), str):
             self.answer.uuids.append(raw["uuid"])
+
+    def hook_context(self, line: int, raw: dict[str, Any], text: str) -> None:
+        """A hook's added context (`contextd hook claude-code`'s after a compaction, say):
+        Claude Code sends it with every request until its next compaction, so it stands as
+        instructions of its own (in the context and the figure, as the model sees it) that
+        the next compaction withdraws."""
+        source = f"{str(raw['attachment'].get('hookEvent') or 'a')[:40]} hook {raw['uuid'][:80]}"
+        parent = self.importer.attach_point(line, raw)
+        self.builder.add_instructions(line, raw["uuid"], text, source, raw.get("timestamp"), parent)
+        self.hook_sources.append(source)
+
+    def withdraw_hook_contexts(self, line: int, compaction: Entry) -> str:
+        """After a compaction the model no longer sees the hooks' contexts from before it."""
+        parent, sources, self.hook_sources = compaction.id, self.hook_sources, []
+        for source in sources:
+            parent = self.builder.add_instructions(
+                line, f"{compaction.id}-{source}", "", source, compaction.timestamp, parent
+            ).id
+        return parent
 
     def names_this_session(self, raw: dict[str, Any]) -> bool:
         """A title Claude Code gave a conversation ending at `leafUuid`: this session's when
@@ -533,7 +573,8 @@ class _Converter:
             summarizer=SummarizerInfo(provider=SOURCE),
             **({"timestamp": raw["timestamp"]} if isinstance(raw.get("timestamp"), str) else {}),
         )
-        return self.builder.add_node(line, raw["uuid"], parent, entry, enters_context=True).id
+        compaction = self.builder.add_node(line, raw["uuid"], parent, entry, enters_context=True)
+        return self.withdraw_hook_contexts(line, compaction)
 
     def first_kept(self, metadata: dict[str, Any]) -> str | None:
         """The first of the messages Claude Code kept after its summary (newer versions keep

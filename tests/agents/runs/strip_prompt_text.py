@@ -10,7 +10,7 @@ for line in open(sys.argv[1]):
     record = json.loads(line)
     if record["type"] in ("api-request-shape", "api-request-blob"):
         record = {key: strip(value) for key, value in record.items()}
-    elif record["type"] == "attachment":
+    elif record["type"] == "attachment" and record["attachment"].get("type") != "hook_additional_context":  # contextd's own text stays
         record["attachment"] = {key: strip(value) for key, value in record["attachment"].items()}
     out.append(json.dumps(record, separators=(",", ":"), ensure_ascii=False))
 with gzip.open(sys.argv[2], "wt") as f:
