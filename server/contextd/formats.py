@@ -158,20 +158,26 @@ def to_anthropic(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 # --- OpenAI Chat Completions ---------------------------------------------------------------
 
-OPENAI_MAX_TOOL_ID_CHARS = 40
+OPENAI_CHAT_MAX_TOOL_ID_CHARS = 40
 """The longest `tool_calls[].id` and `tool_call_id` Chat Completions takes: a longer one is a
 400 `string_above_max_length` ("Expected a string with maximum length 40"; the SDK's types
 say nothing of it). pi records ids of 41 (`call-` and a UUID)."""
+OPENAI_RESPONSES_MAX_CALL_ID_CHARS = 64
+"""The longest `call_id` the Responses API takes in `function_call` and `function_call_output`
+input items: a longer one is a 400 `string_above_max_length` ("Invalid 'input[5].call_id':
+string too long. Expected a string with maximum length 64", as reported against the API and
+Codex's backend; the SDK's types say nothing of it). Ids made by bridges and proxies
+(`cursor-pi-bridge-run-<uuid>-tool-10`, 65) reach pi's sessions."""
 
 
-def openai_tool_id(tool_id: str) -> str:
-    """`tool_id` as Chat Completions takes it: unchanged when short enough, else its start,
-    `_x` and a hash of the whole id, 40 characters in all; like `anthropic_tool_id`, a
-    function of the id alone, so a call and its result map alike in every request."""
-    if len(tool_id) <= OPENAI_MAX_TOOL_ID_CHARS:
+def openai_tool_id(tool_id: str, longest: int) -> str:
+    """`tool_id` as an OpenAI API takes it, `longest` characters at most: unchanged when short
+    enough, else its start, `_x` and a hash of the whole id, `longest` characters in all; like
+    `anthropic_tool_id`, a function of the id alone, so a call and its result map alike in
+    every request."""
+    if len(tool_id) <= longest:
         return tool_id
-    return _hashed_tool_id(tool_id, tool_id[: OPENAI_MAX_TOOL_ID_CHARS - len("_x") - TOOL_ID_HASH_CHARS])
-
+    return _hashed_tool_id(tool_id, tool_id[: longest - len("_x") - TOOL_ID_HASH_CHARS])
 
 
 def _openai_user_content(
@@ -199,7 +205,7 @@ def _openai_assistant(message: AssistantMessage) -> dict[str, Any] | None:
     text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
     calls = [
         {
-            "id": openai_tool_id(call.id),
+            "id": openai_tool_id(call.id, OPENAI_CHAT_MAX_TOOL_ID_CHARS),
             "type": "function",
             "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
         }
@@ -225,7 +231,7 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
             turns.append(
                 {
                     "role": "tool",
-                    "tool_call_id": openai_tool_id(message.toolCallId),
+                    "tool_call_id": openai_tool_id(message.toolCallId, OPENAI_CHAT_MAX_TOOL_ID_CHARS),
                     "content": message_text(message.content),
                 }
             )
@@ -249,7 +255,7 @@ def to_openai_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
             items.extend(
                 {
                     "type": "function_call",
-                    "call_id": call.id,
+                    "call_id": openai_tool_id(call.id, OPENAI_RESPONSES_MAX_CALL_ID_CHARS),
                     "name": call.name,
                     "arguments": json.dumps(call.arguments),
                 }
@@ -259,7 +265,7 @@ def to_openai_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
             items.append(
                 {
                     "type": "function_call_output",
-                    "call_id": message.toolCallId,
+                    "call_id": openai_tool_id(message.toolCallId, OPENAI_RESPONSES_MAX_CALL_ID_CHARS),
                     "output": message_text(message.content),
                 }
             )

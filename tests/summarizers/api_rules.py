@@ -21,10 +21,15 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 ANTHROPIC_TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
-OPENAI_MAX_TOOL_ID = 40
+OPENAI_CHAT_MAX_TOOL_ID = 40
 """Chat Completions' longest tool call id: no SDK type says it, the API answers a longer one
 with 400 `string_above_max_length` ("Invalid 'messages[2].tool_calls[0].id': string too long.
 Expected a string with maximum length 40, but got a string with length 41 instead.")."""
+OPENAI_RESPONSES_MAX_CALL_ID = 64
+"""The Responses API's longest `call_id` (`function_call`, `function_call_output`), as reported
+against the API and Codex's backend: no SDK type says it, a longer one is a 400
+`string_above_max_length` ("Invalid 'input[149].call_id': string too long. Expected a string
+with maximum length 64, but got a string with length 86 instead.")."""
 MAX_REPORTED = 3
 
 
@@ -176,9 +181,9 @@ def openai_chat_problems(body: Any) -> list[str]:
         if message.get("role") == "assistant":
             calls = {str(call.get("id")) for call in message.get("tool_calls") or []}
             for number, call in enumerate(message.get("tool_calls") or []):
-                problems += _openai_id_problems(f"messages[{index}].tool_calls[{number}].id", call.get("id"))
+                problems += _openai_id_problems(f"messages[{index}].tool_calls[{number}].id", call.get("id"), OPENAI_CHAT_MAX_TOOL_ID)
         elif message.get("role") == "tool":
-            problems += _openai_id_problems(f"messages[{index}].tool_call_id", message.get("tool_call_id"))
+            problems += _openai_id_problems(f"messages[{index}].tool_call_id", message.get("tool_call_id"), OPENAI_CHAT_MAX_TOOL_ID)
             if message.get("tool_call_id") not in calls:
                 problems.append(f"messages.{index}: a tool message must answer a preceding tool_calls id")
         else:
@@ -186,12 +191,12 @@ def openai_chat_problems(body: Any) -> list[str]:
     return problems
 
 
-def _openai_id_problems(where: str, tool_id: object) -> list[str]:
-    if not isinstance(tool_id, str) or len(tool_id) <= OPENAI_MAX_TOOL_ID:
+def _openai_id_problems(where: str, tool_id: object, longest: int) -> list[str]:
+    if not isinstance(tool_id, str) or len(tool_id) <= longest:
         return []
     return [
         f"Invalid '{where}': string too long. Expected a string with maximum length "
-        f"{OPENAI_MAX_TOOL_ID}, but got a string with length {len(tool_id)} instead."
+        f"{longest}, but got a string with length {len(tool_id)} instead."
     ]
 
 
@@ -204,8 +209,8 @@ def openai_compact_problems(body: Any) -> list[str]:
 
 
 def _input_problems(body: Any) -> list[str]:
-    """Responses input: each `function_call_output` answers an earlier `function_call`, and a
-    compaction item carries its encrypted content."""
+    """Responses input: no call id over the API's 64 characters, each `function_call_output`
+    answering an earlier `function_call`, and a compaction item carrying its encrypted content."""
     items = body.get("input") if isinstance(body, dict) else None
     problems: list[str] = []
     calls: set[str] = set()
@@ -213,6 +218,8 @@ def _input_problems(body: Any) -> list[str]:
         if not isinstance(item, dict):
             continue
         kind = item.get("type")
+        if kind in ("function_call", "function_call_output"):
+            problems += _openai_id_problems(f"input[{index}].call_id", item.get("call_id"), OPENAI_RESPONSES_MAX_CALL_ID)
         if kind == "function_call":
             calls.add(str(item.get("call_id")))
         elif kind == "function_call_output" and item.get("call_id") not in calls:

@@ -13,7 +13,13 @@ from typing import Any
 import openai
 import pytest
 from contextd.compaction.context import build_context, opening_compaction
-from contextd.formats import anthropic_tool_id, openai_tool_id, render_context
+from contextd.formats import (
+    OPENAI_CHAT_MAX_TOOL_ID_CHARS,
+    OPENAI_RESPONSES_MAX_CALL_ID_CHARS,
+    anthropic_tool_id,
+    openai_tool_id,
+    render_context,
+)
 from contextd.importers import IMPORTERS
 from contextd.model import (
     AssistantMessage,
@@ -123,6 +129,8 @@ def test_the_checks_can_fail() -> None:
     long_id = [{"role": "assistant", "tool_calls": [{"id": "c" * 41, "type": "function", "function": {"name": "x", "arguments": "{}"}}]}]
     assert openai_chat_problems({"model": "gpt-5.5", "messages": long_id})
     assert openai_responses_problems({"model": "gpt-5.5", "input": [{"type": "function_call_output", "call_id": "a", "output": "x"}]})
+    long_call = [{"type": "function_call", "call_id": "c" * 65, "name": "x", "arguments": "{}"}]
+    assert openai_responses_problems({"model": "gpt-5.5", "input": long_call})
 
 
 # --- the Anthropic format's repairs ------------------------------------------------------------
@@ -199,7 +207,7 @@ def test_ids_that_differ_only_in_refused_characters_stay_apart() -> None:
     assert all(re.fullmatch(r"[a-zA-Z0-9_-]+", one) for one in mapped)
 
 
-# --- the OpenAI Chat format's repair -----------------------------------------------------------
+# --- the OpenAI formats' repair of long ids -------------------------------------------------------
 
 PI_TOOL_ID = "call-a84e9c6c-b956-4180-8a60-4127cd45ef2e"
 """An id pi recorded (pi-coffee-model-switches): 41 characters, one over Chat Completions' limit."""
@@ -234,14 +242,43 @@ async def test_a_tool_id_over_40_characters_is_refused_by_the_api_and_mapped_by_
         await client.chat.completions.create(model="gpt-5.5", messages=rendered)
 
     [call] = rendered[1]["tool_calls"]
-    assert call["id"] == rendered[2]["tool_call_id"] == openai_tool_id(PI_TOOL_ID)
+    assert call["id"] == rendered[2]["tool_call_id"] == openai_tool_id(PI_TOOL_ID, OPENAI_CHAT_MAX_TOOL_ID_CHARS)
     assert len(call["id"]) == 40 and call["id"].startswith(PI_TOOL_ID[:22])
 
 
-@given(st.lists(st.text(min_size=1, max_size=120), min_size=1, max_size=30, unique=True))
-def test_openai_tool_ids_fit_stay_apart_and_short_ones_go_unchanged(ids: list[str]) -> None:
-    mapped = [openai_tool_id(tool_id) for tool_id in ids]
+BRIDGE_TOOL_ID = "cursor-pi-bridge-run-c2417032-9686-40f2-bd3c-a763fbaa7693-tool-10"
+"""An id a tool bridge wrote into a pi session (reported against pi-cursor-sdk): 65
+characters, one over the Responses API's limit for `call_id`."""
 
-    assert all(len(one) <= 40 for one in mapped)
+
+async def test_a_call_id_over_64_characters_is_refused_by_the_api_and_mapped_by_the_format(
+    provider: FakeProvider, api_key: str
+) -> None:
+    """The strict fake server answers the real API's 400 for the bridge's id sent as recorded;
+    the `openai-responses` format sends it mapped, the call and its output alike, and is taken."""
+    as_recorded = [
+        {"role": "user", "content": "Read the menu."},
+        {"type": "function_call", "call_id": BRIDGE_TOOL_ID, "name": "read", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": BRIDGE_TOOL_ID, "output": "espresso"},
+    ]
+    rendered = render_context(called_and_answered(BRIDGE_TOOL_ID), None, "openai-responses")["messages"]
+    provider.script(Reply.with_summary("ok"))
+
+    async with openai.AsyncOpenAI(api_key=api_key, base_url=provider.openai_url, max_retries=0) as client:
+        with pytest.raises(openai.BadRequestError, match="maximum length 64, but got a string with length 65"):
+            await client.responses.compact(model="gpt-5.5", input=as_recorded)
+        await client.responses.compact(model="gpt-5.5", input=rendered)
+
+    call, output = rendered[1], rendered[2]
+    assert call["call_id"] == output["call_id"] == openai_tool_id(BRIDGE_TOOL_ID, OPENAI_RESPONSES_MAX_CALL_ID_CHARS)
+    assert len(call["call_id"]) == 64 and call["call_id"].startswith(BRIDGE_TOOL_ID[:46])
+
+
+@pytest.mark.parametrize("longest", [OPENAI_CHAT_MAX_TOOL_ID_CHARS, OPENAI_RESPONSES_MAX_CALL_ID_CHARS])
+@given(ids=st.lists(st.text(min_size=1, max_size=120), min_size=1, max_size=30, unique=True))
+def test_openai_tool_ids_fit_stay_apart_and_short_ones_go_unchanged(longest: int, ids: list[str]) -> None:
+    mapped = [openai_tool_id(tool_id, longest) for tool_id in ids]
+
+    assert all(len(one) <= longest for one in mapped)
     assert len(set(mapped)) == len(ids)
-    assert all(one == tool_id for one, tool_id in zip(mapped, ids, strict=True) if len(tool_id) <= 40)
+    assert all(one == tool_id for one, tool_id in zip(mapped, ids, strict=True) if len(tool_id) <= longest)
