@@ -7,6 +7,7 @@ format's own repairs (unsigned thinking, empty text, tool ids) on the cases that
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from functools import cache
 from typing import Any
 
@@ -221,6 +222,23 @@ def called_and_answered(tool_id: str) -> list[Any]:
     ]
 
 
+async def refused_as_recorded_taken_as_rendered(
+    provider: FakeProvider,
+    api_key: str,
+    send: Callable[[openai.AsyncOpenAI, Any], Awaitable[Any]],
+    as_recorded: list[Any],
+    rendered: list[Any],
+    refusal: str,
+) -> None:
+    """Through the openai SDK, the strict fake server refuses `as_recorded` with the API's 400
+    (`refusal`) and takes `rendered`."""
+    provider.script(Reply.with_summary("ok"))
+    async with openai.AsyncOpenAI(api_key=api_key, base_url=provider.openai_url, max_retries=0) as client:
+        with pytest.raises(openai.BadRequestError, match=refusal):
+            await send(client, as_recorded)
+        await send(client, rendered)
+
+
 async def test_a_tool_id_over_40_characters_is_refused_by_the_api_and_mapped_by_the_format(
     provider: FakeProvider, api_key: str
 ) -> None:
@@ -234,12 +252,11 @@ async def test_a_tool_id_over_40_characters_is_refused_by_the_api_and_mapped_by_
         {"role": "tool", "tool_call_id": PI_TOOL_ID, "content": "espresso"},
     ]
     rendered = render_context(called_and_answered(PI_TOOL_ID), None, "openai")["messages"]
-    provider.script(Reply.with_summary("ok"))
 
-    async with openai.AsyncOpenAI(api_key=api_key, base_url=provider.openai_url, max_retries=0) as client:
-        with pytest.raises(openai.BadRequestError, match="maximum length 40, but got a string with length 41"):
-            await client.chat.completions.create(model="gpt-5.5", messages=as_recorded)
-        await client.chat.completions.create(model="gpt-5.5", messages=rendered)
+    await refused_as_recorded_taken_as_rendered(
+        provider, api_key, lambda client, messages: client.chat.completions.create(model="gpt-5.5", messages=messages),
+        as_recorded, rendered, "maximum length 40, but got a string with length 41",
+    )
 
     [call] = rendered[1]["tool_calls"]
     assert call["id"] == rendered[2]["tool_call_id"] == openai_tool_id(PI_TOOL_ID, OPENAI_CHAT_MAX_TOOL_ID_CHARS)
@@ -262,12 +279,11 @@ async def test_a_call_id_over_64_characters_is_refused_by_the_api_and_mapped_by_
         {"type": "function_call_output", "call_id": BRIDGE_TOOL_ID, "output": "espresso"},
     ]
     rendered = render_context(called_and_answered(BRIDGE_TOOL_ID), None, "openai-responses")["messages"]
-    provider.script(Reply.with_summary("ok"))
 
-    async with openai.AsyncOpenAI(api_key=api_key, base_url=provider.openai_url, max_retries=0) as client:
-        with pytest.raises(openai.BadRequestError, match="maximum length 64, but got a string with length 65"):
-            await client.responses.compact(model="gpt-5.5", input=as_recorded)
-        await client.responses.compact(model="gpt-5.5", input=rendered)
+    await refused_as_recorded_taken_as_rendered(
+        provider, api_key, lambda client, items: client.responses.compact(model="gpt-5.5", input=items),
+        as_recorded, rendered, "maximum length 64, but got a string with length 65",
+    )
 
     call, output = rendered[1], rendered[2]
     assert call["call_id"] == output["call_id"] == openai_tool_id(BRIDGE_TOOL_ID, OPENAI_RESPONSES_MAX_CALL_ID_CHARS)
