@@ -29,13 +29,7 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
-from contextd.model import (
-    Entry,
-    LabelEntry,
-    LeafEntry,
-    SessionHeader,
-    is_node,
-)
+from contextd.model import Entry, SessionHeader, is_node
 
 log = logging.getLogger(__name__)
 
@@ -150,12 +144,14 @@ class EntryTree:
 
     def add(self, entry: Entry) -> None:
         self.entries[entry.id] = entry
-        if isinstance(entry, LabelEntry):
+        # Type tags, not isinstance (slow on a pydantic model when the answer is no): every
+        # entry of every load passes here.
+        if entry.type == "label":
             if entry.label is None:
                 self.labels.pop(entry.targetId, None)
             else:
                 self.labels[entry.targetId] = entry.label
-        elif isinstance(entry, LeafEntry):
+        elif entry.type == "leaf":
             self.leaf_id = entry.targetId
         else:
             self.children.setdefault(entry.parentId, []).append(entry.id)

@@ -37,7 +37,6 @@ from contextd.model import (
     MessageEntry,
     ModelChangeEntry,
     SessionHeader,
-    SessionInfoEntry,
     Settings,
     ToolResultMessage,
     Usage,
@@ -169,7 +168,7 @@ class LiveState(ABC):
         for entry in reversed(self._path):
             if entry.id == inherited_through:
                 break
-            if isinstance(entry, SessionInfoEntry):
+            if entry.type == "session_info":  # a tag: this walks the whole path on each rebuild
                 return entry.name
         if self.header.name is None and self.read_only:
             return self._first_request_line()
@@ -550,7 +549,7 @@ class LiveState(ABC):
     def _refresh_model_from(self, entries: Iterable[Entry]) -> None:
         latest = None
         for entry in entries:
-            if isinstance(entry, ModelChangeEntry):
+            if entry.type == "model_change":  # a tag: every node of every load passes here
                 latest = entry
         if latest is not None:
             self._use_model(latest.model, latest.contextWindow)
