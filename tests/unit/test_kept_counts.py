@@ -29,7 +29,7 @@ def reload_counting(data_dir: Path, session_id: str, monkeypatch: pytest.MonkeyP
     """The reloaded session's figure, and how many entries its load counted."""
     counted = []
     real = session_state.count_entry
-    monkeypatch.setattr(session_state, "count_entry", lambda entry, encoding: counted.append(entry.id) or real(entry, encoding))
+    monkeypatch.setattr(session_state, "count_entry", lambda entry, *counting: counted.append(entry.id) or real(entry, *counting))
     sessions = SessionManager(Store(data_dir), Settings(), SilentEvents())
     tokens = sessions.get(session_id).tokens
     sessions.close_all()

@@ -20,17 +20,17 @@ from pathlib import Path
 
 from contextd.compaction import context
 from contextd.store import write_private
-from contextd.tokens import counting
+from contextd.tokens import counting, images
 
 log = logging.getLogger(__name__)
 
 
 @cache
 def counting_key() -> str:
-    """What the counts depend on: the counting code (and the messages it derives from
-    entries) and tiktoken's version."""
+    """What the counts depend on: the counting code (with the images' and the messages it
+    derives from entries) and tiktoken's version."""
     digest = hashlib.sha256(version("tiktoken").encode())
-    for module in (counting, context):
+    for module in (counting, images, context):
         digest.update(Path(module.__file__ or "").read_bytes())
     return digest.hexdigest()[:16]
 

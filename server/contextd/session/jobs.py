@@ -46,7 +46,6 @@ from contextd.store import StorageFailed
 from contextd.summarizers.base import SummarizerError
 from contextd.summarizers.chain import Summary, build_summarizer
 from contextd.summarizers.errors import redact
-from contextd.tokens import count_entry
 
 T = TypeVar("T")
 
@@ -102,7 +101,7 @@ class CompactionJobs(LiveState):
     def _estimate_tokens_after(self, prepared: CompactionPreparation, offline: str) -> int:
         provider = self.settings.summarizer.provider
         draft = self._compaction_draft(prepared, offline, SummarizerInfo(provider="offline"))
-        offline_tokens = count_entry(draft, self.model_info.encoding)
+        offline_tokens = self._count(draft)
         earlier = [
             self.entry_tokens[entry.id]
             for entry in self._path

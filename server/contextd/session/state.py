@@ -193,17 +193,19 @@ class LiveState(ABC):
 
     def _count_all(self, entries: Iterable[Entry]) -> None:
         """Every entry counted, or its count taken from those kept beside this very file."""
-        encoding = self.model_info.encoding
-        kept = read_counts(self.file.path, encoding)
+        kept = read_counts(self.file.path, self.model_info.counting)
         for entry in entries:
             tokens = kept.get(entry.id)
-            self.entry_tokens[entry.id] = count_entry(entry, encoding) if tokens is None else tokens
+            self.entry_tokens[entry.id] = self._count(entry) if tokens is None else tokens
         self._ledger = self._learn()
 
     def keep_counts(self) -> None:
         """Keep the counts beside the file as the session leaves memory, for its next load."""
         if self.file.writable:
-            keep_counts(self.file.path, self.model_info.encoding, self.entry_tokens)
+            keep_counts(self.file.path, self.model_info.counting, self.entry_tokens)
+
+    def _count(self, entry: Entry) -> int:
+        return count_entry(entry, self.model_info.encoding, self.model_info.image_rule)
 
     def _learn(self) -> CalibrationLedger:
         """The calibration evidence, derived from the session's own entries (see
@@ -263,7 +265,7 @@ class LiveState(ABC):
 
     def figure_with_compaction(self, compaction: CompactionEntry) -> TokenFigure:
         """The figure the context would have with `compaction` (not yet written) as its leaf."""
-        self.entry_tokens[compaction.id] = count_entry(compaction, self.model_info.encoding)
+        self.entry_tokens[compaction.id] = self._count(compaction)
         try:
             return self.figure_of([*self._path, compaction])
         finally:
@@ -364,7 +366,7 @@ class LiveState(ABC):
 
     def _take(self, entry: Entry) -> None:
         """An entry now stored joins the tree and the figures."""
-        tokens = count_entry(entry, self.model_info.encoding)
+        tokens = self._count(entry)
         self.tree.add(entry)
         self.entry_tokens[entry.id] = tokens
         if is_node(entry):
@@ -466,12 +468,12 @@ class LiveState(ABC):
         `pending` is the usage the agent reported for an answer not written yet (the rest
         of it may still come): until it is, that is the figure, as the agent itself shows."""
         self.pending_usage = pending
-        encoding, model_before = self.model_info.encoding, self.model_id
+        counting, model_before = self.model_info.counting, self.model_id
         self.file.append_all(entries)  # all or none, before memory changes
         latest_change = None
         for entry in entries:
             self.tree.add(entry)
-            self.entry_tokens[entry.id] = count_entry(entry, encoding)
+            self.entry_tokens[entry.id] = self._count(entry)
             if is_node(entry):
                 self._ledger.add(entry, self.entry_tokens[entry.id])
             if isinstance(entry, ModelChangeEntry):
@@ -481,7 +483,7 @@ class LiveState(ABC):
             # transcripts switch hundreds of times), and only the last one stands.
             self._use_model(latest_change.model, latest_change.contextWindow)
         self._widen_window(largest_report(entries, self.model_id, model_before))
-        if self.model_info.encoding != encoding:
+        if self.model_info.counting != counting:
             self._count_all(self.tree.entries.values())
         if leaf_id is not None and leaf_id != self.tree.leaf_id and self.tree.is_node_id(leaf_id):
             # "leaf-" ids cannot meet an imported id (uuids, pi's hex ids, Codex's line ids).
@@ -576,18 +578,18 @@ class LiveState(ABC):
     def record_model(self, model_id: str) -> None:
         """Switch to `model_id` and write its `model_change` entry without announcing it:
         a new session's first entry, which its `open` announces."""
-        old_encoding = self.model_info.encoding
+        old_counting = self.model_info.counting
         self._use_model(model_id)
-        if self.model_info.encoding != old_encoding:
+        if self.model_info.counting != old_counting:
             self._count_all(self.tree.entries.values())
         self.append_node(ModelChangeEntry, model=model_id)
 
     def apply_settings(self, settings: Settings) -> None:
-        old_encoding = self.model_info.encoding
+        old_counting = self.model_info.counting
         self.settings = settings
         self._tokenizers.clear()
         self._use_model(self.model_id, self._recorded_window)
-        if self.model_info.encoding != old_encoding:
+        if self.model_info.counting != old_counting:
             self._count_all(self.tree.entries.values())
         self.rebuild()
 

@@ -4,17 +4,18 @@ Nothing here touches the network: the BPE files live in `contextd/tokens/encodin
 """
 
 from contextd.tokens.counting import (
-    IMAGE_TOKENS,
     MESSAGE_OVERHEAD_TOKENS,
     count_entry,
     count_message,
     count_text,
 )
 from contextd.tokens.encodings import load_encoding as get_encoding
+from contextd.tokens.images import IMAGE_TOKENS, ImageRule
 from contextd.tokens.registry import KNOWN_MODELS, UNKNOWN_MODEL, ModelInfo, resolve_model
 
 __all__ = [
     "IMAGE_TOKENS",
+    "ImageRule",
     "KNOWN_MODELS",
     "MESSAGE_OVERHEAD_TOKENS",
     "ModelInfo",

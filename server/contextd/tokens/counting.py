@@ -1,8 +1,9 @@
 """How many tokens a text, a message or a session entry costs a model.
 
 Text is counted exactly with the model's BPE encoding. What a provider adds around it
-(message framing, images) cannot be known exactly without the provider, so it is a small
-documented estimate instead.
+(message framing) cannot be known exactly without the provider, so it is a small documented
+estimate instead; an image costs what its provider's documented rule gives for its size
+(`contextd.tokens.images`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from contextd.compaction.context import entry_message
 from contextd.compaction.serialize import json_text
 from contextd.model import CompactionEntry, Entry, InstructionsEntry, Message, PreserveData
 from contextd.tokens.encodings import load_encoding
+from contextd.tokens.images import ImageRule, image_tokens
 
 MESSAGE_OVERHEAD_TOKENS = 4
 """Framing of one message: a start marker, the role, a separator and an end marker.
@@ -22,13 +24,6 @@ OpenAI's chat format is `<|start|>{role}<|message|>{content}<|end|>`, which is f
 around the content; Anthropic and Google frame messages similarly. The cost is per message, so
 ignoring it undercounts long tool-heavy sessions by thousands of tokens.
 """
-
-IMAGE_TOKENS = 1600
-"""An image's cost, whatever its size: the most Anthropic charges for one (about
-width * height / 750 for a ~1.15 megapixel image after its downscaling), and close to what
-OpenAI charges for a high-detail image of that size. Exact image tokens are provider-specific.
-"""
-
 
 CHUNK_CHARS = 65_536
 """Longer texts are encoded in pieces of at most this many characters: tiktoken's pre-tokenizer
@@ -41,8 +36,9 @@ def count_text(text: str, encoding: str) -> int:
     return _text_counter(encoding)(text)
 
 
-def count_message(message: Message, encoding: str) -> int:
-    """Tokens of a message as a model sees it: framing plus every block of its content."""
+def count_message(message: Message, encoding: str, images: ImageRule = ImageRule.ANTHROPIC) -> int:
+    """Tokens of a message as a model sees it: framing plus every block of its content, its
+    images counted by the `images` rule."""
     count = _text_counter(encoding)
     content = message.content
     if isinstance(content, str):
@@ -58,19 +54,19 @@ def count_message(message: Message, encoding: str) -> int:
         elif block.type == "toolCall":
             tokens += count(block.name) + count(json_text(block.arguments))
         else:
-            tokens += IMAGE_TOKENS
+            tokens += image_tokens(block.data, images)
     return tokens
 
 
-def count_entry(entry: Entry, encoding: str) -> int:
+def count_entry(entry: Entry, encoding: str, images: ImageRule = ImageRule.ANTHROPIC) -> int:
     """Tokens an entry adds to the context: its message, the user message a summary or
     handoff becomes, or its instructions; entries that add no message (prunes, labels, ...)
-    count 0."""
+    count 0. Images are counted by the `images` rule (the model's: `ModelInfo.image_rule`)."""
     if isinstance(entry, InstructionsEntry):
         # Part of the system prompt: framed like one message, gone when withdrawn.
         return MESSAGE_OVERHEAD_TOKENS + count_text(entry.text, encoding) if entry.text else 0
     message = entry_message(entry)
-    counted = 0 if message is None else count_message(message, encoding)
+    counted = 0 if message is None else count_message(message, encoding, images)
     if isinstance(entry, CompactionEntry) and entry.preserveData is not None:
         # The provider's own summary, sent in its place, may be larger than the text we hold
         # (Codex's is encrypted: contextd holds a one-line note for it).

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from contextd.model import ModelOverride
+from contextd.tokens.images import ImageRule
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,17 @@ class ModelInfo:
     @property
     def exact(self) -> bool:
         return self.calibration_prior is None
+
+    @property
+    def image_rule(self) -> ImageRule:
+        """OpenAI's models (the ones counted exactly: theirs is the only public encoding) count
+        images by OpenAI's tiles; Claude, Gemini and unknown models by Anthropic's pixels."""
+        return ImageRule.OPENAI if self.exact else ImageRule.ANTHROPIC
+
+    @property
+    def counting(self) -> str:
+        """What an entry's count depends on besides the entry: the encoding and the image rule."""
+        return f"{self.encoding}, {self.image_rule.value} images"
 
 
 @dataclass(frozen=True)
