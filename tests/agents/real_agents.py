@@ -15,6 +15,8 @@ import pytest
 AGENTS_DIR = Path(os.environ.get("CONTEXTD_AGENTS_DIR") or Path.home() / ".cache" / "contextd" / "agents")
 REFUSING_PROXY = "http://127.0.0.1:9"  # nothing listens there: any escape fails at once
 NO_PROXY = "127.0.0.1,localhost"
+PI_OFFLINE = {"PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"}
+STEP_SECONDS = 120  # one step of an agent against the scripted server, on a loaded machine
 
 
 def agent_command(folder: str, command: str) -> Path:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.agents.fake_llm import FakeLLM
-from tests.agents.real_agents import agent_command, offline_environment, stop_shared_daemon
+from tests.agents.real_agents import PI_OFFLINE, STEP_SECONDS, agent_command, offline_environment, stop_shared_daemon
 
 EXTENSION = Path(__file__).parents[2] / "clients" / "pi" / "contextd.ts"
 TREE_COMMAND = Path(__file__).parent / "pi_tree_command.ts"
@@ -22,8 +22,6 @@ CONSTRAINT = "Never force-push to the release branch."
 FAILING_CHECK = "pytest -q tests/test_wombat.py"
 CHECK_TURN = f"{CONSTRAINT} Run the check. CALL bash {json.dumps({'command': FAILING_CHECK})}"
 BRANCH_SUMMARY_PROMPT = "summary of this conversation branch"  # pi's own summarizer's request
-STEP_SECONDS = 120
-PI_OFFLINE = {"PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"}
 
 
 def pi_home(home: Path, fake: FakeLLM) -> None:

@@ -15,8 +15,7 @@ from contextd_client import ContextdClient
 
 from tests import corpus
 from tests.agents.fake_llm import FakeLLM
-from tests.agents.real_agents import agent_command, offline_environment
-from tests.agents.test_pi import PI_OFFLINE, STEP_SECONDS
+from tests.agents.real_agents import PI_OFFLINE, STEP_SECONDS, agent_command, offline_environment
 from tests.follow.support import daemon_settings, mirror_id
 
 RUNS = Path(__file__).parents[1] / "agents" / "runs"
