@@ -37,7 +37,7 @@ from contextd.history import HistoryIndex, entry_text  # noqa: E402
 from contextd.model import CompactionEntry, Settings  # noqa: E402
 from contextd.store import EntryTree  # noqa: E402
 from contextd.tokens import count_entry  # noqa: E402
-from contextd_client.agents.added_context import added_context  # noqa: E402
+from contextd_client.agents.added_context import added_context, holds_almost_nothing  # noqa: E402
 
 import json  # noqa: E402
 
@@ -73,8 +73,13 @@ def measure(name: str, agent: str, facts: list[dict], max_tokens: int, limit: in
         held = [fact for fact in facts if found(fact["any"], before_text)]
         after_text = context_text(tree.path_to(compaction.id), tokens)
         prepared = prepare_span(before, tokens, Settings(), compaction.firstKeptEntryId)
-        ours = "" if isinstance(prepared, NothingToCompact) else offline_summary(prepared)
-        added = added_context(ours, after_text, max_tokens) if ours else ""
+        ours = summary_of(before, tokens, compaction.firstKeptEntryId)
+        previous = compactions[number - 2] if number > 1 else None
+        earlier = ""
+        if previous is not None and holds_almost_nothing(previous.summary):
+            earlier = summary_of(tree.path_to(previous.parentId), tokens, previous.firstKeptEntryId)
+        span = [] if isinstance(prepared, NothingToCompact) else span_rows(entries, prepared.summarize_entry_ids)
+        added = added_context(ours, after_text, max_tokens, span_entries=span, earlier_span=earlier) if ours else ""
         before_ids = {entry.id for entry in before}
         searched = 0
         for fact in held:
@@ -90,8 +95,27 @@ def measure(name: str, agent: str, facts: list[dict], max_tokens: int, limit: in
         rows.append(row)
         if show:
             print(f"--- {name} #{number}: added context ---\n{added}\n")
+            missing = [f["fact"] for f in held if not found(f["any"], after_text + "\n" + added)]
+            print(f"missing: {missing}\n")
     index.close()
     return rows
+
+
+def summary_of(path: list, tokens: dict[str, int], first_kept: str | None) -> str:
+    """contextd's offline summary of `path` up to `first_kept`, as `contextd/history/summarize`
+    gives it ("" when nothing comes before it)."""
+    prepared = prepare_span(path, tokens, Settings(), first_kept)
+    return "" if isinstance(prepared, NothingToCompact) else offline_summary(prepared)
+
+
+def span_rows(entries: list, ids: list[str]) -> list[dict]:
+    """The span's entries as `contextd/history/get` gives them to the hook."""
+    wanted = set(ids)
+    return [
+        {"role": text.role, "tool": text.tool, "text": text.text}
+        for entry in entries
+        if entry.id in wanted and (text := entry_text(entry))
+    ]
 
 
 def share(part: int, whole: int) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from contextd_client.agents.added_context import DEFAULT_MAX_TOKENS, added_context
+from contextd_client.agents.added_context import DEFAULT_MAX_TOKENS, added_context, holds_almost_nothing
 from contextd_client.client import ContextdClient
 from contextd_client.rpc import ContextdError
 
@@ -29,6 +29,9 @@ HOOK_SECONDS = 20.0
 """Everything a hook does, within the agent's hook timeout (30 s as installed)."""
 POLL_SECONDS = 0.2
 COMPACTION_WAIT_SECONDS = 3.0
+HISTORY_GET_IDS = 1000
+HISTORY_GET_TOKENS = 100_000
+"""`contextd/history/get`'s limits for one request."""
 COMPACTION_RECORDS = {
     "claude-code": re.compile(rb'"subtype"\s*:\s*"compact_boundary"'),
     "codex": re.compile(rb'"type"\s*:\s*"compacted"'),
@@ -77,40 +80,78 @@ class Mirror:
                     return str(row["sessionId"])
             await asyncio.sleep(POLL_SECONDS)
 
-    async def compaction(self, session: str, written: int) -> dict[str, Any] | None:
-        """The mirror's newest compaction node once it holds as many of the agent's
-        compactions as the transcript records; None if it does not within
-        COMPACTION_WAIT_SECONDS (Claude Code runs the hook before it writes the compaction)."""
+    async def compactions(self, session: str, written: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[str]]:
+        """The mirror's node of the agent's new compaction once it holds as many of the
+        agent's compactions as the transcript records (None if it does not within
+        COMPACTION_WAIT_SECONDS: Claude Code runs the hook before it writes the compaction),
+        the node of the compaction before it (None: none), and the ids of the agent's messages."""
         deadline = asyncio.get_running_loop().time() + COMPACTION_WAIT_SECONDS
         while True:
             nodes = (await self.client.tree(session))["nodes"]
-            compactions = [node for node in nodes if node["type"] == "compaction"]
-            if written and len(compactions) >= written:
-                return dict(compactions[-1])
-            if asyncio.get_running_loop().time() >= deadline:
-                return None
+            compactions = [dict(node) for node in nodes if node["type"] == "compaction"]
+            reached = bool(written) and len(compactions) >= written
+            if reached or asyncio.get_running_loop().time() >= deadline:
+                before = compactions[:-1] if reached else compactions
+                agent = [node["id"] for node in nodes if node.get("role") == "assistant"]
+                return (compactions[-1] if reached else None), (before[-1] if before else None), agent
             await asyncio.sleep(POLL_SECONDS)
 
     async def added_context(self, max_tokens: int) -> str:
         """contextd's summary of the span the agent just compacted, less what the model
         still sees: the agent's summary and the messages it kept. The span ends where the
         mirror's compaction says, or, while the compaction has not reached the mirror, at
-        the mirror's leaf (everything before it; then only the agent's summary is known)."""
+        the mirror's leaf (everything before it; then only the agent's summary is known).
+        The agent's messages of the span, and contextd's summary of the span the agent's
+        previous compaction folded when the agent's own holds almost nothing, add to it."""
         session = await self.session_id()
         written, still_seen = agent_compactions(self.agent, Path(self.transcript))
-        compaction = await self.compaction(session, written)
+        compaction, previous, agent_messages = await self.compactions(session, written)
+        if compaction is not None:
+            still_seen = "\n".join(strings_in(await self.client.context(session)))
+        ours = await self.summary(session, compaction)
+        if ours is None:
+            return ""  # nothing before the compaction that contextd could summarize
+        span = set(ours["summarizeEntryIds"])
+        entries = await self.entries(session, [entry for entry in agent_messages if entry in span])
+        earlier = await self.summary(session, previous) if previous and await self.holds_almost_nothing(session, previous) else None
+        return added_context(
+            ours["summary"], still_seen, max_tokens,
+            span_entries=entries, earlier_span=earlier["summary"] if earlier else "",
+        )
+
+    async def summary(self, session: str, compaction: dict[str, Any] | None) -> dict[str, Any] | None:
+        """contextd's summary of the span `compaction` folded (None: up to the leaf); None
+        when nothing comes before its first kept entry."""
         span: dict[str, Any] = {"sessionId": session}
         if compaction is not None:
             span["throughEntryId"] = compaction["parentId"]
             if compaction.get("firstKeptEntryId"):
                 span["firstKeptEntryId"] = compaction["firstKeptEntryId"]
-            still_seen = "\n".join(strings_in(await self.client.context(session)))
         try:
-            ours = await self.client.request("contextd/history/summarize", span)
+            return dict(await self.client.request("contextd/history/summarize", span))
         except ContextdError:
-            return ""  # nothing before the compaction that contextd could summarize
-        return added_context(ours["summary"], still_seen, max_tokens)
+            return None
 
+    async def holds_almost_nothing(self, session: str, compaction: dict[str, Any]) -> bool:
+        """Whether the agent's own summary of `compaction` holds almost nothing (encrypted)."""
+        rows = await self.entries(session, [compaction["id"]])
+        return bool(rows) and holds_almost_nothing(str(rows[0].get("text") or ""))
+
+    async def entries(self, session: str, ids: list[str]) -> list[dict[str, Any]]:
+        """The entries `ids` as `contextd/history/get` gives them, a batch at a time (a batch
+        returns what fits, the rest is asked again)."""
+        rows: list[dict[str, Any]] = []
+        pending = list(ids)
+        while pending:
+            batch = pending[:HISTORY_GET_IDS]
+            got = await self.client.request(
+                "contextd/history/get", {"sessionId": session, "entryIds": batch, "maxTokens": HISTORY_GET_TOKENS},
+            )
+            if not got["entries"]:
+                break
+            rows += got["entries"]
+            pending = list(got["omitted"]) + pending[len(batch) :]
+        return rows
 
 
 def strings_in(value: Any) -> list[str]:
