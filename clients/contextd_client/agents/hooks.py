@@ -135,7 +135,7 @@ class Mirror:
     async def holds_almost_nothing(self, session: str, compaction: dict[str, Any]) -> bool:
         """Whether the agent's own summary of `compaction` holds almost nothing (encrypted)."""
         rows = await self.entries(session, [compaction["id"]])
-        return bool(rows) and holds_almost_nothing(str(rows[0].get("text") or ""))
+        return bool(rows) and not rows[0].get("truncated") and holds_almost_nothing(str(rows[0].get("text") or ""))
 
     async def entries(self, session: str, ids: list[str]) -> list[dict[str, Any]]:
         """The entries `ids` as `contextd/history/get` gives them, a batch at a time (a batch
