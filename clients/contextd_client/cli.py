@@ -845,7 +845,7 @@ async def run_follow(args: argparse.Namespace) -> int:
         else:
             listed = await client.watch_workspace(workspace)
         mirrors = [row for row in listed["sessions"] if "source" in row]
-        shown: dict[str, None] = {row["sessionId"]: None for row in mirrors}
+        shown: dict[str, str | None] = {row["sessionId"]: None for row in mirrors}
         if not mirrors and not args.json:
             elsewhere = [row for row in (await client.session_list())["sessions"] if "source" in row]
             print(render.follow_watching(following["agents"], None if args.all else workspace, len(elsewhere)), file=sys.stderr)
@@ -858,17 +858,22 @@ async def run_follow(args: argparse.Namespace) -> int:
 
 
 async def show_mirror(
-    client: ContextdClient, args: argparse.Namespace, activity: dict[str, Any], shown: dict[str, None]
+    client: ContextdClient, args: argparse.Namespace, activity: dict[str, Any], shown: dict[str, str | None]
 ) -> None:
-    """One line for a mirrored session as it is now, fitted to the terminal; `shown`: the
-    sessions shown so far, among which an id's prefix is unique."""
-    compactions = (await client.stats(activity["sessionId"]))["compactions"]["count"]
+    """One line for a mirrored session as it is now, fitted to the terminal, then where its
+    agent compacts it when that is new; `shown`: the sessions shown so far (among which an
+    id's prefix is unique), each with the agent's point last printed for it."""
+    session_id = activity["sessionId"]
+    compactions = (await client.stats(session_id))["compactions"]["count"]
     if args.json:
         print(json.dumps({**activity, "compactions": compactions}, ensure_ascii=False), flush=True)
         return
-    shown[activity["sessionId"]] = None
+    printed, point = shown.get(session_id), render.follow_point_line(activity)
+    shown[session_id] = point
     width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
     print(render.follow_line(activity, compactions, datetime.now(), width, shown), flush=True)
+    if point is not None and point != printed:
+        print(point, flush=True)
 
 
 async def run_demo(args: argparse.Namespace) -> int:

@@ -133,6 +133,19 @@ def follow_line(
     return f"{lead}{label}  {rest}"
 
 
+def follow_point_line(activity: dict[str, Any]) -> str | None:
+    """Under a mirror's `follow_line`, where its agent compacts it (its `agentCompaction`),
+    aligned with the agent's name; None when the daemon has no point for it."""
+    point = activity["usage"].get("agentCompaction")
+    if not point:
+        return None
+    agent = AGENT_LABELS.get(str(activity.get("source", {}).get("agent", "")), "the agent")
+    indent = " " * len(f"{datetime.min:%H:%M:%S}  ")
+    if point["tokens"] is None:
+        return f"{indent}{agent} does not compact it on its own (its auto-compaction is off)"
+    return f"{indent}{agent} compacts it at ~{tokens(point['tokens'])} ({point['percent']:g}%)"
+
+
 def follow_watching(agents: Sequence[str], workspace: str | None, mirrors_elsewhere: int) -> str:
     """What `contextd follow` watches while it has nothing to show yet."""
     named = ", ".join(AGENT_LABELS.get(agent, agent) for agent in agents) or "no agent"

@@ -1059,6 +1059,11 @@ def test_a_mirror_is_picked_by_its_agents_name_and_refuses_writes_clearly(
     editor.command("Contextd status")
     status = editor.wait_note("session " + mirror)["msg"]
     assert f"read-only mirror of a Claude Code session: {transcript.path}" in status
+    # Who compacts it, where, and how the daemon knows: the point Claude Code's rule gives.
+    point = driver.run(driver.client.state(mirror))["usage"]["agentCompaction"]
+    assert point["enabled"] and point["tokens"] == 167_000  # the fixture's 200k model, no settings
+    assert "Claude Code compacts this session itself at ~167k tokens (84%); contextd never compacts a mirror" in status
+    assert f"how contextd knows: {point['basis']}" in status
     editor.command("Contextd preview")  # a dry run reads only
     assert "compaction preview" in editor.wait_note("compaction preview")["msg"]
 
@@ -1083,6 +1088,16 @@ def test_an_unnamed_mirror_is_listed_by_its_transcripts_file_name(editor: Editor
     assert item.startswith(
         "  Codex · rollout-1.jsonl (read-only mirror) · 3 entries · 1k tokens · "
     )
+
+
+def test_a_mirrors_status_says_when_its_agent_does_not_compact_on_its_own(editor: Editor) -> None:
+    basis = "DISABLE_AUTO_COMPACT is set in the environment: Claude Code does not compact on its own (/compact still does)"
+    off = {"enabled": False, "tokens": None, "percent": None, "basis": basis}
+    lines = editor.lua("return require('contextd.format').agent_point_lines('Claude Code', ...)", off)
+    assert lines == [
+        "Claude Code does not compact this session on its own (its auto-compaction is off); contextd never compacts a mirror",
+        f"how contextd knows: {basis}",
+    ]
 
 
 def test_follow_settings_of_setup_reach_the_shared_daemon(editor: Editor, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -48,6 +49,49 @@ def test_follow_prints_a_line_per_change_of_a_mirror_until_interrupted(tmp_path:
     assert first["source"] == {"agent": "pi", "path": str(transcript)}
     assert later["sessionId"] == first["sessionId"] and later["compactions"] == 0
     assert later["usage"]["tokens"] > first["usage"]["tokens"]
+
+
+def figure(line: str) -> str:
+    """"84,000/200,000" of a `contextd follow` line."""
+    found = re.search(r"  ([\d,]+/[\d,]+)  ", line)
+    assert found, line
+    return found.group(1)
+
+
+def test_follow_names_where_the_agent_compacts_under_a_mirrors_first_line(tmp_path: Path) -> None:
+    lines = corpus_lines("pi-coffee-single-task.jsonl.gz")
+    workspace = json.loads(lines[0])["cwd"]
+    home = tmp_path / "home"
+    (home / ".pi/agent").mkdir(parents=True)
+    (home / ".pi/agent/settings.json").write_text(json.dumps({"compaction": {"reserveTokens": 50_000}}))
+    transcript = home / ".pi/agent/sessions/--coffee--/2025-10-05_abc.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_bytes(b"".join(lines[: len(lines) // 2]))
+    follower = subprocess.Popen(
+        [*CONTEXTD, "--data-dir", str(tmp_path / "data"), "follow", "--workspace", workspace],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(home)},
+    )
+    assert follower.stdout is not None
+    watchdog = threading.Timer(90, follower.kill)  # never hang the suite
+    watchdog.start()
+    try:
+        first, point = follower.stdout.readline(), follower.stdout.readline()
+        with open(transcript, "ab") as handle:
+            handle.write(b"".join(lines[len(lines) // 2 :]))
+        later = [follower.stdout.readline()]
+        while later[-1] and figure(later[-1]) == figure(first):  # until the figure moves
+            later.append(follower.stdout.readline())
+    finally:
+        watchdog.cancel()
+        follower.send_signal(signal.SIGINT)
+        follower.wait(timeout=20)
+    assert later[-1], (first, point, later, follower.stderr.read() if follower.stderr else "")
+    window = int(figure(first).split("/")[1].replace(",", ""))
+    # pi's rule with the user's reserveTokens: the window less 50,000, under the agent's name.
+    assert first.split()[1] == "pi", first
+    assert point == f"          pi compacts it at ~{window - 50_000:,} ({round(100 * (window - 50_000) / window, 1):g}%)\n"
+    # The point did not move: the later lines do not repeat it.
+    assert not [line for line in later if "compacts it" in line], later
 
 
 def test_follow_refuses_a_workspace_and_all_at_once(tmp_path: Path) -> None:

@@ -353,8 +353,23 @@ function M.status_lines(state, server_version)
   local agent = M.agent_name(state.source)
   if agent then
     table.insert(lines, string.format("read-only mirror of a %s session: %s", agent, state.source.path or "?"))
+    vim.list_extend(lines, M.agent_point_lines(agent, usage.agentCompaction))
   end
   return lines
+end
+
+--- Who compacts a mirror and where: its agent, at the point the daemon worked out from the
+--- agent's rule and settings (a tokenUsage's `agentCompaction`), and how it knows.
+function M.agent_point_lines(agent, point)
+  local never = "; contextd never compacts a mirror"
+  if type(point) ~= "table" then
+    return { agent .. " compacts this session itself, when it decides to" .. never }
+  end
+  local who = string.format("%s does not compact this session on its own (its auto-compaction is off)", agent)
+  if point.enabled and present(point.tokens) then
+    who = string.format("%s compacts this session itself at ~%s tokens (%s)", agent, M.tokens(point.tokens), M.percent(point.percent))
+  end
+  return { who .. never, "how contextd knows: " .. tostring(point.basis or "?") }
 end
 
 function M.preview_lines(plan)
