@@ -10,7 +10,9 @@ before it (one of a fact's strings, case and spacing aside):
 - agent: the share the model sees after the agent's compaction alone (its summary, what it
   kept, the standing instructions);
 - + contextd: the same with the context `contextd hook` adds (contextd's offline summary of
-  the span, less what the model still sees after the compaction, within --max-tokens);
+  the span, the agent's messages of the span, and contextd's summary of the span before when
+  the agent's summary of it holds almost nothing; less what the model still sees after the
+  compaction, within --max-tokens; --show prints it and the facts still missing);
 - search: the share a `history_search` with the fact's key words finds (one of the top
   --limit hits holds one of its strings), on the SQLite FTS5 index the daemon uses.
 Goals: >= 90% with contextd, >= 95% found by search.
