@@ -8,7 +8,7 @@ from contextd_client import ContextdClient
 from contextd_client.agents import hooks
 from contextd_client.agents.hooks import Mirror
 
-from tests.agents.test_history_methods import compacted_session
+from tests.agents.sessions import compacted_session
 from tests.client.helpers import long_conversation
 
 
