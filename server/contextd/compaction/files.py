@@ -54,16 +54,20 @@ def patched_paths(call: ToolCall) -> list[str]:
 SHELL_READERS = frozenset({"cat", "nl", "head", "tail", "bat", "less", "more"})
 """Shell programs that show a file's content: running one on a file reads it."""
 _CHAIN_PREFIX = re.compile(r"^(?:cd\s+\S+\s*(?:&&|;)\s*)+")
+_NOT_A_PLAIN_READ = re.compile(r"\||&&|;|>|\$\(")
+"""Pipes, chains, redirections and substitutions: the output is not simply the file's."""
 
 
 def shell_read_paths(call: ToolCall) -> list[str]:
     """Files a shell call shows whole or in part (`cat a.md`, `sed -n '1,80p' src/x.ts`,
     `nl -ba a.md`): agents without a read tool (Codex) read files this way."""
     command = next((v for k in ("command", "cmd") if isinstance(v := call.arguments.get(k), str)), "")
-    command = _CHAIN_PREFIX.sub("", command.strip())
-    if not command or any(mark in command for mark in ("|", "&&", ";", ">", "$(")):
-        return []
-    if not may_start_with_reader(command):  # before shlex, which costs 50 µs a command
+    command = command.strip()
+    if command.startswith("cd"):
+        command = _CHAIN_PREFIX.sub("", command)
+    # The quick test first: most commands run no reader, and then shlex (50 µs a command)
+    # and the search for pipes and redirections are not needed.
+    if not command or not may_start_with_reader(command) or _NOT_A_PLAIN_READ.search(command):
         return []
     try:
         words = shlex.split(command)
@@ -108,7 +112,8 @@ def collect_files(
     for details in carried:
         read.update(details.readFiles)
         modified.update(details.modifiedFiles)
-    for call in _tool_calls(messages):
+    calls = [block for m in messages if m.role == "assistant" for block in m.content if block.type == "toolCall"]
+    for call in calls:
         if call.name in modify_tools:
             if call.id in failed:
                 continue
@@ -143,12 +148,6 @@ def format_file_lists(files: FileDetails) -> str:
 def without_file_lists(summary: str) -> str:
     """A summary without its file list blocks, which are carried in details and re-appended."""
     return FILE_LIST_BLOCK.sub("", summary).rstrip()
-
-
-def _tool_calls(messages: Iterable[Message]) -> Iterator[ToolCall]:
-    for message in messages:  # by tag: a model's isinstance is slow to say no
-        if message.role == "assistant":
-            yield from message.tool_calls
 
 
 def _string_values(value: Any) -> Iterator[str]:
