@@ -58,7 +58,8 @@ def _assistant_lines(message: AssistantMessage, tool_text_max_chars: int | None)
         if block.type == "text":
             text.append(block.text)
         elif block.type == "thinking":
-            thinking.append(block.thinking)
+            if block.thinking:  # an empty one only says the answer reasoned (encrypted, unseen)
+                thinking.append(block.thinking)
         else:
             calls.append(_call_text(block, tool_text_max_chars))
     lines: list[str] = []

@@ -163,6 +163,11 @@ class CodexImporter(StreamingImporter):
         return self.imported(converter.meta, "id", None, self.builder.finish(max(self.last_line, 1)))
 
 
+def _readable(block: dict[str, Any]) -> bool:
+    """Whether an answer's block holds anything but the mark of reasoning without text."""
+    return block["type"] != "thinking" or bool(block["thinking"])
+
+
 def _dumped(usage: Usage | None) -> dict[str, Any] | None:
     return usage.model_dump(mode="json") if usage is not None else None
 
@@ -250,11 +255,10 @@ class _Converter:
         if kind == "message":
             self.message(line, item, timestamp)
         elif kind == "reasoning":
+            # Reasoning with no readable text (only encrypted content) is still reasoning the
+            # provider counts until the turn ends: an empty thinking block keeps that known.
             text = text_of(item.get("summary") or []) or text_of(item.get("content") or [])
-            if text:
-                self.add_to_answer(line, {"type": "thinking", "thinking": text}, timestamp)
-            else:
-                self.problems.append(Problem(line, "skipped", "reasoning with no readable text (only encrypted content)"))
+            self.add_to_answer(line, {"type": "thinking", "thinking": text}, timestamp)
         elif kind in CALL_TYPES:
             self.call(line, kind, item, timestamp)
         elif kind in OUTPUT_TYPES:
@@ -354,15 +358,17 @@ class _Converter:
         if self.answered:
             self.flush_answer()
         self.settle_meta_instructions()
-        if not self.answer:
+        if not any(map(_readable, self.answer)):
+            # An answer is known by its first readable item's line: its id stays what it was
+            # before reasoning without text was kept.
             self.answer_start = (line, timestamp)
         self.answer.append(block)
 
     def flush_answer(self) -> None:
         blocks, self.answer = self.answer, []
         self.answered = False
-        if not blocks:
-            return
+        if not any(map(_readable, blocks)):
+            return  # nothing but reasoning without text (an interrupted response)
         line, timestamp = self.answer_start
         has_calls = any(block["type"] == "toolCall" for block in blocks)
         data: dict[str, Any] = {"role": "assistant", "content": blocks, "stopReason": "toolUse" if has_calls else "stop"}
