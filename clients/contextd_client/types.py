@@ -271,7 +271,7 @@ class CompactionFinished(TypedDict):
     sessionId: str
     compactionId: str
     reason: CompactionReason
-    outcome: Literal["compacted", "failed", "aborted", "cancelled", "promoted"]
+    outcome: Literal["compacted", "failed", "aborted", "cancelled", "promoted", "skipped"]
     tokensBefore: int
     tokensAfter: NotRequired[int]
     entryId: NotRequired[str]

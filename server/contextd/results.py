@@ -239,7 +239,7 @@ CompactionReason = TypeAliasType(
 events too, and a mirror its agent's own compactions (`agent`)."""
 
 CompactionOutcome = TypeAliasType(
-    "CompactionOutcome", Literal["compacted", "failed", "aborted", "cancelled", "promoted"]
+    "CompactionOutcome", Literal["compacted", "failed", "aborted", "cancelled", "promoted", "skipped"]
 )
 """`promoted`: no summary; the session moved to a larger model (compaction.promotion)."""
 

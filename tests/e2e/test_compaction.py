@@ -145,6 +145,33 @@ async def test_threshold_compaction_runs_by_itself(make_daemon):
     assert daemon.received("contextd/compactionStarted", reason="threshold")
 
 
+async def test_a_threshold_with_nothing_to_compact_is_reported_once_while_over_it(make_daemon):
+    # The kept recent part is larger than the window: past the threshold, nothing to fold.
+    daemon = await make_daemon(settings=small_window(compaction={"keepRecentTokens": 100_000}))
+    session = (await daemon.open_session())["sessionId"]
+    first = await daemon.request("contextd/session/append", {"sessionId": session, "messages": [user("start")]})
+    appended = await append_turns(daemon, session, range(14))
+    assert appended["usage"]["tokens"] >= appended["usage"]["thresholdTokens"]
+    skipped = await daemon.wait_for("contextd/compactionFinished", sessionId=session, reason="threshold")
+    assert skipped["outcome"] == "skipped" and not skipped["willRetry"]
+    assert skipped["error"].startswith("nothing to compact: the history's ")
+    assert "fit in the 100,000 recent tokens a compaction keeps" in skipped["error"]
+    assert daemon.received("contextd/compactionStarted", sessionId=session)[0]["compactionId"] == skipped["compactionId"]
+
+    await append_turns(daemon, session, range(14, 16))  # still over: said once
+    await daemon.request("contextd/session/state", {"sessionId": session})  # answered after the triggers ran
+    assert len(daemon.received("contextd/compactionFinished", sessionId=session)) == 1
+
+    # Back under the threshold, then over it again: said again.
+    await daemon.request("contextd/navigate", {"sessionId": session, "targetId": first["entryIds"][0]})
+    under = await daemon.request("contextd/session/append", {"sessionId": session, "messages": [user("again")]})
+    assert under["usage"]["tokens"] < under["usage"]["thresholdTokens"]
+    await append_turns(daemon, session, range(14))
+    await daemon.request("contextd/session/state", {"sessionId": session})  # answered after the triggers ran
+    assert [f["outcome"] for f in daemon.received("contextd/compactionFinished", sessionId=session)] == ["skipped"] * 2
+    assert daemon.received("contextd/sessionChanged", sessionId=session, cause="compaction") == []
+
+
 async def test_pruning_comes_first_and_can_be_enough(make_daemon):
     daemon = await make_daemon(
         settings=small_window(pruning={"enabled": True, "protectTokens": 3_000, "minimumSavings": 1_000})

@@ -422,6 +422,27 @@ def test_an_automatic_compaction_is_announced(editor: Editor) -> None:
     assert note["msg"].endswith(f"tokens: {compaction['shortSummary']}")  # what it kept, in a line
 
 
+def test_a_full_session_with_nothing_to_compact_says_why_and_what_to_do_once(editor: Editor) -> None:
+    # The recent part a compaction keeps holds the whole history: past the threshold, nothing to fold.
+    settings = {"compaction": {"keepRecentTokens": 100_000, "thresholdTokens": 3000}, "pruning": {"enabled": False}}
+    session_id = editor.setup(settings=settings)
+    editor.append(long_turns(4))
+    note = editor.wait_note("not compacted: the threshold compaction found nothing to compact: the history's")
+    assert note["level"] == WARN
+    assert "fit in the 100,000 recent tokens a compaction keeps" in note["msg"]
+    assert "what to do: :Contextd handoff continues in a fresh session" in note["msg"]
+    assert not session_entries(editor, session_id, "compaction")
+
+    # Still over the threshold: the next append does not say it again; the status keeps saying it.
+    editor.append(long_turns(5)[8:])
+    editor.command("Contextd status")  # answered after the append's triggers ran
+    status = editor.wait_note("session " + session_id)["msg"]
+    assert "not compacted: the threshold compaction found nothing to compact" in status
+    assert "what to do: :Contextd handoff" in status
+    announced = [n for n in editor.notes() if "not compacted" in n["msg"] and n["msg"] != status]
+    assert len(announced) == 1, announced
+
+
 def test_a_full_context_promoted_to_a_larger_model_says_so_once(editor: Editor) -> None:
     settings = {
         "models": {"claude-sonnet-4-5-1m": {"contextWindow": 1_000_000}},

@@ -229,6 +229,12 @@ export function attentionLines(status: SessionStatus, options: TooltipOptions = 
       "What to do: Compact Now to try again; if it fails again, check the contextd.summarizer settings (the contextd output has the details).",
     ];
   }
+  if (last?.outcome === "skipped") {
+    return [
+      `Not compacted: the ${last.reason} compaction found ${escapeMarkdown(last.error ?? "nothing to compact")}.`,
+      "What to do: Hand Off continues in a fresh session; a smaller contextd.compaction.keepRecentTokens leaves a compaction older history to fold.",
+    ];
+  }
   if (last?.outcome === "aborted" || last?.outcome === "cancelled") {
     return [`Not compacted: the last compaction was ${last.outcome}. Compact Now runs it again.`];
   }
@@ -269,6 +275,8 @@ export function compactionOutcomeText(result: Omit<CompactionResult, "finishedAt
       return "cancelled";
     case "promoted":
       return `moved to the larger model ${result.model ?? "(unknown)"} instead of compacting`;
+    case "skipped":
+      return `not compacted: ${result.error ?? "nothing to compact"}`;
   }
 }
 

@@ -21,7 +21,8 @@ export type ChangeCause =
   | "deleted";
 export type CompactionReason =
   "manual" | "threshold" | "overflow" | "incomplete" | "idle" | "handoff" | "branch" | "agent";
-export type CompactionOutcome = "compacted" | "failed" | "aborted" | "cancelled" | "promoted";
+export type CompactionOutcome =
+  "compacted" | "failed" | "aborted" | "cancelled" | "promoted" | "skipped";
 
 export interface Protocol {
   results: Results;

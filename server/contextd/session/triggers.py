@@ -32,6 +32,10 @@ log = logging.getLogger(__name__)
 class CompactionTriggers(CompactionJobs):
     """Starts compactions (or handoffs) on its own when the context calls for one."""
 
+    _skip_reported = False
+    """A threshold compaction found nothing to compact and said so; said again only once the
+    context has been under the threshold (each append over it would otherwise repeat it)."""
+
     @property
     def auto_compaction(self) -> bool:
         compaction = self.settings.compaction
@@ -52,6 +56,8 @@ class CompactionTriggers(CompactionJobs):
         self._check_threshold()
 
     def _check_threshold(self) -> None:
+        if self.tokens < self.threshold_tokens:
+            self._skip_reported = False
         if not self.auto_compaction or self._busy() or self.tokens < self.threshold_tokens:
             return
         self._prune_if_worth_it()
@@ -108,7 +114,7 @@ class CompactionTriggers(CompactionJobs):
                 # The client was told to resend once this compaction is done.
                 self._report_failure(reason, str(error))
             else:
-                log.info("session %s: %s compaction skipped: %s", self.session_id, reason, error)
+                self._report_skip(reason, str(error))
         except (CompactionFailed, CompactionRunning, CompactionVetoed) as error:
             log.warning("session %s: %s compaction: %s", self.session_id, reason, error)
 
@@ -134,6 +140,14 @@ class CompactionTriggers(CompactionJobs):
     def _report_failure(self, reason: CompactionReason, error: str) -> None:
         """A compaction that cannot start is still reported, so clients can stop waiting."""
         self._finish(self._start_instant_job(reason, "Compacting"), outcome="failed", error=error)
+
+    def _report_skip(self, reason: CompactionReason, why: str) -> None:
+        """A full session left as it is is reported once, so clients can say why and what to
+        do (the recent part a compaction keeps holds nearly all of it)."""
+        log.info("session %s: %s compaction skipped: %s", self.session_id, reason, why)
+        if not self._skip_reported:
+            self._skip_reported = True
+            self._finish(self._start_instant_job(reason, "Compacting"), outcome="skipped", error=why)
 
     def _start_instant_job(self, reason: CompactionReason, progress: str) -> dict[str, Any]:
         """compactionStarted (and `$/progress` begin) of a job that finishes at once; `_finish`

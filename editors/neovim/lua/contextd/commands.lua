@@ -58,6 +58,11 @@ function M.status()
     state.usage = result.usage or state.usage
     state.changed()
     local lines = format.status_lines(result, state.server_version)
+    local usage = result.usage or {}
+    local over = format.present(usage.tokens) and format.present(usage.thresholdTokens) and usage.tokens >= usage.thresholdTokens
+    if state.skipped and over then
+      vim.list_extend(lines, format.skip_lines(state.skipped))
+    end
     if state.idle and state.idle.state == "armed" then
       table.insert(lines, "idle compaction at " .. format.local_time(state.idle.dueAt, "%H:%M:%S"))
     end

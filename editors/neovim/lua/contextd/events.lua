@@ -83,6 +83,8 @@ local function finished_message(finished)
       format.tokens(finished.contextWindow)
     ),
       levels.INFO
+  elseif finished.outcome == "skipped" then
+    return table.concat(format.skip_lines(finished), "\n"), levels.WARN
   elseif finished.outcome == "failed" then
     local retry = finished.willRetry and ", will retry" or ""
     return string.format("compaction (%s) failed%s: %s", reason, retry, finished.error or "?"),
@@ -96,6 +98,7 @@ local function on_compaction_finished(_, finished)
     return
   end
   state.compacting = nil
+  state.skipped = finished.outcome == "skipped" and finished or nil
   state.changed()
   local stopped = finished.outcome == "aborted" or finished.outcome == "cancelled"
   if stopped and REQUEST_BY_REASON[finished.reason] then

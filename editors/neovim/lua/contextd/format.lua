@@ -358,6 +358,15 @@ function M.status_lines(state, server_version)
   return lines
 end
 
+--- Why a full session was not compacted, and what to do, from a compactionFinished body
+--- with outcome "skipped" (the recent part a compaction keeps holds all of the history).
+function M.skip_lines(finished)
+  return {
+    string.format("not compacted: the %s compaction found %s", finished.reason or "?", finished.error or "nothing to compact"),
+    "what to do: :Contextd handoff continues in a fresh session; a smaller compaction.keepRecentTokens leaves a compaction older history to fold",
+  }
+end
+
 --- Who compacts a mirror and where: its agent, at the point the daemon worked out from the
 --- agent's rule and settings (a tokenUsage's `agentCompaction`), and how it knows.
 function M.agent_point_lines(agent, point)

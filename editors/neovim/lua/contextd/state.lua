@@ -16,6 +16,9 @@ local M = {
   latest = nil,
   compacting = nil, -- the contextd/compactionStarted body while one runs
   idle = nil, -- the latest contextd/idleTimer body of the current session
+  -- The current session's last automatic compaction that found nothing to compact (its
+  -- contextd/compactionFinished body), until a compaction ends otherwise.
+  skipped = nil,
   handoff_requested = nil, -- true while a handoff the user asked for waits for its answer
   configured = false, -- setup() was called
   started_once = false, -- the daemon was started since setup() (autostart = false starts it lazily)
@@ -38,6 +41,7 @@ function M.reset(status)
   M.latest = nil
   M.compacting = nil
   M.idle = nil
+  M.skipped = nil
   M.changed()
 end
 
@@ -53,6 +57,7 @@ function M.adopt_session(session)
   M.latest = nil
   M.compacting = session.compacting and (M.compacting or { reason = "unknown" }) or nil
   M.idle = nil
+  M.skipped = nil
   M.status = "running"
   M.changed()
 end

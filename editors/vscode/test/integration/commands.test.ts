@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished, TestContext } from "vitest";
 import * as commands from "../../src/commands";
 import { CompactionProgress } from "../../src/compactionProgress";
+import { statusTooltip } from "../../src/format";
 import { Method } from "../../src/protocol";
 import type { TreeRow } from "../../src/treeItems";
 import { eventually, settingsWith, TestDaemon } from "../support/daemon";
@@ -313,6 +314,36 @@ describe("compactions the daemon starts", () => {
       const error = await eventually(() => ui.messages("error")[0]);
       expect(error).toMatch(/^contextd: compaction of auto fails failed: .*400/);
       expect(ui.progresses[0]?.done).toBe(true);
+    } finally {
+      await daemon.configure(testSettings());
+    }
+  });
+
+  it("that find nothing to compact say why in the tooltip, once", async (context) => {
+    await requireMethod(context, Method.compact);
+    const sessionId = await sessionWithHistory("all recent", 4);
+    // Every entry is among the recent ones a compaction keeps: above the threshold, nothing to fold.
+    const compaction = { thresholdTokens: tokensOf(sessionId) + 100, keepRecentTokens: 100_000 };
+    await daemon.configure(testSettings({ compaction, pruning: { enabled: false } }));
+    const finishedEvents = () => daemon.notificationsOf("contextd/compactionFinished").filter((n) => n.sessionId === sessionId);
+    try {
+      await daemon.sessions.append(sessionId, conversation(3, 300).slice(1));
+      const [finished] = await eventually(() => (finishedEvents().length ? finishedEvents() : undefined));
+      expect(finished).toMatchObject({ reason: "threshold", outcome: "skipped" });
+      expect(finished.error).toMatch(/^nothing to compact: the history's [\d,]+ tokens fit in the 100,000 recent tokens/);
+      const status = await eventually(() => {
+        const shown = daemon.sessions.status.get(sessionId);
+        return shown?.lastCompaction?.outcome === "skipped" ? shown : undefined;
+      });
+      const tooltip = statusTooltip(status, Date.now()).join("\n");
+      expect(tooltip).toContain("Not compacted: the threshold compaction found nothing to compact: the history's");
+      expect(tooltip).toContain("What to do: Hand Off continues in a fresh session");
+      expect(ui.messages("error")).toEqual([]);
+
+      // Still over the threshold: the next append does not say it again.
+      await daemon.sessions.append(sessionId, conversation(2, 300).slice(1));
+      await daemon.sessions.context(sessionId); // answered after the append's triggers ran
+      expect(finishedEvents()).toHaveLength(1);
     } finally {
       await daemon.configure(testSettings());
     }

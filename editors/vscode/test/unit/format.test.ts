@@ -3,6 +3,7 @@ import {
   agentName,
   attentionLines,
   breakdownLine,
+  compactionOutcomeText,
   describeCompaction,
   describePreview,
   escapeMarkdown,
@@ -235,6 +236,15 @@ describe("why a full session was not compacted", () => {
     expect(lines[0]).toBe("Not compacted: the last compaction (threshold) failed: HTTP 529 overloaded.");
     expect(lines[1]).toMatch(/^What to do: Compact Now to try again/);
     expect(statusTooltip(status(194_000, { lastCompaction: failed }), 0).join("\n")).toContain("Not compacted: the last compaction");
+  });
+
+  it("says why a threshold compaction found nothing to compact and what to do", () => {
+    const error = "nothing to compact: the history's 9,000 tokens fit in the 20,000 recent tokens a compaction keeps";
+    const skipped = { outcome: "skipped" as const, reason: "threshold" as const, error, finishedAt: 0 };
+    const lines = attentionLines(status(180_000, { lastCompaction: skipped }));
+    expect(lines[0]).toBe(`Not compacted: the threshold compaction found ${error}.`);
+    expect(lines[1]).toMatch(/^What to do: Hand Off .*contextd\.compaction\.keepRecentTokens/);
+    expect(compactionOutcomeText(skipped)).toBe(`not compacted: ${error}`);
   });
 
   it("says when automatic compaction is off, and when nothing ran", () => {
