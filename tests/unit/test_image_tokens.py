@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import gzip
 import json
 import struct
 import zlib
@@ -18,8 +17,7 @@ from contextd.session import SessionManager, SilentEvents
 from contextd.store import Store
 from contextd.tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, ImageRule, count_message, resolve_model
 from contextd.tokens.images import anthropic_tokens, image_size, image_tokens, openai_tokens
-
-REAL = Path(__file__).parents[1] / "fixtures" / "real"
+from tests.corpus import read_text
 
 
 def b64(raw: bytes) -> str:
@@ -137,9 +135,8 @@ def real_images(name: str) -> Iterator[str]:
             for child in value:
                 yield from walk(child)
 
-    with gzip.open(REAL / name, "rt") as lines:
-        for line in lines:
-            yield from walk(json.loads(line))
+    for line in read_text(name).splitlines():
+        yield from walk(json.loads(line))
 
 
 def test_a_real_screenshot_costs_what_each_provider_charges_for_its_size() -> None:

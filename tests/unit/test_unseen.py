@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from contextd.importers import IMPORTERS, save
 from contextd.model import AssistantMessage, Message, Settings, ThinkingContent, Usage
 from contextd.session import LiveSession, SessionManager, SilentEvents
 from contextd.store import Store
 from contextd.tokens import count_message
 from pydantic import TypeAdapter
 
+from tests.corpus import read_text
 from tests.factories import assistant, coding_turn, result, user
 
 SYSTEM_PROMPT_TOKENS = 18_000
@@ -219,3 +221,50 @@ def test_a_new_turn_drops_the_reasoning_the_last_report_held(tmp_path):
     assert session.tokens == held - reasoning + count_message(request[0], encoding)
     sessions.close_all()
     assert sessions.get(session.session_id).tokens == held - reasoning + count_message(request[0], encoding)
+
+
+def overflow(prompt: int) -> AssistantMessage:
+    """The provider's refusal of a prompt too long, stating its size (GLM's wording)."""
+    message = f"Request {prompt} input tokens exceeds the model's maximum context length 202750"
+    return AssistantMessage(stopReason="error", errorKind="context_overflow", errorMessage=message)
+
+
+def sent_tokens(session: LiveSession) -> int:
+    return sum(count_message(item.message, session.model_info.encoding) for item in session.context_items())
+
+
+def test_an_overflow_that_states_the_prompt_teaches_what_reports_of_zeros_could_not(tmp_path):
+    # Claude Code in front of GLM writes usage of all zeros: no report teaches the unseen part.
+    sessions, session = new_session(tmp_path)
+    for index in range(4):
+        for message in messages_of(coding_turn(index)):
+            if isinstance(message, AssistantMessage):
+                message.usage = Usage(input=0, output=0)
+            session.append_messages([message])
+    assert session.unseen_tokens == 0
+    session.append_messages([overflow(sent_tokens(session) + SYSTEM_PROMPT_TOKENS)])
+    assert session.unseen_tokens == SYSTEM_PROMPT_TOKENS
+    shown = session.tokens
+    sessions.close_all()
+    # A restart derives the same from the file.
+    reloaded = manager(tmp_path).get(session.session_id)
+    assert (reloaded.unseen_tokens, reloaded.tokens) == (SYSTEM_PROMPT_TOKENS, shown)
+
+
+def test_an_overflow_within_drift_of_the_known_unseen_part_changes_nothing(tmp_path):
+    _, session = new_session(tmp_path)
+    reporting(session, range(4), SYSTEM_PROMPT_TOKENS)
+    session.append_messages([overflow(sent_tokens(session) + SYSTEM_PROMPT_TOKENS + 500)])
+    assert session.unseen_tokens == SYSTEM_PROMPT_TOKENS
+
+
+def test_a_real_glm_session_learns_its_unseen_part_from_the_overflow_that_states_it(tmp_path):
+    # claude-code-vps-glm47: Claude Code in front of GLM 4.7, whose every report is zeros.
+    imported = IMPORTERS["claude-code"](read_text("claude-code-vps-glm47.jsonl.gz").splitlines())
+    session_id, _ = save(imported, tmp_path, workspace="/ws", name=None)
+    session = manager(tmp_path).get(session_id)
+    assert session.unseen_tokens == 0
+    counted = session.tokens
+    session.append_messages([overflow(counted + 30_000)])
+    assert session.unseen_tokens == 30_000
+    assert counted + 30_000 <= session.tokens <= counted + 30_000 + 50  # the refusal's own framing

@@ -56,7 +56,7 @@ from contextd.tokens import (
     count_text,
     resolve_model,
 )
-from contextd.tokens.calibration import CalibrationLedger, learn, prompt_tokens
+from contextd.tokens.calibration import CalibrationLedger, learn
 from contextd.tokens.context_size import (
     TokenFigure,
     breakdown,
@@ -69,7 +69,7 @@ from contextd.tokens.context_size import (
     reports_context,
 )
 from contextd.tokens.registry import best_match
-from contextd.tokens.unseen import UnseenState, grew_past_counting, learn_unseen, unseen_prior
+from contextd.tokens.unseen import UnseenState, grew_past_counting, learn_unseen, reported_prompt, unseen_prior
 
 if TYPE_CHECKING:
     from contextd.session.running import RunningCompaction
@@ -380,15 +380,16 @@ class LiveState(ABC):
             if isinstance(message, AssistantMessage):
                 for call in message.tool_calls:
                     self._pending_calls[call.id] = call.name
+                prompt = reported_prompt(message)
+                if prompt is not None and self._teaches_unseen(prompt):
+                    self._learn_unseen()
+                    if not reports_context(message):
+                        # An overflow stating its prompt anchors nothing: the figure is
+                        # counted again with the unseen part it taught.
+                        self._figure = self.figure_of(self._path)
+                        return
                 if message.usage is not None and reports_context(message):
-                    # A new anchor; the answer may also have taught the calibration, and
-                    # the unseen part when it is its stretch's first report or its prompt
-                    # outgrew the figure (tools the agent connected: tokens/unseen.py).
-                    expected = self._figure.tokens if self._figure.anchored else None
-                    if not self._unseen.settled or (
-                        expected is not None and grew_past_counting(prompt_tokens(message.usage), expected)
-                    ):
-                        self._learn_unseen()
+                    # A new anchor (the answer may also have taught the calibration).
                     self._figure = TokenFigure(
                         message.usage.context_tokens,
                         0,
@@ -405,6 +406,13 @@ class LiveState(ABC):
         self._figure = self._figure.plus(self.entry_tokens[entry.id]).calibrated(self.calibration)
         if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage) and not entry.message.failed:
             self._widen_window(self._figure.tokens)  # the model answered this context: it fit
+
+    def _teaches_unseen(self, prompt: int) -> bool:
+        """Whether an answer whose provider stated `prompt` teaches the unseen part: it is its
+        stretch's first report, or its prompt outgrew the figure (tools the agent connected:
+        tokens/unseen.py)."""
+        expected = self._figure.tokens if self._figure.anchored else None
+        return not self._unseen.settled or (expected is not None and grew_past_counting(prompt, expected))
 
     def _reasoning_dropped(self) -> int:
         """What a user message just appended makes the provider drop from the anchoring

@@ -36,10 +36,11 @@ from contextd.model import (
     CompactionEntry,
     Entry,
     HandoffEntry,
+    Message,
     MessageEntry,
     UserMessage,
 )
-from contextd.tokens.calibration import prompt_tokens
+from contextd.tokens.calibration import prompt_tokens, stated_prompt_tokens
 from contextd.tokens.context_size import context_tokens_of, reports_context
 
 
@@ -139,14 +140,12 @@ def learn_unseen(
             model = entry.model
         elif entry.type == "handoff" and entry.unseenTokens is not None:
             evidence, settled = _known(UnseenEvidence(entry.unseenTokens, 0)), False
-        elif entry.type == "message" and reports_context(entry.message):
-            assert isinstance(entry.message, AssistantMessage) and entry.message.usage is not None
-            usage = entry.message.usage
+        elif entry.type == "message" and (prompt := reported_prompt(entry.message)) is not None:
             taught = _Evidence(path, index + 1, entry_tokens, pruned_tokens, calibration)
             since = _Since(reported, counted) if reported is not None else None
-            if not settled or _grew(prompt_tokens(usage), since, evidence, taught, calibration):
+            if not settled or _grew(prompt, since, evidence, taught, calibration):
                 evidence, settled = taught, True
-            reported, counted = usage.context_tokens, 0  # the report holds the answer itself
+            reported, counted = _context_after(entry.message, prompt), 0
         elif reported is not None:
             counted += entry_tokens.get(entry.id, 0)
     return UnseenState(evidence() if evidence is not None else None, settled)
@@ -176,6 +175,26 @@ class _Evidence:
             before = self._path[: self._end]
             self._value = evidence_at(before, self._entry_tokens, self._pruned_tokens, calibration=self._calibration)
         return self._value
+
+
+def reported_prompt(message: Message) -> int | None:
+    """The prompt a provider said it was sent for this answer: a valid report's, or the size a
+    context-overflow error states (a provider whose usage reports zeros, as GLM's through
+    Claude Code, may still state it there); None when it said none."""
+    if reports_context(message):
+        assert isinstance(message, AssistantMessage) and message.usage is not None
+        return prompt_tokens(message.usage)
+    if isinstance(message, AssistantMessage) and message.errorKind == "context_overflow":
+        return stated_prompt_tokens(message.errorMessage)
+    return None
+
+
+def _context_after(message: Message, prompt: int) -> int:
+    """The context after an answer that reported `prompt`: a report holds the answer itself,
+    an overflow answered nothing."""
+    if isinstance(message, AssistantMessage) and message.usage is not None and not message.failed:
+        return message.usage.context_tokens
+    return prompt
 
 
 def _known(evidence: UnseenEvidence) -> Callable[[], UnseenEvidence]:
@@ -213,7 +232,7 @@ def first_unseen(
     """The first evidence `path` teaches (None if it teaches none): what a session tells
     about its agent, the value the corpus's priors are derived from."""
     for index, entry in enumerate(path):
-        if isinstance(entry, MessageEntry) and reports_context(entry.message):
+        if isinstance(entry, MessageEntry) and reported_prompt(entry.message) is not None:
             evidence = learn_unseen(path[: index + 1], entry_tokens, pruned_tokens, calibration=calibration).evidence
             if evidence is not None:
                 return evidence
@@ -223,14 +242,15 @@ def first_unseen(
 def evidence_at(
     path: Sequence[Entry], entry_tokens: Mapping[str, int], pruned_tokens: Callable[[int], int], *, calibration: float
 ) -> UnseenEvidence:
-    """The evidence of the answer ending `path` (a valid report): what it was sent is the
-    context before it, with the prunes made before it."""
+    """The evidence of the answer ending `path` (a valid report, or an overflow that states
+    its prompt): what it was sent is the context before it, with the prunes made before it."""
     answer, before = path[-1], path[:-1]
-    assert isinstance(answer, MessageEntry) and isinstance(answer.message, AssistantMessage)
-    assert answer.message.usage is not None
+    assert isinstance(answer, MessageEntry)
+    prompt = reported_prompt(answer.message)
+    assert prompt is not None
     tokens_of = context_tokens_of(before, entry_tokens, pruned_tokens, calibration=calibration)
     counted = sum(tokens_of(entry) for entry in [*standing_instructions(before), *visible_entries(before)])
-    return UnseenEvidence(prompt_tokens(answer.message.usage), counted)
+    return UnseenEvidence(prompt, counted)
 
 
 def _opens_conversation(path: Sequence[Entry]) -> bool:
