@@ -84,7 +84,9 @@ def compaction_finished(params: t.CompactionFinished | dict[str, Any]) -> str:
             f"window {tokens(params.get('contextWindow', 0))} tokens{retry}"
         )
     error = f": {params['error']}" if params.get("error") else ""
-    return f"✗ compaction {outcome} ({params['reason']}){error}{retry}"
+    # A skip is not a failure: nothing was tried, the reason says what the user can do.
+    mark = "·" if outcome == "skipped" else "✗"
+    return f"{mark} compaction {outcome} ({params['reason']}){error}{retry}"
 
 
 def notification_line(method: str, params: dict[str, Any], at: datetime) -> str:
