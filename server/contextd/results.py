@@ -12,7 +12,8 @@ editors/vscode/scripts/generate-protocol.mjs`, checked by tests/editors/test_pro
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from enum import IntEnum
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -143,8 +144,13 @@ class HistorySummarizeParams(SessionParams):
     afterEntryId: str | None = Field(default=None, min_length=1, max_length=256)
 
 
+ContextFormat = TypeAliasType("ContextFormat", Format)
+"""The shapes the context comes in: contextd's own, Anthropic Messages, OpenAI Chat
+Completions and OpenAI Responses `input` items."""
+
+
 class ContextParams(SessionParams):
-    format: Format = "neutral"
+    format: ContextFormat = "neutral"
     model: str | None = Field(default=None, min_length=1, max_length=256)
     """The model the request is for (default: the session's): provider state is replayed to
     the model that made it only."""
@@ -209,11 +215,31 @@ class SettingsParams(Params):
 
 
 class Result(BaseModel):
-    """A result names exactly these fields: one more or one fewer is a difference. A field
-    that defaults to None is sent only when it was given (the RPC layer dumps
-    `exclude_unset`); `absent_if_none()` marks those never given as None."""
+    """A result names exactly these fields: one more or one fewer is a difference.
+
+    On the wire (`to_wire`) a field that defaults to None is sent only when it was given;
+    one declared `absent_if_none()` is never sent as null either."""
 
     model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
+    _absent_if_none: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls._absent_if_none = frozenset(
+            name for name, field in cls.model_fields.items() if field.json_schema_extra is _not_null
+        )
+
+    def model_post_init(self, context: Any) -> None:
+        """None given for an `absent_if_none()` field counts as not given: it is left out."""
+        for name in self._absent_if_none:
+            if getattr(self, name) is None:
+                self.__pydantic_fields_set__.discard(name)
+
+
+def to_wire(message: BaseModel) -> Any:
+    """A model as the JSON-RPC layer sends it: wire names, and only the fields given."""
+    return message.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
 def absent_if_none() -> Any:
@@ -318,7 +344,7 @@ class SessionSummary(Result):
 
     sessionId: str
     name: str | None
-    workspace: str | None
+    workspace: str
     entries: int
     tokens: int
     updatedAt: str
@@ -446,7 +472,7 @@ class NavigateResult(Result):
 class ContextResult(Result):
     messages: list[dict[str, JsonValue]]
     """In the format asked for (neutral, anthropic, openai or openai-responses)."""
-    system: str | None = None
+    system: str | None = absent_if_none()
     tokens: int
 
 
@@ -459,6 +485,11 @@ class CompactResult(Result):
     summarizer: SummarizerInfo
     """The provider and model that wrote the summary (the compaction entry's `summarizer`)."""
     shortSummary: str | None
+
+    @field_serializer("summarizer")
+    def _known_parts(self, summarizer: SummarizerInfo) -> dict[str, Any]:
+        """The model only when it is known."""
+        return summarizer.model_dump(exclude_none=True)
 
 
 class CompactPreview(Result):
@@ -692,6 +723,167 @@ NOTIFICATION_BODIES: dict[str, type[Result]] = {
 }
 
 
+# --- contextd's requests to a client (its hooks) -----------------------------------------
+
+
+class BeforeCompactParams(Result):
+    sessionId: str
+    compactionId: str
+    reason: CompactionReason
+    tokensBefore: int
+    firstKeptEntryId: str | None
+    summarizeEntryIds: list[str]
+    keptEntryIds: list[str]
+    previousSummary: str | None
+    """The summary the compaction folds in, if an earlier one opens the context."""
+
+
+class BeforeCompactAnswer(BaseModel):
+    """A client's answer to contextd/beforeCompact; null or {} lets the compaction proceed."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    cancel: bool = False
+    summary: str | None = Field(default=None, min_length=1, max_length=400_000)
+    """Used instead of the summarizer's."""
+    instructions: str | None = Field(default=None, max_length=20_000)
+    """Added to the request's."""
+
+
+class BeforeNavigateParams(Result):
+    sessionId: str
+    targetId: str
+    leafId: str | None
+    """The current leaf."""
+    newLeafId: str | None
+    """Where the leaf will be."""
+    commonAncestorId: str | None
+    leftBehindEntryIds: list[str]
+    """The nodes of the current path after commonAncestorId, oldest first."""
+    summarize: bool
+    instructions: str | None = absent_if_none()
+
+
+class BeforeNavigateAnswer(BaseModel):
+    """A client's answer to contextd/beforeNavigate; null or {} lets the navigation proceed."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    cancel: bool = False
+    summary: str | None = Field(default=None, min_length=1, max_length=400_000)
+    """The branch summary, used instead of asking the summarizer."""
+
+
+CLIENT_REQUESTS: dict[str, tuple[type[Result], type[BaseModel]]] = {
+    "contextd/beforeCompact": (BeforeCompactParams, BeforeCompactAnswer),
+    "contextd/beforeNavigate": (BeforeNavigateParams, BeforeNavigateAnswer),
+}
+"""contextd's requests to the clients that declare them: each one's params and answer."""
+
+
+# --- LSP's messages, as far as contextd uses them ----------------------------------------
+
+
+class WorkspaceFolder(BaseModel):
+    uri: str
+    name: str | None = None
+
+
+class ClientInfo(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str
+    version: str | None = None
+
+
+class InitializeParams(BaseModel):
+    """The parts of LSP's InitializeParams contextd reads; the rest is allowed and ignored."""
+
+    model_config = ConfigDict(extra="allow")
+    processId: int | None = None
+    clientInfo: ClientInfo | None = None
+    capabilities: dict[str, Any] = Field(default_factory=dict)
+    initializationOptions: Any = None
+    """The settings: the settings' parser checks them (their depth first), not this model."""
+    workspaceFolders: list[WorkspaceFolder] | None = None
+    rootUri: str | None = None
+
+
+class ContextdCapability(Result):
+    version: str
+
+
+class ExperimentalCapabilities(Result):
+    contextd: ContextdCapability
+
+
+class ServerCapabilities(Result):
+    experimental: ExperimentalCapabilities
+
+
+class ServerInfo(Result):
+    name: str
+    version: str
+
+
+class InitializeResult(Result):
+    capabilities: ServerCapabilities
+    serverInfo: ServerInfo
+
+
+class MessageType(IntEnum):
+    """`window/showMessage`'s `type`."""
+
+    ERROR = 1
+    WARNING = 2
+    INFO = 3
+
+
+class ShowMessageParams(Result):
+    type: MessageType
+    message: str
+
+
+class ConfigurationItem(Result):
+    scopeUri: str | None = absent_if_none()
+    """A workspace folder's URI: its settings; absent: the user's."""
+    section: str
+
+
+class ConfigurationParams(Result):
+    """`workspace/configuration`: one answer per item, in order."""
+
+    items: list[ConfigurationItem]
+
+
+class WorkDoneProgressCreateParams(Result):
+    token: str
+
+
+class WorkDoneProgressBegin(Result):
+    kind: Literal["begin"]
+    title: str
+    message: str
+    cancellable: bool
+
+
+class WorkDoneProgressReport(Result):
+    kind: Literal["report"]
+    message: str
+
+
+class WorkDoneProgressEnd(Result):
+    kind: Literal["end"]
+    message: str
+
+
+WorkDoneProgressValue = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd
+
+
+class ProgressParams(Result):
+    """`$/progress` of a work-done token."""
+
+    token: str
+    value: WorkDoneProgressValue
+
+
 class _WireSchema(GenerateJsonSchema):
     """Fields keep their names only: a title on each would become a TypeScript alias."""
 
@@ -701,10 +893,12 @@ class _WireSchema(GenerateJsonSchema):
 
 def json_schema() -> dict[str, Any]:
     """Every params, result and notification body as one JSON Schema: its root maps each
-    method to its result (`results`) and each notification to its body (`notifications`);
+    method to its result (`results`), each notification to its body (`notifications`) and
+    each request contextd sends a client to its params and answer (`clientRequests`);
     `$defs` holds every shape."""
     models: set[type[BaseModel]] = {model for shapes in RESULTS.values() for model in shapes}
     models |= {*NOTIFICATION_BODIES.values(), *_subclasses(Params)}
+    models |= {model for shapes in CLIENT_REQUESTS.values() for model in shapes}
     refs, definitions = models_json_schema(
         [(model, "validation") for model in sorted(models, key=lambda model: model.__name__)],
         schema_generator=_WireSchema,
@@ -727,6 +921,16 @@ def json_schema() -> dict[str, Any]:
             "notifications": {
                 "title": "Notifications",
                 **_closed_object({method: ref(body) for method, body in NOTIFICATION_BODIES.items()}),
+            },
+            "clientRequests": {
+                "title": "ClientRequests",
+                **_closed_object({
+                    method: {
+                        "title": f"{params.__name__.removesuffix('Params')}Request",
+                        **_closed_object({"params": ref(params), "answer": ref(answer)}),
+                    }
+                    for method, (params, answer) in CLIENT_REQUESTS.items()
+                }),
             },
         }),
         **definitions,

@@ -9,41 +9,80 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from contextd import __version__
 from contextd.formats import render_context
-from contextd.model import IdleSettings, Settings
+from contextd.model import IdleSettings, MirrorSource, Settings
 from contextd.results import (
+    AbortResult,
     AppendParams,
+    AppendResult,
+    CloseResult,
     CompactParams,
+    CompactPreview,
+    CompactResult,
+    ConfigurationItem,
     ContextParams,
+    ContextResult,
+    ContextdCapability,
+    DaemonStatus,
+    DeleteResult,
+    EmptyResult,
+    ExperimentalCapabilities,
     FollowParams,
+    FollowResult,
     ForkParams,
+    ForkResult,
     HandoffParams,
+    HandoffResult,
+    HistoryEntries,
     HistoryGetParams,
     HistorySearchParams,
     HistorySourcesParams,
     HistorySummarizeParams,
     IdleConfigureParams,
+    IdleConfigureResult,
+    InitializeParams,
+    InitializeResult,
     LabelParams,
+    LabelResult,
     ListParams,
+    ListResult,
     NavigateParams,
+    NavigateResult,
     OpenParams,
+    OpenResult,
     Params,
+    Result,
+    SearchResult,
+    ServerCapabilities,
+    ServerInfo,
     SessionParams,
+    SessionSummary,
     SetInstructionsParams,
+    SetInstructionsResult,
     SetModelParams,
+    SetModelResult,
     SettingsParams,
+    SettingsResult,
+    SourcesResult,
+    SpanSummary,
+    StateResult,
+    StatsResult,
+    TokenUsage,
+    TreeNode,
+    TreeResult,
     WorkspaceWatchParams,
 )
 from contextd.rpc.connection import ConnectionLost, Handler
 from contextd.rpc.daemon import ClientConnection, Daemon, check_follow_roots, field_errors, invalid_params
+from contextd.rpc.lsp import request_configuration
 from contextd.rpc.messages import REQUEST_CANCELLED, RpcError
 from contextd.session import (
     ClientVetoed,
@@ -51,6 +90,7 @@ from contextd.session import (
     CompactionRunning,
     EntryNotFound,
     InvalidAppend,
+    LiveSession,
     NothingToCompactError,
 )
 from contextd.session import history
@@ -133,15 +173,15 @@ def touch(connection: ClientConnection, params: Params) -> None:
             session.touch()
 
 
-def watch_what_was_used(connection: ClientConnection, params: Params, result: Any) -> None:
+def watch_what_was_used(connection: ClientConnection, params: Params, result: Result) -> None:
     """The connection hears from now on about every session its request named or made."""
     daemon = connection.daemon
-    for session_id in (getattr(params, "sessionId", None), result.get("sessionId") if isinstance(result, dict) else None):
+    for session_id in (getattr(params, "sessionId", None), getattr(result, "sessionId", None)):
         if isinstance(session_id, str) and daemon.sessions.loaded_session(session_id) is not None:
             daemon.watch(connection, session_id)
 
 
-def request(params_model: type[Params], function: Callable[..., Any], *, opens: bool = True) -> Handler:
+def request(params_model: type[Params], function: Callable[..., Result | Awaitable[Result]], *, opens: bool = True) -> Handler:
     """`function(connection, params)` as a handler: params validated, errors mapped.
 
     A session the request names is loaded first, off the event loop when it is not in
@@ -149,7 +189,7 @@ def request(params_model: type[Params], function: Callable[..., Any], *, opens: 
     then hears about it. `opens=False` for a request that must find the session as it is
     (close, delete)."""
 
-    async def handle(connection: ClientConnection, raw: Any) -> Any:
+    async def handle(connection: ClientConnection, raw: Any) -> Result:
         try:
             params = parse_params(params_model, raw)
             session_id = getattr(params, "sessionId", None)
@@ -171,36 +211,19 @@ def request(params_model: type[Params], function: Callable[..., Any], *, opens: 
 # --- lifecycle ----------------------------------------------------------------------------
 
 
-class WorkspaceFolder(BaseModel):
-    uri: str
-    name: str | None = None
-
-
-class InitializeParams(BaseModel):
-    """The parts of LSP's InitializeParams contextd reads; the rest is allowed and ignored."""
-
-    model_config = ConfigDict(extra="allow")
-    processId: int | None = None
-    clientInfo: dict[str, Any] | None = None
-    capabilities: dict[str, Any] = Field(default_factory=dict)
-    initializationOptions: Any = None
-    workspaceFolders: list[WorkspaceFolder] | None = None
-    rootUri: str | None = None
-
-
 def path_of_uri(uri: str) -> str | None:
     parsed = urlparse(uri)
     return unquote(parsed.path) if parsed.scheme == "file" and parsed.path else None
 
 
-def initialize(connection: ClientConnection, raw: Any) -> dict[str, Any]:
+def initialize(connection: ClientConnection, raw: Any) -> InitializeResult:
     if not isinstance(raw, dict):
         raise invalid_params([{"field": "params", "message": "params must be an object"}])
     try:
         params = InitializeParams.model_validate(raw)
     except ValidationError as error:
         raise invalid_params(field_errors(error)) from None
-    connection.client_info = params.clientInfo or {}
+    connection.client_info = params.clientInfo.model_dump() if params.clientInfo else {}
     connection.capabilities = params.capabilities
     folders = params.workspaceFolders or []
     workspace = path_of_uri(folders[0].uri) if folders else path_of_uri(params.rootUri or "")
@@ -209,10 +232,12 @@ def initialize(connection: ClientConnection, raw: Any) -> dict[str, Any]:
     opened = [path_of_uri(folder.uri) for folder in folders] or [workspace]
     connection.open_workspaces = {path for path in opened if path}
     connection.daemon.apply_settings(connection, params.initializationOptions)
-    return {
-        "capabilities": {"experimental": {"contextd": {"version": __version__}}},
-        "serverInfo": {"name": "contextd", "version": __version__},
-    }
+    return InitializeResult(
+        capabilities=ServerCapabilities(
+            experimental=ExperimentalCapabilities(contextd=ContextdCapability(version=__version__))
+        ),
+        serverInfo=ServerInfo(name="contextd", version=__version__),
+    )
 
 
 async def initialized(connection: ClientConnection, params: Any) -> None:
@@ -239,9 +264,9 @@ async def pull_configuration(connection: ClientConnection) -> None:
     client has open (its `scopeUri`), as LSP servers ask; an item answered null keeps what
     that folder had, `{}` means the user set nothing there."""
     folders = sorted(connection.open_workspaces)
-    items = [{"scopeUri": Path(folder).as_uri(), "section": "contextd"} for folder in folders]
+    items = [ConfigurationItem(scopeUri=Path(folder).as_uri(), section="contextd") for folder in folders]
     try:
-        answer = await connection.request("workspace/configuration", {"items": items or [{"section": "contextd"}]})
+        answer = await request_configuration(connection, items or [ConfigurationItem(section="contextd")])
     except (RpcError, ConnectionLost) as error:
         log.warning("workspace/configuration failed: %s", error)
         return
@@ -263,17 +288,17 @@ def apply_notified_settings(connection: ClientConnection, raw: Any, folders: lis
         connection.tell(error.message, error=True)
 
 
-def settings_of(connection: ClientConnection, params: SettingsParams) -> dict[str, Any]:
+def settings_of(connection: ClientConnection, params: SettingsParams) -> SettingsResult:
     """The settings in force for a workspace's sessions, and where each set key came from."""
     daemon = connection.daemon
     workspace = params.workspace or connection.default_workspace
-    return {
-        "workspace": workspace,
-        "settings": daemon.settings_for(workspace).model_dump(mode="json", by_alias=True),
-        "sources": daemon.sources(workspace),
-        "userFile": str(daemon.user_file.path),
-        "userFileError": daemon.user_file.error,
-    }
+    return SettingsResult(
+        workspace=workspace,
+        settings=daemon.settings_for(workspace),
+        sources=daemon.sources(workspace),
+        userFile=str(daemon.user_file.path),
+        userFileError=daemon.user_file.error,
+    )
 
 
 def shutdown(connection: ClientConnection, params: Any) -> None:
@@ -284,14 +309,31 @@ def shutdown(connection: ClientConnection, params: Any) -> None:
     connection.open_sessions.clear()
 
 
-def daemon_status(connection: ClientConnection, params: Any) -> dict[str, Any]:
-    return {**connection.daemon.status(), "connection": connection.number}
+def daemon_status(connection: ClientConnection, params: Any) -> DaemonStatus:
+    return connection.daemon.status(connection)
 
 
 # --- session methods ----------------------------------------------------------------------
 
 
-def session_open(connection: ClientConnection, params: OpenParams) -> dict[str, Any]:
+def usage_of(session: LiveSession) -> TokenUsage:
+    return TokenUsage.model_validate(session.usage_body())
+
+
+def mirror_source(session: LiveSession) -> MirrorSource | None:
+    return None if session.source is None else MirrorSource.model_validate(session.source)
+
+
+SESSION_ROWS = TypeAdapter(list[SessionSummary])
+TREE_NODES = TypeAdapter(list[TreeNode])
+"""Lists the sessions build as dicts, validated in one call each (cheaper than per item)."""
+
+
+def session_rows(rows: list[dict[str, Any]]) -> ListResult:
+    return ListResult(sessions=SESSION_ROWS.validate_python(rows))
+
+
+def session_open(connection: ClientConnection, params: OpenParams) -> OpenResult:
     sessions = connection.daemon.sessions
     if params.sessionId is not None:
         session = sessions.get(params.sessionId)
@@ -304,30 +346,30 @@ def session_open(connection: ClientConnection, params: OpenParams) -> dict[str, 
         session = sessions.create(workspace, name=params.name, model=model)
     connection.daemon.watch(connection, session.session_id)
     session.announce("open")
-    return {
-        "sessionId": session.session_id,
-        "name": session.name,
-        "leafId": session.leaf_id,
-        "model": session.model_id,
-        "contextWindow": session.model_info.context_window,
-        "usage": session.usage_body(),
-        "path": str(session.file.path),
-        **({"source": session.source} if session.source is not None else {}),
-    }
+    return OpenResult(
+        sessionId=session.session_id,
+        name=session.name,
+        leafId=session.leaf_id,
+        model=session.model_id,
+        contextWindow=session.model_info.context_window,
+        usage=usage_of(session),
+        path=str(session.file.path),
+        source=mirror_source(session),
+    )
 
 
-async def session_list(connection: ClientConnection, params: ListParams) -> dict[str, Any]:
-    return {"sessions": await connection.daemon.sessions.listing(params.workspace)}
+async def session_list(connection: ClientConnection, params: ListParams) -> ListResult:
+    return session_rows(await connection.daemon.sessions.listing(params.workspace))
 
 
-def session_append(connection: ClientConnection, params: AppendParams) -> dict[str, Any]:
+def session_append(connection: ClientConnection, params: AppendParams) -> AppendResult:
     session = connection.daemon.sessions.get(params.sessionId)
     session.check_writable()
     entry_ids = session.append_messages(params.messages)
-    return {"entryIds": entry_ids, "leafId": session.leaf_id, "usage": session.usage_body()}
+    return AppendResult(entryIds=entry_ids, leafId=session.leaf_id, usage=usage_of(session))
 
 
-def session_context(connection: ClientConnection, params: ContextParams) -> dict[str, Any]:
+def session_context(connection: ClientConnection, params: ContextParams) -> ContextResult:
     session = connection.daemon.sessions.get(params.sessionId)
     rendered = render_context(
         session.context_messages(),
@@ -336,123 +378,121 @@ def session_context(connection: ClientConnection, params: ContextParams) -> dict
         session.opening_compaction(),
         params.model or session.model_id,
     )
-    return {**rendered, "tokens": session.tokens}
+    return ContextResult(messages=rendered["messages"], system=rendered.get("system"), tokens=session.tokens)
 
 
-def session_set_instructions(connection: ClientConnection, params: SetInstructionsParams) -> dict[str, Any]:
+def session_set_instructions(connection: ClientConnection, params: SetInstructionsParams) -> SetInstructionsResult:
     session = connection.daemon.sessions.get(params.sessionId)
     session.check_writable()
     entry_id = session.set_instructions(params.text, params.source)
-    return {"entryId": entry_id, "leafId": session.leaf_id, "usage": session.usage_body()}
+    return SetInstructionsResult(entryId=entry_id, leafId=session.leaf_id, usage=usage_of(session))
 
 
-def session_state(connection: ClientConnection, params: SessionParams) -> dict[str, Any]:
-    return connection.daemon.sessions.get(params.sessionId).state()
+def session_state(connection: ClientConnection, params: SessionParams) -> StateResult:
+    return StateResult.model_validate(connection.daemon.sessions.get(params.sessionId).state())
 
 
-def session_stats(connection: ClientConnection, params: SessionParams) -> dict[str, Any]:
-    return connection.daemon.sessions.get(params.sessionId).stats()
+def session_stats(connection: ClientConnection, params: SessionParams) -> StatsResult:
+    return StatsResult.model_validate(connection.daemon.sessions.get(params.sessionId).stats())
 
 
-def session_set_model(connection: ClientConnection, params: SetModelParams) -> dict[str, Any]:
+def session_set_model(connection: ClientConnection, params: SetModelParams) -> SetModelResult:
     session = connection.daemon.sessions.get(params.sessionId)
     session.check_writable()
     session.set_model(params.model)
-    return {
-        "model": session.model_id,
-        "contextWindow": session.model_info.context_window,
-        "usage": session.usage_body(),
-    }
+    return SetModelResult(
+        model=session.model_id, contextWindow=session.model_info.context_window, usage=usage_of(session)
+    )
 
 
-def session_close(connection: ClientConnection, params: SessionParams) -> dict[str, Any]:
+def session_close(connection: ClientConnection, params: SessionParams) -> CloseResult:
     """`closed: false` when this daemon does not hold the session. A held one stops
     notifying this connection, and is released once no connection has it open."""
     daemon = connection.daemon
     if not daemon.unwatch(connection, params.sessionId):
-        return {"closed": True}  # detached; other connections keep it open
-    return {"closed": daemon.sessions.close(params.sessionId)}
+        return CloseResult(closed=True)  # detached; other connections keep it open
+    return CloseResult(closed=daemon.sessions.close(params.sessionId))
 
 
-async def session_delete(connection: ClientConnection, params: SessionParams) -> dict[str, Any]:
+async def session_delete(connection: ClientConnection, params: SessionParams) -> DeleteResult:
     """Delete the session's file, closing it for every connection of this daemon first."""
     deleted = await connection.daemon.delete_session(params.sessionId)
-    return {"deleted": True, "sessionId": deleted.session_id, "path": str(deleted.file.path)}
+    return DeleteResult(deleted=True, sessionId=deleted.session_id, path=str(deleted.file.path))
 
 
-async def compact(connection: ClientConnection, params: CompactParams) -> dict[str, Any]:
+async def compact(connection: ClientConnection, params: CompactParams) -> CompactResult | CompactPreview:
     session = connection.daemon.sessions.get(params.sessionId)
     if params.dryRun:
-        return await session.preview_compaction(params.instructions)
+        return CompactPreview.model_validate(await session.preview_compaction(params.instructions))
     session.check_writable()
     entry = await session.compact("manual", params.instructions)
-    return {
-        "entryId": entry.id,
-        "summary": entry.summary,
-        "firstKeptEntryId": entry.firstKeptEntryId,
-        "tokensBefore": entry.tokensBefore,
-        "tokensAfter": entry.tokensAfter,
-        "shortSummary": entry.shortSummary,
-        "summarizer": entry.summarizer.model_dump(exclude_none=True),
-    }
-
-
-def compact_abort(connection: ClientConnection, params: SessionParams) -> dict[str, Any]:
-    return {"aborted": connection.daemon.sessions.get(params.sessionId).abort_compaction()}
-
-
-def tree(connection: ClientConnection, params: SessionParams) -> dict[str, Any]:
-    session = connection.daemon.sessions.get(params.sessionId)
-    return {"nodes": session.tree_nodes(), "leafId": session.leaf_id}
-
-
-def label(connection: ClientConnection, params: LabelParams) -> dict[str, Any]:
-    session = connection.daemon.sessions.get(params.sessionId)
-    session.check_writable()
-    session.set_label(params.entryId, params.label or None)
-    return {"entryId": params.entryId, "label": params.label or None}
-
-
-async def navigate(connection: ClientConnection, params: NavigateParams) -> dict[str, Any]:
-    session = connection.daemon.sessions.get(params.sessionId)
-    session.check_writable()
-    return await session.navigate(
-        params.targetId, summarize=params.summarize, instructions=params.instructions
+    return CompactResult(
+        entryId=entry.id,
+        summary=entry.summary,
+        firstKeptEntryId=entry.firstKeptEntryId,
+        tokensBefore=entry.tokensBefore,
+        tokensAfter=entry.tokensAfter,
+        shortSummary=entry.shortSummary,
+        summarizer=entry.summarizer,
     )
 
 
-def fork(connection: ClientConnection, params: ForkParams) -> dict[str, Any]:
+def compact_abort(connection: ClientConnection, params: SessionParams) -> AbortResult:
+    return AbortResult(aborted=connection.daemon.sessions.get(params.sessionId).abort_compaction())
+
+
+def tree(connection: ClientConnection, params: SessionParams) -> TreeResult:
+    session = connection.daemon.sessions.get(params.sessionId)
+    return TreeResult(nodes=TREE_NODES.validate_python(session.tree_nodes()), leafId=session.leaf_id)
+
+
+def label(connection: ClientConnection, params: LabelParams) -> LabelResult:
+    session = connection.daemon.sessions.get(params.sessionId)
+    session.check_writable()
+    session.set_label(params.entryId, params.label or None)
+    return LabelResult(entryId=params.entryId, label=params.label or None)
+
+
+async def navigate(connection: ClientConnection, params: NavigateParams) -> NavigateResult:
+    session = connection.daemon.sessions.get(params.sessionId)
+    session.check_writable()
+    moved = await session.navigate(params.targetId, summarize=params.summarize, instructions=params.instructions)
+    return NavigateResult.model_validate(moved)
+
+
+def fork(connection: ClientConnection, params: ForkParams) -> ForkResult:
     sessions = connection.daemon.sessions
     forked = sessions.fork(sessions.get(params.sessionId), params.entryId)
     connection.daemon.watch(connection, forked.session_id)
     forked.announce("fork")
-    return {"sessionId": forked.session_id, "leafId": forked.leaf_id}
+    return ForkResult(sessionId=forked.session_id, leafId=forked.leaf_id)
 
 
-async def handoff(connection: ClientConnection, params: HandoffParams) -> dict[str, Any]:
+async def handoff(connection: ClientConnection, params: HandoffParams) -> HandoffResult:
     sessions = connection.daemon.sessions
     fresh, entry = await sessions.handoff(sessions.get(params.sessionId), params.goal)
-    return {"sessionId": fresh.session_id, "entryId": entry.id, "document": entry.document}
+    return HandoffResult(sessionId=fresh.session_id, entryId=entry.id, document=entry.document)
 
 
-def idle_configure(connection: ClientConnection, params: IdleConfigureParams) -> dict[str, Any]:
+def idle_configure(connection: ClientConnection, params: IdleConfigureParams) -> IdleConfigureResult:
     daemon = connection.daemon
     changes = params.model_dump(exclude_none=True, exclude={"sessionId"})
     if params.sessionId is None:
         daemon.change_daemon_settings("idle", changes)
-        idle = daemon.settings.idle
         for session in daemon.sessions.loaded():
             session.touch()
-        return {**idle.model_dump(include=set(IdleSettings.model_fields))}
+        return IdleConfigureResult(**idle_fields(daemon.settings.idle))
     session = daemon.sessions.get(params.sessionId)
     session.check_writable()
     idle = session.idle_settings.model_copy(update=changes)
     session.configure_idle(idle)
-    return {
-        "sessionId": session.session_id,
-        **idle.model_dump(include=set(IdleSettings.model_fields)),
-        "effectiveThresholdTokens": session.idle_threshold(),
-    }
+    return IdleConfigureResult(
+        sessionId=session.session_id, **idle_fields(idle), effectiveThresholdTokens=session.idle_threshold()
+    )
+
+
+def idle_fields(idle: IdleSettings) -> dict[str, Any]:
+    return idle.model_dump(include=set(IdleSettings.model_fields))
 
 
 def watched_workspace(connection: ClientConnection, params: WorkspaceWatchParams) -> str | None:
@@ -462,49 +502,49 @@ def watched_workspace(connection: ClientConnection, params: WorkspaceWatchParams
     return params.workspace or connection.default_workspace
 
 
-async def workspace_watch(connection: ClientConnection, params: WorkspaceWatchParams) -> dict[str, Any]:
+async def workspace_watch(connection: ClientConnection, params: WorkspaceWatchParams) -> ListResult:
     """From now on the connection hears `contextd/workspace/activity` for every change of
     the workspace's sessions; the result lists them as they are now."""
     workspace = watched_workspace(connection, params)
     connection.daemon.watch_workspace(connection, workspace)
-    return {"sessions": await connection.daemon.sessions.listing(workspace)}
+    return session_rows(await connection.daemon.sessions.listing(workspace))
 
 
-def workspace_unwatch(connection: ClientConnection, params: WorkspaceWatchParams) -> dict[str, Any]:
+def workspace_unwatch(connection: ClientConnection, params: WorkspaceWatchParams) -> EmptyResult:
     connection.daemon.unwatch_workspace(connection, watched_workspace(connection, params))
-    return {}
+    return EmptyResult()
 
 
-def follow(connection: ClientConnection, params: FollowParams) -> dict[str, Any]:
+def follow(connection: ClientConnection, params: FollowParams) -> FollowResult:
     """Turn following on or off for the whole daemon, or change what it follows."""
     daemon = connection.daemon
     check_follow_roots(params.roots or {}, daemon.owner_file_settings())
     changes = params.model_dump(exclude_none=True)
     if changes:
         daemon.change_daemon_settings("follow", changes)
-    return daemon.follower.describe()
+    return FollowResult.model_validate(daemon.follower.describe())
 
 
-async def history_search(connection: ClientConnection, params: HistorySearchParams) -> dict[str, Any]:
+async def history_search(connection: ClientConnection, params: HistorySearchParams) -> SearchResult:
     session = connection.daemon.sessions.get(params.sessionId)
-    return await history.search(session, connection.daemon.history, params.query, params.limit)
+    found = await history.search(session, connection.daemon.history, params.query, params.limit)
+    return SearchResult.model_validate(found)
 
 
-def history_get(connection: ClientConnection, params: HistoryGetParams) -> dict[str, Any]:
+def history_get(connection: ClientConnection, params: HistoryGetParams) -> HistoryEntries:
     session = connection.daemon.sessions.get(params.sessionId)
-    return history.get_entries(session, params.entryIds, params.around, params.maxTokens)
+    return HistoryEntries.model_validate(history.get_entries(session, params.entryIds, params.around, params.maxTokens))
 
 
-def history_sources(connection: ClientConnection, params: HistorySourcesParams) -> dict[str, Any]:
+def history_sources(connection: ClientConnection, params: HistorySourcesParams) -> SourcesResult:
     session = connection.daemon.sessions.get(params.sessionId)
-    return history.summary_sources(session, params.entryId, params.item)
+    return SourcesResult.model_validate(history.summary_sources(session, params.entryId, params.item))
 
 
-async def history_summarize(connection: ClientConnection, params: HistorySummarizeParams) -> dict[str, Any]:
+async def history_summarize(connection: ClientConnection, params: HistorySummarizeParams) -> SpanSummary:
     session = connection.daemon.sessions.get(params.sessionId)
-    return await history.summarize_span(
-        session, params.throughEntryId, params.firstKeptEntryId, params.afterEntryId
-    )
+    summary = await history.summarize_span(session, params.throughEntryId, params.firstKeptEntryId, params.afterEntryId)
+    return SpanSummary.model_validate(summary)
 
 
 # --- wiring -------------------------------------------------------------------------------

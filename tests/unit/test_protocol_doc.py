@@ -14,8 +14,7 @@ from typing import Any, get_args, get_origin
 
 import pytest
 from contextd.model import Settings
-from contextd.results import NOTIFICATION_BODIES, RESULTS
-from contextd.rpc.daemon import BeforeCompactAnswer, BeforeNavigateAnswer
+from contextd.results import CLIENT_REQUESTS, NOTIFICATION_BODIES, RESULTS
 from contextd.server import NOTIFICATIONS, REQUESTS
 from pydantic import BaseModel
 
@@ -177,15 +176,20 @@ def test_notification_examples_match_the_body_model(method: str) -> None:
     assert [problem for obj in shown for problem in differences(obj, NOTIFICATION_BODIES[method], method)] == []
 
 
-HOOK_ANSWERS = {"contextd/beforeCompact": BeforeCompactAnswer, "contextd/beforeNavigate": BeforeNavigateAnswer}
-"""The server-to-client requests, and the models the daemon reads their answers with."""
-
-
-@pytest.mark.parametrize("method", sorted(HOOK_ANSWERS))
+@pytest.mark.parametrize("method", sorted(CLIENT_REQUESTS))
 def test_hook_answer_examples_match_what_the_daemon_reads(method: str) -> None:
     shown = [obj for example in result_examples(sections()[method]) for obj in shown_objects(example)]
     assert len(shown) >= 3, f"{method}: protocol.md shows no answers"
-    assert [problem for obj in shown for problem in differences(obj, HOOK_ANSWERS[method], method)] == []
+    answer = CLIENT_REQUESTS[method][1]
+    assert [problem for obj in shown for problem in differences(obj, answer, method)] == []
+
+
+@pytest.mark.parametrize("method", sorted(CLIENT_REQUESTS))
+def test_hook_request_examples_match_what_the_daemon_sends(method: str) -> None:
+    shown = [obj for example in request_examples(sections()[method]) for obj in shown_objects(example)]
+    assert shown, f"{method}: protocol.md shows no request"
+    params = CLIENT_REQUESTS[method][0]
+    assert [problem for obj in shown for problem in differences(obj, params, method)] == []
 
 
 def test_the_settings_defaults_shown_are_the_defaults() -> None:

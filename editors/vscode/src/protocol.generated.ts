@@ -23,10 +23,12 @@ export type CompactionReason =
   "manual" | "threshold" | "overflow" | "incomplete" | "idle" | "handoff" | "branch" | "agent";
 export type CompactionOutcome =
   "compacted" | "failed" | "aborted" | "cancelled" | "promoted" | "skipped";
+export type ContextFormat = "neutral" | "anthropic" | "openai" | "openai-responses";
 
 export interface Protocol {
   results: Results;
   notifications: Notifications;
+  clientRequests: ClientRequests;
 }
 export interface Results {
   "contextd/compact": CompactResult | CompactPreview;
@@ -254,7 +256,7 @@ export interface ListResult {
 export interface SessionSummary {
   sessionId: string;
   name: string | null;
-  workspace: string | null;
+  workspace: string;
   entries: number;
   tokens: number;
   updatedAt: string;
@@ -540,7 +542,7 @@ export interface ContextResult {
   messages: {
     [k: string]: JsonValue;
   }[];
-  system?: string | null;
+  system?: string;
   tokens: number;
 }
 export interface Notifications {
@@ -601,6 +603,74 @@ export interface IdleTimer {
   state: "armed" | "fired" | "cancelled";
   dueAt?: string;
   reason?: string;
+}
+export interface ClientRequests {
+  "contextd/beforeCompact": BeforeCompactRequest;
+  "contextd/beforeNavigate": BeforeNavigateRequest;
+}
+export interface BeforeCompactRequest {
+  params: BeforeCompactParams;
+  answer: BeforeCompactAnswer;
+}
+export interface BeforeCompactParams {
+  sessionId: string;
+  compactionId: string;
+  reason: CompactionReason;
+  tokensBefore: number;
+  firstKeptEntryId: string | null;
+  summarizeEntryIds: string[];
+  keptEntryIds: string[];
+  /**
+   * The summary the compaction folds in, if an earlier one opens the context.
+   */
+  previousSummary: string | null;
+}
+/**
+ * A client's answer to contextd/beforeCompact; null or {} lets the compaction proceed.
+ */
+export interface BeforeCompactAnswer {
+  cancel?: boolean;
+  /**
+   * Used instead of the summarizer's.
+   */
+  summary?: string | null;
+  /**
+   * Added to the request's.
+   */
+  instructions?: string | null;
+}
+export interface BeforeNavigateRequest {
+  params: BeforeNavigateParams;
+  answer: BeforeNavigateAnswer;
+}
+export interface BeforeNavigateParams {
+  sessionId: string;
+  targetId: string;
+  /**
+   * The current leaf.
+   */
+  leafId: string | null;
+  /**
+   * Where the leaf will be.
+   */
+  newLeafId: string | null;
+  commonAncestorId: string | null;
+  /**
+   * The nodes of the current path after commonAncestorId, oldest first.
+   */
+  leftBehindEntryIds: string[];
+  summarize: boolean;
+  instructions?: string;
+}
+/**
+ * A client's answer to contextd/beforeNavigate; null or {} lets the navigation proceed.
+ */
+export interface BeforeNavigateAnswer {
+  cancel?: boolean;
+  /**
+   * The branch summary, used instead of asking the summarizer.
+   */
+  summary?: string | null;
 }
 export interface AppendParams {
   sessionId: string;

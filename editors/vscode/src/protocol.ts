@@ -4,6 +4,8 @@
  * bodies are generated from the daemon's models (protocol.generated.ts).
  */
 
+import type { ContextFormat } from "./protocol.generated";
+
 export * from "./protocol.generated";
 
 export const Method = {
@@ -54,8 +56,12 @@ export const ErrorCode = {
  * The shapes `contextd/session/context` gives the context in: contextd's own, Anthropic
  * Messages, OpenAI Chat Completions and OpenAI Responses `input` items.
  */
-export const CONTEXT_FORMATS = ["neutral", "anthropic", "openai", "openai-responses"] as const;
-export type ContextFormat = (typeof CONTEXT_FORMATS)[number];
+export const CONTEXT_FORMATS = [
+  "neutral",
+  "anthropic",
+  "openai",
+  "openai-responses",
+] as const satisfies readonly ContextFormat[];
 
 /** A message as the daemon stores it; the daemon validates the shape. */
 export type Message = { role: "user" | "assistant" | "toolResult" } & Record<string, unknown>;

@@ -17,15 +17,36 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from contextd.deprecations import warn_deprecated_models
 from contextd.follow import Follower
 from contextd.follow.transcripts import DEFAULT_ROOTS, agent_root
 from contextd.history import IndexWriter, history_writer_for
 from contextd.model import MAX_CONTENT_DEPTH, FollowedAgent, Settings, too_deep_setting
+from contextd.results import (
+    BeforeCompactAnswer,
+    BeforeCompactParams,
+    BeforeNavigateAnswer,
+    BeforeNavigateParams,
+    ChangeCause,
+    CompactionFinished,
+    CompactionStarted,
+    ConnectionRow,
+    DaemonStatus,
+    IdleTimer,
+    LoadedSession,
+    MessageType,
+    SessionChanged,
+    TokenUsage,
+    WorkDoneProgressBegin,
+    WorkDoneProgressEnd,
+    WorkDoneProgressReport,
+    WorkDoneProgressValue,
+    WorkspaceActivity,
+)
 from contextd.settings import (
     Layer,
     SettingsFile,
@@ -45,6 +66,7 @@ from contextd.settings import (
 from contextd.rpc.access import TcpToken
 from contextd.rpc.connection import Connection, ConnectionLost, Handler, current_connection
 from contextd.rpc.framing import DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_WRITE_BUFFER_BYTES
+from contextd.rpc.lsp import create_progress, report_progress, show_message
 from contextd.rpc.messages import INVALID_PARAMS, RpcError
 from contextd.session import HookAnswer, LiveSession, SessionManager
 from contextd.store import Store, default_data_dir
@@ -52,7 +74,14 @@ from contextd.tokens import get_encoding, resolve_model
 
 log = logging.getLogger(__name__)
 
+SessionBody = TokenUsage | SessionChanged | CompactionStarted | CompactionFinished | IdleTimer
+"""A notification about one session, for the connections watching it."""
+
 USER_FILE_POLL_SECONDS = 1.0
+
+
+def utc_time(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def inside(workspace: str, folder: str) -> bool:
@@ -165,20 +194,20 @@ class ClientConnection(Connection):
             return
         self.told.add(message)
         log.warning("%s: %s", self, message)
-        self.notify("window/showMessage", {"type": 1 if error else 2, "message": f"contextd: {message}"})
+        show_message(self, f"contextd: {message}", MessageType.ERROR if error else MessageType.WARNING)
 
     def watches_workspace(self, workspace: str) -> bool:
         return self.watches_all_workspaces or workspace in self.watched_workspaces
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "id": self.number,
-            "client": self.client_info.get("name"),
-            "sessions": list(self.open_sessions),
-            "workspaces": sorted(self.watched_workspaces),
-            "allWorkspaces": self.watches_all_workspaces,
-            "connectedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.connected_at)),
-        }
+    def describe(self) -> ConnectionRow:
+        return ConnectionRow(
+            id=self.number,
+            client=self.client_info.get("name"),
+            sessions=list(self.open_sessions),
+            workspaces=sorted(self.watched_workspaces),
+            allWorkspaces=self.watches_all_workspaces,
+            connectedAt=utc_time(self.connected_at),
+        )
 
 
 class Daemon:
@@ -493,42 +522,26 @@ class Daemon:
         if self._history is not None:
             self._history.close()
 
-    def status(self) -> dict[str, Any]:
+    def status(self, asking: ClientConnection) -> DaemonStatus:
         loaded = self._sessions.loaded() if self._sessions is not None else []
-        return {
-            "pid": os.getpid(),
-            "address": self.address,
-            "dataDir": str(self.data_dir),
-            "dedicated": self.dedicated,
-            "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started_at)),
-            "connections": [c.describe() for c in self.connections],
-            "sessions": [
-                {
-                    "sessionId": s.session_id,
-                    "name": s.name,
-                    "tokens": s.tokens,
-                    "connections": [c.number for c in self.connections if s.session_id in c.open_sessions],
-                }
+        return DaemonStatus(
+            pid=os.getpid(),
+            address=self.address,
+            dataDir=str(self.data_dir),
+            dedicated=self.dedicated,
+            startedAt=utc_time(self.started_at),
+            connections=[c.describe() for c in self.connections],
+            sessions=[
+                LoadedSession(
+                    sessionId=s.session_id,
+                    name=s.name,
+                    tokens=s.tokens,
+                    connections=[c.number for c in self.connections if s.session_id in c.open_sessions],
+                )
                 for s in loaded
             ],
-        }
-
-
-class BeforeCompactAnswer(BaseModel):
-    """A client's answer to contextd/beforeCompact; null or {} lets the compaction proceed."""
-
-    model_config = ConfigDict(extra="forbid")
-    cancel: bool = False
-    summary: str | None = Field(default=None, min_length=1, max_length=400_000)
-    instructions: str | None = Field(default=None, max_length=20_000)
-
-
-class BeforeNavigateAnswer(BaseModel):
-    """A client's answer to contextd/beforeNavigate; null or {} lets the navigation proceed."""
-
-    model_config = ConfigDict(extra="forbid")
-    cancel: bool = False
-    summary: str | None = Field(default=None, min_length=1, max_length=400_000)
+            connection=asking.number,
+        )
 
 
 class DaemonEvents:
@@ -541,59 +554,65 @@ class DaemonEvents:
         self._progress: dict[str, list[WorkDoneProgress]] = {}
         """A progress token -> the connections that were sent its `begin`."""
 
-    def _tell(self, session_id: str, method: str, body: dict[str, Any]) -> None:
-        for connection in self.daemon.watchers(session_id):
+    def _tell(self, method: str, body: SessionBody) -> None:
+        for connection in self.daemon.watchers(body.sessionId):
             connection.notify(method, body)
 
     def token_usage(self, body: dict[str, Any]) -> None:
-        self._tell(body["sessionId"], "contextd/tokenUsage", body)
+        self._tell("contextd/tokenUsage", TokenUsage.model_validate(body))
 
     def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None:
         self.daemon.index_change(session_id, cause)
-        body = {"sessionId": session_id, "leafId": leaf_id, "cause": cause}
-        self._tell(session_id, "contextd/sessionChanged", body)
+        # The model refuses a cause it does not know; SessionEvents passes it as a str.
+        changed = SessionChanged(sessionId=session_id, leafId=leaf_id, cause=cast(ChangeCause, cause))
+        self._tell("contextd/sessionChanged", changed)
 
     def compaction_started(self, body: dict[str, Any]) -> None:
-        self._compacting[body["compactionId"]] = body["sessionId"]
-        self._tell(body["sessionId"], "contextd/compactionStarted", body)
+        started = CompactionStarted.model_validate(body)
+        self._compacting[started.compactionId] = started.sessionId
+        self._tell("contextd/compactionStarted", started)
 
     def compaction_finished(self, body: dict[str, Any]) -> None:
         from contextd.summarizers.errors import redact
 
-        self._compacting.pop(body.get("compactionId", ""), None)
         if isinstance(body.get("error"), str):
             body = {**body, "error": redact(body["error"])}
-        self._tell(body["sessionId"], "contextd/compactionFinished", body)
+        finished = CompactionFinished.model_validate(body)
+        self._compacting.pop(finished.compactionId, None)
+        self._tell("contextd/compactionFinished", finished)
 
     def idle_timer(self, body: dict[str, Any]) -> None:
-        self._tell(body["sessionId"], "contextd/idleTimer", body)
+        self._tell("contextd/idleTimer", IdleTimer.model_validate(body))
 
     def workspace_activity(self, body: dict[str, Any]) -> None:
         """To every connection watching the session's workspace, whoever caused the change
         (one notification each, however many of its watches match)."""
-        for connection in self.daemon.workspace_watchers(body["workspace"]):
-            connection.notify("contextd/workspace/activity", body)
+        activity = WorkspaceActivity.model_validate(body)
+        for connection in self.daemon.workspace_watchers(activity.workspace):
+            connection.notify("contextd/workspace/activity", activity)
 
     async def before_compact(self, body: dict[str, Any]) -> HookAnswer:
         """Ask the connection that declared the hook (the requesting one first, else the
         first to have opened the session)."""
-        askable = [c for c in self.daemon.watchers(body["sessionId"]) if c.declares_hook("beforeCompact")]
+        params = BeforeCompactParams.model_validate(body)
+        askable = [c for c in self.daemon.watchers(params.sessionId) if c.declares_hook("beforeCompact")]
         current = current_connection.get()
         askable.sort(key=lambda c: c is not current)
-        return await self._ask_hook(askable[:1], "beforeCompact", body, BeforeCompactAnswer, "compacting as configured")
+        return await self._ask_hook(askable[:1], "beforeCompact", params, BeforeCompactAnswer, "compacting as configured")
 
     async def before_navigate(self, body: dict[str, Any]) -> HookAnswer:
         """Ask the connection whose navigate request this is, if it declared the hook."""
         current = current_connection.get()
         askable = [current] if isinstance(current, ClientConnection) and current.declares_hook("beforeNavigate") else []
-        return await self._ask_hook(askable, "beforeNavigate", body, BeforeNavigateAnswer, "navigating as asked")
+        params = BeforeNavigateParams.model_validate(body)
+        return await self._ask_hook(askable, "beforeNavigate", params, BeforeNavigateAnswer, "navigating as asked")
 
     async def _ask_hook(
         self,
         askable: list[ClientConnection],
         hook: str,
-        body: dict[str, Any],
-        answer_model: type[BaseModel],
+        params: BeforeCompactParams | BeforeNavigateParams,
+        answer_model: type[BeforeCompactAnswer | BeforeNavigateAnswer],
         going_on: str,
     ) -> HookAnswer:
         """`contextd/<hook>` to the first of `askable`, within its hookTimeoutSeconds. Silence,
@@ -603,7 +622,7 @@ class DaemonEvents:
         connection = askable[0]
         timeout = connection.settings.compaction.hookTimeoutSeconds
         try:
-            raw = await asyncio.wait_for(connection.request(f"contextd/{hook}", body), timeout)
+            raw = await asyncio.wait_for(connection.request(f"contextd/{hook}", params), timeout)
             answer = answer_model.model_validate(raw or {})
         except TimeoutError:
             log.warning("%s: no answer within %gs; %s", hook, timeout, going_on)
@@ -636,13 +655,17 @@ class DaemonEvents:
                 if connection.supports_progress
             ]
         progresses = self._progress.pop(token, []) if stage == "end" else self._progress.get(token, [])
-        values: dict[str, dict[str, Any]] = {
-            "begin": {"kind": "begin", "title": "Compacting context", "message": message, "cancellable": False},
-            "report": {"kind": "report", "message": message},
-        }
-        value = values.get(stage, {"kind": "end", "message": message})
+        value = progress_value(stage, message)
         for progress in progresses:
             progress.send(value)
+
+
+def progress_value(stage: str, message: str) -> WorkDoneProgressValue:
+    if stage == "begin":
+        return WorkDoneProgressBegin(kind="begin", title="Compacting context", message=message, cancellable=False)
+    if stage == "report":
+        return WorkDoneProgressReport(kind="report", message=message)
+    return WorkDoneProgressEnd(kind="end", message=message)
 
 
 class WorkDoneProgress:
@@ -653,19 +676,18 @@ class WorkDoneProgress:
     def __init__(self, connection: ClientConnection, token: str) -> None:
         self.connection = connection
         self.token = token
-        self.waiting: list[dict[str, Any]] | None = []
+        self.waiting: list[WorkDoneProgressValue] | None = []
         """Values held until the token exists; None once it does."""
         self.refused = False
-        created = connection.request("window/workDoneProgress/create", {"token": token})
-        created.add_done_callback(self._created)
+        create_progress(connection, token).add_done_callback(self._created)
 
-    def send(self, value: dict[str, Any]) -> None:
+    def send(self, value: WorkDoneProgressValue) -> None:
         if self.refused:
             return
         if self.waiting is not None:
             self.waiting.append(value)
             return
-        self.connection.notify("$/progress", {"token": self.token, "value": value})
+        report_progress(self.connection, self.token, value)
 
     def _created(self, created: asyncio.Future[Any]) -> None:
         if created.cancelled() or created.exception() is not None:

@@ -160,8 +160,20 @@ def error_reply(request_id: RequestId | None, error: RpcError) -> dict[str, Any]
 
 
 def encode(message: Any) -> bytes:
-    """ASCII escapes: any string (even a lone surrogate a client sent) goes out as valid JSON."""
-    return json.dumps(message, separators=(",", ":")).encode("ascii")
+    """ASCII escapes: any string (even a lone surrogate a client sent) goes out as valid JSON.
+    A result or params given as a model (contextd.results) is sent as `to_wire` has it."""
+    return json.dumps(message, separators=(",", ":"), default=_wire_form).encode("ascii")
+
+
+def _wire_form(value: Any) -> Any:
+    # Imported here: only the daemon sends models; the client's plain dicts never need them.
+    from pydantic import BaseModel
+
+    from contextd.results import to_wire
+
+    if isinstance(value, BaseModel):
+        return to_wire(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def framed(message: Any) -> bytes:
