@@ -486,11 +486,11 @@ class ContextdClient:
     @overload
     async def compact(
         self, session_id: str, *, instructions: str | None = ..., dry_run: Literal[True]
-    ) -> t.CompactPlan: ...
+    ) -> t.CompactPreview: ...
 
     async def compact(
         self, session_id: str, *, instructions: str | None = None, dry_run: bool = False
-    ) -> t.CompactResult | t.CompactPlan:
+    ) -> t.CompactResult | t.CompactPreview:
         """Compact now; with `dry_run` only report what would be summarized, kept and pruned."""
         params = _params(sessionId=session_id, instructions=instructions, dryRun=dry_run or None)
         return await self.request("contextd/compact", params)  # type: ignore[no-any-return]

@@ -275,7 +275,7 @@ def wrap_parts(text: str, width: int) -> str:
     return "\n".join(out)
 
 
-def breakdown_text(breakdown: t.Breakdown | dict[str, Any]) -> str:
+def breakdown_text(breakdown: t.FigureBreakdown | dict[str, Any]) -> str:
     """The figure's parts on one line, as /context splits a window; `unseen` is what the agent
     sends that contextd never sees (its system prompt, tool schemas), learned from reports."""
     return " · ".join(f"{name} {tokens(value)}" for name, value in dict(breakdown).items())

@@ -168,7 +168,7 @@ class SyncContextdClient:
 
     def compact(
         self, session_id: str, *, instructions: str | None = None, dry_run: bool = False
-    ) -> t.CompactResult | t.CompactPlan:
+    ) -> t.CompactResult | t.CompactPreview:
         return self._run(
             self.client.compact(session_id, instructions=instructions, dry_run=dry_run)  # type: ignore[call-overload]
         )

@@ -1,24 +1,207 @@
 """The shapes of contextd's results and notifications, as the daemon sends them (camelCase).
 
-These are TypedDicts: the values are the plain dicts from the wire, so a field the daemon
-adds later is simply there, and nothing is renamed on the way.
+Generated from the daemon's models (contextd.results) by contextd_client.typegen: do not
+edit. These are TypedDicts: the values are the plain dicts from the wire, and nothing is
+renamed on the way.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
-Message = dict[str, Any]
-"""A neutral message (`role` user | assistant | toolResult), see protocol.md."""
+from pydantic import JsonValue
 
-ContextFormat = Literal["neutral", "anthropic", "openai", "openai-responses"]
-CompactionReason = Literal[
-    "manual", "threshold", "overflow", "incomplete", "idle", "handoff", "branch", "agent"
+Message = dict[str, JsonValue]
+"""A neutral message (`role` user | assistant | toolResult), see protocol.md; the daemon
+validates it."""
+
+
+ChangeCause = Literal[
+    "open",
+    "append",
+    "compaction",
+    "prune",
+    "navigate",
+    "model",
+    "label",
+    "instructions",
+    "fork",
+    "handoff",
+    "overflow",
+    "incomplete",
+    "deleted",
 ]
 
 
-class Breakdown(TypedDict):
-    """Where the figure's tokens are; the parts add up to `tokens`."""
+CompactionOutcome = Literal["compacted", "failed", "aborted", "cancelled", "promoted", "skipped"]
+
+
+CompactionReason = Literal[
+    "manual",
+    "threshold",
+    "overflow",
+    "incomplete",
+    "idle",
+    "handoff",
+    "branch",
+    "agent",
+]
+
+
+ContextFormat = Literal["neutral", "anthropic", "openai", "openai-responses"]
+
+
+UsageSource = Literal["usage", "counted", "estimated"]
+
+
+class AbortResult(TypedDict):
+    aborted: bool
+
+
+class AgentCompaction(TypedDict):
+    """Where a mirror's agent compacts its own session, from the agent's rules and its
+    configuration (compaction/agent_points.py).
+    """
+
+    enabled: bool
+    """False: the agent does not compact on its own (then `tokens` and `percent` are null)."""
+    tokens: int | None
+    percent: float | None
+    """Of `contextWindow`."""
+    basis: str
+    """How the point was worked out: the rule, the settings taken and from where, the
+    defaults assumed, the files not found or not readable.
+    """
+
+
+class AppendResult(TypedDict):
+    entryIds: list[str]
+    leafId: str | None
+    usage: TokenUsage
+
+
+class BranchSummarySettings(TypedDict):
+    reserveTokens: NotRequired[int]
+
+
+class CloseResult(TypedDict):
+    closed: bool
+
+
+class CompactPreview(TypedDict):
+    """`dryRun`: what a compaction would do, no summarizer called."""
+
+    firstKeptEntryId: str | None
+    summarizeEntryIds: list[str]
+    keptEntryIds: list[str]
+    pruneEntryIds: list[str]
+    tokensBefore: int
+    tokensKept: int
+    tokensAfter: int
+    tokensAfterMax: int
+    splitTurn: bool
+    summary: str
+
+
+class CompactResult(TypedDict):
+    entryId: str
+    summary: str
+    firstKeptEntryId: str | None
+    tokensBefore: int
+    tokensAfter: int
+    summarizer: SummarizerInfo
+    shortSummary: str | None
+
+
+class CompactionFigures(TypedDict):
+    count: int
+    tokensSaved: int
+    summaryTokens: int
+
+
+class CompactionFinished(TypedDict):
+    sessionId: str
+    compactionId: str
+    reason: CompactionReason
+    tokensBefore: int
+    outcome: CompactionOutcome
+    tokensAfter: NotRequired[int]
+    entryId: NotRequired[str]
+    shortSummary: NotRequired[str | None]
+    error: NotRequired[str]
+    willRetry: bool
+    handoffSessionId: NotRequired[str]
+    model: NotRequired[str]
+    contextWindow: NotRequired[int]
+    previousModel: NotRequired[str]
+    previousContextWindow: NotRequired[int]
+    """The last four for a promotion to a larger model."""
+
+
+class CompactionSettings(TypedDict):
+    enabled: NotRequired[bool]
+    strategy: NotRequired[Literal["summary", "handoff", "off"]]
+    reserveTokens: NotRequired[int]
+    keepRecentTokens: NotRequired[int]
+    thresholdPercent: NotRequired[float | None]
+    thresholdTokens: NotRequired[int | None]
+    hookTimeoutSeconds: NotRequired[float]
+    readTools: NotRequired[list[str]]
+    modifyTools: NotRequired[list[str]]
+    promotion: NotRequired[list[PromotionRule]]
+
+
+class CompactionStarted(TypedDict):
+    sessionId: str
+    compactionId: str
+    reason: CompactionReason
+    tokensBefore: int
+
+
+class ConnectionRow(TypedDict):
+    id: int
+    client: str | None
+    """The name its initialize gave (clientInfo.name)."""
+    sessions: list[str]
+    workspaces: list[str]
+    allWorkspaces: bool
+    connectedAt: str
+
+
+class ContextResult(TypedDict):
+    messages: list[dict[str, JsonValue]]
+    """In the format asked for (neutral, anthropic, openai or openai-responses)."""
+    system: NotRequired[str]
+    tokens: int
+
+
+class DaemonStatus(TypedDict):
+    pid: int
+    address: str | None
+    """The socket or host:port it listens on; None on stdio."""
+    dataDir: str
+    dedicated: bool
+    startedAt: str
+    connections: list[ConnectionRow]
+    sessions: list[LoadedSession]
+    connection: int
+    """The id of the connection that asked."""
+
+
+class DeleteResult(TypedDict):
+    deleted: bool
+    sessionId: str
+    path: str
+
+
+class EmptyResult(TypedDict):
+    pass
+
+
+class FigureBreakdown(TypedDict):
+    """Where the figure's tokens are, the way an agent's /context splits a window; the parts
+    add up to `tokens`.
+    """
 
     instructions: int
     summary: int
@@ -27,38 +210,131 @@ class Breakdown(TypedDict):
     """What the agent sends that contextd never sees (system prompt, tool schemas)."""
 
 
-class TokenUsage(TypedDict):
-    sessionId: str
+class Figures(TypedDict):
+    entries: int
     tokens: int
-    contextWindow: int
-    percent: float
-    thresholdTokens: int
-    source: Literal["usage", "counted", "estimated"]
-    calibration: float
-    """What counted tokens were multiplied by: 1.0 for OpenAI models (exact counts)."""
-    model: str
-    breakdown: Breakdown
-    agentCompaction: NotRequired[AgentCompaction]
-    """A mirror's only: where its agent compacts it."""
 
 
-class AgentCompaction(TypedDict):
+class FileDetails(TypedDict):
+    readFiles: NotRequired[list[str]]
+    modifiedFiles: NotRequired[list[str]]
+    sources: NotRequired[list[SourcedItem] | None]
+
+
+class FollowResult(TypedDict):
+    """The daemon-wide follow settings in force and how many transcripts are followed."""
+
     enabled: bool
-    tokens: int | None
-    percent: float | None
-    basis: str
+    agents: list[Literal["claude-code", "codex", "pi"]]
+    roots: dict[str, str]
+    allWorkspaces: bool
+    mirrors: int
 
 
-class ParentSession(TypedDict):
-    id: str
-    entryId: NotRequired[str | None]
+class FollowSettings(TypedDict):
+    """Following other agents' transcripts as read-only mirrors (see contextd.follow)."""
+
+    enabled: NotRequired[bool]
+    agents: NotRequired[list[Literal["claude-code", "codex", "pi"]]]
+    roots: NotRequired[dict[str, str]]
+    allWorkspaces: NotRequired[bool]
+    intervalSeconds: NotRequired[float]
+
+
+class ForkResult(TypedDict):
+    sessionId: str
+    leafId: str | None
+
+
+class HandoffResult(TypedDict):
+    sessionId: str
+    entryId: str
+    document: str
+
+
+class HistoryEntries(TypedDict):
+    sessionId: str
+    entries: list[HistoryEntry]
+    omitted: list[str]
+    """Entries asked for that the token budget left out."""
+
+
+class HistoryEntry(TypedDict):
+    entryId: str
+    type: str
+    role: NotRequired[str]
+    tool: NotRequired[str]
+    timestamp: str
+    branch: Literal["current", "abandoned"]
+    """`current` or `abandoned`."""
+    foldedBy: str | None
+    """The compaction whose summary stands for it on the current branch."""
+    parentId: str | None
+    text: str
+    tokens: int
+    truncated: NotRequired[bool]
+
+
+class IdleConfigureResult(TypedDict):
+    enabled: bool
+    timeoutSeconds: float
+    thresholdTokens: int | None
+    thresholdPercent: float
+    sessionId: NotRequired[str]
+    effectiveThresholdTokens: NotRequired[int]
+    """These two for one session's idle compaction; absent for the daemon-wide settings."""
+
+
+class IdleSettings(TypedDict):
+    enabled: NotRequired[bool]
+    timeoutSeconds: NotRequired[float]
+    thresholdTokens: NotRequired[int | None]
+    thresholdPercent: NotRequired[float]
+
+
+class IdleTimer(TypedDict):
+    sessionId: str
+    state: Literal["armed", "fired", "cancelled"]
+    dueAt: NotRequired[str]
+    reason: NotRequired[str]
+
+
+class LabelResult(TypedDict):
+    entryId: str
+    label: str | None
+
+
+class ListResult(TypedDict):
+    sessions: list[SessionSummary]
+
+
+class LoadedSession(TypedDict):
+    sessionId: str
+    name: str | None
+    tokens: int
+    connections: list[int]
+    """The ids of the connections that have it open."""
 
 
 class MirrorSource(TypedDict):
-    """The transcript a mirrored session follows (see contextd/follow in protocol.md)."""
+    """The transcript a mirrored session follows (see contextd.follow)."""
 
-    agent: str
+    agent: Literal["claude-code", "codex", "pi"]
     path: str
+
+
+class ModelOverride(TypedDict):
+    contextWindow: NotRequired[int | None]
+    maxOutputTokens: NotRequired[int | None]
+    encoding: NotRequired[Literal["o200k_base", "cl100k_base"] | None]
+
+
+class NavigateResult(TypedDict):
+    leafId: str | None
+    branchSummaryId: NotRequired[str]
+    """The summary left of the branch, when one was asked for."""
+    editorText: NotRequired[str]
+    """A user message navigated to: its text, for the client's input box."""
 
 
 class OpenResult(TypedDict):
@@ -72,80 +348,69 @@ class OpenResult(TypedDict):
     source: NotRequired[MirrorSource]
 
 
-class SessionSummary(TypedDict):
+class ParentSession(TypedDict):
+    id: str
+    entryId: NotRequired[str | None]
+
+
+PromotionRule = TypedDict("PromotionRule", {"from": str, "to": str})
+
+
+class PruneFigures(TypedDict):
+    count: int
+    tokensSaved: int
+
+
+class PruningSettings(TypedDict):
+    enabled: NotRequired[bool]
+    protectTokens: NotRequired[int]
+    minimumSavings: NotRequired[int]
+    protectedTools: NotRequired[list[str]]
+
+
+class SearchHit(TypedDict):
+    entryId: str
+    type: str
+    role: NotRequired[str]
+    tool: NotRequired[str]
+    timestamp: str
+    branch: Literal["current", "abandoned"]
+    """`current` or `abandoned`."""
+    foldedBy: str | None
+    """The compaction whose summary stands for it on the current branch."""
+    snippet: str
+
+
+class SearchResult(TypedDict):
     sessionId: str
-    name: NotRequired[str | None]
+    hits: list[SearchHit]
+
+
+class SessionChanged(TypedDict):
+    sessionId: str
+    leafId: str | None
+    cause: ChangeCause
+
+
+class SessionSummary(TypedDict):
+    """A session as contextd/session/list and contextd/workspace/watch list it."""
+
+    sessionId: str
+    name: str | None
     workspace: str
     entries: int
     tokens: int
     updatedAt: str
-    parentSession: NotRequired[ParentSession | None]
+    parentSession: NotRequired[ParentSession]
     source: NotRequired[MirrorSource]
     damaged: NotRequired[str]
-    """Why the session file cannot be opened (protocol.md, contextd/session/list)."""
-
-
-class ListResult(TypedDict):
-    sessions: list[SessionSummary]
-
-
-class AppendResult(TypedDict):
-    entryIds: list[str]
-    leafId: str
-    usage: TokenUsage
+    """Why the session file cannot be opened."""
 
 
 class SetInstructionsResult(TypedDict):
     entryId: str
-    leafId: str
-    usage: TokenUsage
-
-
-class ContextResult(TypedDict):
-    messages: list[Message]
-    system: NotRequired[str]
-    tokens: int
-
-
-class StateResult(TypedDict):
-    sessionId: str
-    name: NotRequired[str | None]
-    workspace: str
     leafId: str | None
-    model: str
-    contextWindow: int
-    entries: int
     usage: TokenUsage
-    compacting: bool
-    path: str
-    source: NotRequired[MirrorSource]
-
-
-class EntriesAndTokens(TypedDict):
-    entries: int
-    tokens: int
-
-
-class CompactionSavings(TypedDict):
-    count: int
-    tokensSaved: int
-    summaryTokens: int
-
-
-class PruneSavings(TypedDict):
-    count: int
-    tokensSaved: int
-
-
-class StatsResult(TypedDict):
-    sessionId: str
-    treeNodes: int
-    history: EntriesAndTokens
-    context: EntriesAndTokens
-    compactions: CompactionSavings
-    prunes: PruneSavings
-    ratio: float
-    breakdown: Breakdown
 
 
 class SetModelResult(TypedDict):
@@ -154,62 +419,118 @@ class SetModelResult(TypedDict):
     usage: TokenUsage
 
 
-class CloseResult(TypedDict):
-    closed: bool
+class Settings(TypedDict):
+    defaultModel: NotRequired[str]
+    compaction: NotRequired[CompactionSettings]
+    pruning: NotRequired[PruningSettings]
+    idle: NotRequired[IdleSettings]
+    branchSummary: NotRequired[BranchSummarySettings]
+    summarizer: NotRequired[SummarizerSettings]
+    models: NotRequired[dict[str, ModelOverride]]
+    storage: NotRequired[StorageSettings]
+    follow: NotRequired[FollowSettings]
 
 
-class FollowResult(TypedDict):
-    """The daemon-wide follow settings in force and how many transcripts are followed."""
+class SettingsResult(TypedDict):
+    workspace: str | None
+    settings: Settings
+    sources: dict[str, str]
+    """Each key set above the built-in layer, and the layer that set it."""
+    userFile: str
+    userFileError: str | None
 
-    enabled: bool
-    agents: list[str]
-    roots: dict[str, str]
-    allWorkspaces: bool
-    mirrors: int
+
+class SourceItem(TypedDict):
+    item: int
+    section: str
+    text: str
+    entryIds: list[str]
 
 
-class DeleteResult(TypedDict):
-    deleted: bool
+class SourcedItem(TypedDict):
+    """One item of a summary and the entries it was taken from."""
+
+    section: str
+    text: str
+    entryIds: list[str]
+
+
+class SourcesResult(TypedDict):
     sessionId: str
-    path: str
-
-
-class CompactResult(TypedDict):
     entryId: str
+    items: list[SourceItem]
+
+
+class SpanSummary(TypedDict):
+    sessionId: str
     summary: str
     firstKeptEntryId: str | None
-    tokensBefore: int
-    tokensAfter: int
-    summarizer: NotRequired[dict[str, Any]]
-    shortSummary: NotRequired[str | None]
-
-
-class CompactPlan(TypedDict):
-    """What `compact(dry_run=True)` would do, without doing it."""
-
-    firstKeptEntryId: str | None
     summarizeEntryIds: list[str]
-    keptEntryIds: list[str]
-    pruneEntryIds: list[str]
     tokensBefore: int
-    tokensKept: NotRequired[int]
-    tokensAfter: int
-    """An estimate: the kept tokens plus the summary the offline summarizer writes."""
-    tokensAfterMax: int
-    """An upper bound: the kept tokens plus the summary's budget."""
-    splitTurn: NotRequired[bool]
-    summary: NotRequired[str]
-    """The offline summary the estimate was measured with: a preview of the summary."""
+    details: FileDetails
 
 
-class AbortResult(TypedDict):
-    aborted: bool
-
-
-class HandoffResult(TypedDict):
+class StateResult(TypedDict):
     sessionId: str
-    entryId: str
-    document: str
+    name: str | None
+    leafId: str | None
+    model: str
+    contextWindow: int
+    usage: TokenUsage
+    path: str
+    source: NotRequired[MirrorSource]
+    workspace: str
+    entries: int
+    compacting: bool
+
+
+class StatsResult(TypedDict):
+    sessionId: str
+    treeNodes: int
+    history: Figures
+    context: Figures
+    compactions: CompactionFigures
+    prunes: PruneFigures
+    ratio: float
+    breakdown: FigureBreakdown
+
+
+class StorageSettings(TypedDict):
+    dataDir: NotRequired[str | None]
+    maxLoadedSessions: NotRequired[int]
+    maxLoadedEntries: NotRequired[int]
+
+
+class SummarizerInfo(TypedDict):
+    provider: str
+    model: NotRequired[str | None]
+
+
+class SummarizerSettings(TypedDict):
+    provider: NotRequired[Literal["offline", "anthropic", "openai", "remote", "anthropic-native", "openai-native"]]
+    model: NotRequired[str | None]
+    baseUrl: NotRequired[str | None]
+    apiKeyEnv: NotRequired[str | None]
+    remoteEndpoint: NotRequired[str | None]
+    maxRetries: NotRequired[int]
+    timeoutSeconds: NotRequired[float]
+    fallback: NotRequired[list[Literal["offline", "anthropic", "openai", "remote", "anthropic-native", "openai-native"]]]
+
+
+class TokenUsage(TypedDict):
+    """The contextd/tokenUsage notification's body, and every result's `usage`."""
+
+    sessionId: str
+    tokens: int
+    contextWindow: int
+    percent: float
+    thresholdTokens: int
+    source: UsageSource
+    calibration: float
+    """What counted tokens were multiplied by: 1.0 for OpenAI models (exact counts)."""
+    model: str
+    breakdown: FigureBreakdown
+    agentCompaction: NotRequired[AgentCompaction]
 
 
 class TreeNode(TypedDict):
@@ -217,104 +538,53 @@ class TreeNode(TypedDict):
     parentId: str | None
     type: str
     role: NotRequired[str]
+    """A message's role."""
     preview: str
-    label: NotRequired[str | None]
     tokens: int
-    timestamp: NotRequired[str]
+    timestamp: str
     children: list[str]
+    label: NotRequired[str]
     shortSummary: NotRequired[str]
-    """On compaction and branch_summary nodes: the summary's one line."""
+    """A compaction's or branch summary's one line."""
     firstKeptEntryId: NotRequired[str | None]
-    """On compaction nodes, with `tokensBefore` and `tokensAfter`."""
     tokensBefore: NotRequired[int]
     tokensAfter: NotRequired[int]
+    """The three of a compaction."""
 
 
 class TreeResult(TypedDict):
+    leafId: str | None
     nodes: list[TreeNode]
-    leafId: str | None
-
-
-class LabelResult(TypedDict):
-    entryId: str
-    label: str | None
-
-
-class IdleConfigureResult(TypedDict):
-    sessionId: NotRequired[str]
-    enabled: bool
-    timeoutSeconds: float
-    thresholdTokens: int | None
-    thresholdPercent: float
-    effectiveThresholdTokens: NotRequired[int]
-
-
-class NavigateResult(TypedDict):
-    leafId: str | None
-    branchSummaryId: NotRequired[str]
-    editorText: NotRequired[str]
-
-
-class ForkResult(TypedDict):
-    sessionId: str
-    leafId: str | None
-
-
-class CompactionStarted(TypedDict):
-    sessionId: str
-    compactionId: str
-    reason: CompactionReason
-    tokensBefore: int
-
-
-class CompactionFinished(TypedDict):
-    sessionId: str
-    compactionId: str
-    reason: CompactionReason
-    outcome: Literal["compacted", "failed", "aborted", "cancelled", "promoted", "skipped"]
-    tokensBefore: int
-    tokensAfter: NotRequired[int]
-    entryId: NotRequired[str]
-    shortSummary: NotRequired[str]
-    error: NotRequired[str]
-    willRetry: bool
-    handoffSessionId: NotRequired[str]
-    model: NotRequired[str]
-    """With `promoted`: the larger model the session moved to, and its window."""
-    contextWindow: NotRequired[int]
-    previousModel: NotRequired[str]
-    previousContextWindow: NotRequired[int]
-
-
-class SessionChanged(TypedDict):
-    sessionId: str
-    leafId: str | None
-    cause: str
 
 
 class WorkspaceActivity(TypedDict):
-    """A change of any session of a watched workspace, whoever made it."""
+    """`contextd/workspace/activity`: any change of any session of a watched workspace,
+    whoever made it (another editor, a script, the daemon following an agent's transcript).
+    """
 
     sessionId: str
     name: str | None
     workspace: str
-    cause: str
+    cause: ChangeCause
     leafId: str | None
     usage: TokenUsage
     source: NotRequired[MirrorSource]
     updatedAt: str
 
 
-class IdleTimer(TypedDict):
-    sessionId: str
-    state: Literal["armed", "fired", "cancelled"]
-    dueAt: NotRequired[str]
-
-
 TOKEN_USAGE = "contextd/tokenUsage"
+SESSION_CHANGED = "contextd/sessionChanged"
+WORKSPACE_ACTIVITY = "contextd/workspace/activity"
 COMPACTION_STARTED = "contextd/compactionStarted"
 COMPACTION_FINISHED = "contextd/compactionFinished"
-SESSION_CHANGED = "contextd/sessionChanged"
 IDLE_TIMER = "contextd/idleTimer"
-WORKSPACE_ACTIVITY = "contextd/workspace/activity"
-NOTIFICATIONS = (TOKEN_USAGE, COMPACTION_STARTED, COMPACTION_FINISHED, SESSION_CHANGED, IDLE_TIMER, WORKSPACE_ACTIVITY)
+
+
+NOTIFICATIONS = (
+    TOKEN_USAGE,
+    SESSION_CHANGED,
+    WORKSPACE_ACTIVITY,
+    COMPACTION_STARTED,
+    COMPACTION_FINISHED,
+    IDLE_TIMER,
+)
