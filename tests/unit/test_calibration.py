@@ -3,6 +3,8 @@ whose tokenizer does not ship."""
 
 from __future__ import annotations
 
+import base64
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from contextd.model import (
     AssistantMessage,
     CompactionEntry,
     Entry,
+    ImageContent,
     MessageEntry,
     ModelChangeEntry,
     PruneEntry,
@@ -222,6 +225,35 @@ def test_the_factor_is_learned_from_growth_whatever_the_session_cannot_see(hidde
     ledger = learn(chain.entries, chain.tokens(), tokenizer_of, "claude-4")
 
     assert ledger.factor("claude-4", 1.25) == pytest.approx(1.4, abs=0.03)
+
+
+def screenshot(width: int, height: int) -> ImageContent:
+    """A PNG as far as its size goes: its signature and IHDR chunk."""
+    head = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + struct.pack(">II", width, height) + bytes(5)
+    return ImageContent(data=base64.b64encode(head).decode(), mimeType="image/png")
+
+
+def test_the_factor_is_learned_on_text_only_whatever_images_cost():
+    """Claude charges a screenshot in its own tokens (1,590 for 1092x1092): a turn with one
+    grows the prompt by that, not by the prior times it, so its stretch says nothing about
+    how Claude splits text; its evidence is the text's 1.4 (images, counted at the prior's
+    scale, pulled it to 1.36)."""
+    claude = resolve_model("claude-sonnet-4-5", {})
+    chain = Chain()
+    text_counted = 0
+    for turn in range(12):
+        text = words(200 + 50 * turn, turn)
+        blocks = [TextContent(text=text), *([screenshot(1092, 1092)] if turn % 2 else [])]
+        chain._add(MessageEntry, message=UserMessage(content=blocks))
+        text_counted += count_entry(chain.entries[-1], O200K) - (1590 if turn % 2 else 0)
+        images = 1590 * ((turn + 1) // 2)
+        chain.answer(words(40, 100 + turn), Usage(input=round(1.4 * text_counted) + images, output=80))
+        text_counted += count_entry(chain.entries[-1], O200K)
+    tokens = {entry.id: count_entry(entry, O200K, claude.image_rule, claude.image_scale) for entry in chain.entries}
+
+    evidence = learn(chain.entries, tokens, tokenizer_of, "claude-4").evidence["claude-4"]
+
+    assert evidence.reported / evidence.counted == pytest.approx(1.4, abs=0.01)
 
 
 def test_restarting_derives_the_same_factor_from_the_same_entries():

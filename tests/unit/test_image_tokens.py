@@ -170,9 +170,29 @@ def test_a_session_recounts_its_images_when_its_model_changes_provider(tmp_path:
     session = sessions.create("/ws")
     session.set_model("claude-sonnet-4-5")
     (entry_id,) = session.append_messages([UserMessage(content=[ImageContent(data=screenshot, mimeType="image/png")])])
-    assert session.entry_tokens[entry_id] == MESSAGE_OVERHEAD_TOKENS + 1600
+    # Claude's 1,600 is in its own tokens: counted as 1,600 / 1.25, which calibration brings back.
+    assert session.entry_tokens[entry_id] == MESSAGE_OVERHEAD_TOKENS + 1280
+    session.set_model("claude-3-5-sonnet")  # the same rule, another prior: 1,600 / 1.18
+    assert session.entry_tokens[entry_id] == MESSAGE_OVERHEAD_TOKENS + 1356
     session.set_model("gpt-5")
     assert session.entry_tokens[entry_id] == MESSAGE_OVERHEAD_TOKENS + 1105
     sessions.close_all()
     # Its next load does not take the counts kept under Claude's rule.
     assert SessionManager(Store(tmp_path), Settings(), SilentEvents()).get(session.session_id).entry_tokens[entry_id] == MESSAGE_OVERHEAD_TOKENS + 1105
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5", "claude-3-5-sonnet", "gemini-2.5-pro", "gpt-5"])
+def test_a_screenshot_reads_in_the_figure_at_what_its_provider_charges(tmp_path: Path, model: str) -> None:
+    """An image's cost is already in the provider's tokens: calibration, which turns counted
+    o200k tokens into Claude's (~1.25x), must not scale it too (1,600 read as 2,000)."""
+    (screenshot,) = real_images("claude-code-atlas-short.jsonl.gz")
+    sessions = SessionManager(Store(tmp_path), Settings(), SilentEvents())
+    session = sessions.create("/ws")
+    session.set_model(model)
+    before = session.tokens
+    session.append_messages([UserMessage(content=[ImageContent(data=screenshot, mimeType="image/png")])])
+    info = resolve_model(model, {})
+    charged = image_tokens(screenshot, info.image_rule)
+    framing = round(MESSAGE_OVERHEAD_TOKENS * session.calibration)
+    assert session.usage_body()["source"] == ("counted" if info.exact else "estimated")
+    assert abs(session.tokens - before - framing - charged) <= 1  # rounding of the scaled image

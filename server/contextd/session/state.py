@@ -205,7 +205,8 @@ class LiveState(ABC):
             keep_counts(self.file.path, self.model_info.counting, self.entry_tokens)
 
     def _count(self, entry: Entry) -> int:
-        return count_entry(entry, self.model_info.encoding, self.model_info.image_rule)
+        info = self.model_info
+        return count_entry(entry, info.encoding, info.image_rule, info.image_scale)
 
     def _learn(self) -> CalibrationLedger:
         """The calibration evidence, derived from the session's own entries (see

@@ -9,6 +9,8 @@ counted in between (the first answer itself, the results and messages after it) 
 `counted` tokens. Comparing growth rather than whole prompts leaves out what the client sends
 that contextd never sees (the system prompt, tool schemas): that part is the same in both
 prompts. A context-overflow error that states the prompt's size is one more such answer.
+The factor is learned on text alone: a stretch that holds an image (whose cost is in the
+provider's tokens already, see `ModelInfo.image_scale`) teaches nothing.
 
 Everything here is a pure function of the session's entries, so the factor is derived again
 from the session file on load: a restart keeps it with no extra file.
@@ -143,8 +145,9 @@ def calibration_step(
     session's model at that point)."""
     # Type and role tags, not isinstance: this runs for every node of every load, and a
     # pydantic model's isinstance is slow when the answer is no.
-    if entry.type == "compaction" or entry.type == "prune" or _lost_result(entry):
-        # The context changed in a way the counts do not show: no growth spans this.
+    if entry.type == "compaction" or entry.type == "prune" or _lost_result(entry) or _holds_image(entry):
+        # The context changed in a way the counts do not show, or by tokens that are not
+        # text: no growth spans this.
         return Since(None, 0, before.tokenizer), None
     if entry.type == "model_change":
         tokenizer = tokenizer_of(entry.model)
@@ -172,6 +175,17 @@ def _lost_result(entry: Entry) -> bool:
         and entry.message.role == "toolResult"
         and entry.message.content == MISSING_RESULT_TEXT
     )
+
+
+def _holds_image(entry: Entry) -> bool:
+    """A message with an image: its cost is in the provider's tokens already (counted at
+    the prior's scale, `ModelInfo.image_scale`) and by a rule the provider follows only
+    about, so the growth around it would teach the factor the prior back, or the rule's
+    error, instead of how the provider's tokenizer splits text."""
+    if entry.type != "message" or entry.message.role == "assistant":
+        return False
+    content = entry.message.content
+    return not isinstance(content, str) and any(block.type == "image" for block in content)
 
 
 def _reported_prompt(answer: AssistantMessage) -> int | None:

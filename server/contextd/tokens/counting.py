@@ -3,7 +3,9 @@
 Text is counted exactly with the model's BPE encoding. What a provider adds around it
 (message framing) cannot be known exactly without the provider, so it is a small documented
 estimate instead; an image costs what its provider's documented rule gives for its size
-(`contextd.tokens.images`).
+(`contextd.tokens.images`), in the provider's own tokens: a count that calibration will
+multiply passes that factor's prior as `image_scale`, which images are divided by, so the
+calibrated figure shows them at their cost instead of a quarter more for Claude.
 """
 
 from __future__ import annotations
@@ -36,9 +38,11 @@ def count_text(text: str, encoding: str) -> int:
     return _text_counter(encoding)(text)
 
 
-def count_message(message: Message, encoding: str, images: ImageRule = ImageRule.ANTHROPIC) -> int:
+def count_message(
+    message: Message, encoding: str, images: ImageRule = ImageRule.ANTHROPIC, image_scale: float = 1.0
+) -> int:
     """Tokens of a message as a model sees it: framing plus every block of its content, its
-    images counted by the `images` rule."""
+    images counted by the `images` rule and divided by `image_scale`."""
     count = _text_counter(encoding)
     content = message.content
     if isinstance(content, str):
@@ -54,19 +58,22 @@ def count_message(message: Message, encoding: str, images: ImageRule = ImageRule
         elif block.type == "toolCall":
             tokens += count(block.name) + count(json_text(block.arguments))
         else:
-            tokens += image_tokens(block.data, images)
+            tokens += round(image_tokens(block.data, images) / image_scale)
     return tokens
 
 
-def count_entry(entry: Entry, encoding: str, images: ImageRule = ImageRule.ANTHROPIC) -> int:
+def count_entry(
+    entry: Entry, encoding: str, images: ImageRule = ImageRule.ANTHROPIC, image_scale: float = 1.0
+) -> int:
     """Tokens an entry adds to the context: its message, the user message a summary or
     handoff becomes, or its instructions; entries that add no message (prunes, labels, ...)
-    count 0. Images are counted by the `images` rule (the model's: `ModelInfo.image_rule`)."""
+    count 0. Images are counted by the `images` rule and divided by `image_scale` (the
+    model's: `ModelInfo.image_rule`, `ModelInfo.image_scale`)."""
     if isinstance(entry, InstructionsEntry):
         # Part of the system prompt: framed like one message, gone when withdrawn.
         return MESSAGE_OVERHEAD_TOKENS + count_text(entry.text, encoding) if entry.text else 0
     message = entry_message(entry)
-    counted = 0 if message is None else count_message(message, encoding, images)
+    counted = 0 if message is None else count_message(message, encoding, images, image_scale)
     if isinstance(entry, CompactionEntry) and entry.preserveData is not None:
         # The provider's own summary, sent in its place, may be larger than the text we hold
         # (Codex's is encrypted: contextd holds a one-line note for it).
