@@ -24,7 +24,7 @@ from contextd.rpc.messages import (
     classify,
     error_reply,
     framed,
-    read_value,
+    read_values,
     reply,
 )
 
@@ -141,7 +141,7 @@ class JsonRpcConnection:
     async def _read_loop(self) -> None:
         reason = "the daemon closed the connection"
         try:
-            while (value := await read_value(self._frames)) is not None:
+            async for value in read_values(self._frames):
                 self._dispatch(value)
         except asyncio.CancelledError:
             reason = "the connection was closed"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from contextd.rpc.framing import FrameReader
-from contextd.rpc.messages import framed, read_value
+from contextd.rpc.messages import framed, read_values
 from contextd_client import ConnectionLost, ContextdClient, SyncContextdClient
 from contextd_client import types as t
 
@@ -112,7 +112,7 @@ class RecordingPeer:
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         frames = FrameReader(reader)
-        while (message := await read_value(frames)) is not None:
+        async for message in read_values(frames):
             self.received.append(message)
             method = message.get("method")
             if method == "$/cancelRequest":
@@ -158,7 +158,7 @@ async def test_a_reply_the_client_cannot_read_fails_the_request_and_says_why(bro
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         frames = FrameReader(reader)
-        while (message := await read_value(frames)) is not None:
+        async for message in read_values(frames):
             if message.get("method") == "initialize":
                 writer.write(framed({"jsonrpc": "2.0", "id": message["id"], "result": {"serverInfo": {"name": "peer"}}}))
             elif message.get("method") == "contextd/session/list":

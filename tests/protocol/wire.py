@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from contextd.rpc.framing import FrameReader
-from contextd.rpc.messages import read_value
+from contextd.rpc.messages import read_values
 
 from tests.shared_daemon import shared_environment, stop_daemon
 
@@ -54,7 +54,7 @@ class WireDaemon:
     async def _read(self) -> None:
         assert self.process.stdout is not None
         frames = FrameReader(self.process.stdout)
-        while (message := await read_value(frames)) is not None:
+        async for message in read_values(frames):
             if isinstance(message, dict) and "method" in message and "id" not in message:
                 self.notifications.append(message)
             else:

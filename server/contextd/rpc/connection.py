@@ -40,7 +40,7 @@ from contextd.rpc.messages import (
     error_reply,
     framed,
     is_valid_id,
-    read_value,
+    read_values,
     reply,
 )
 
@@ -145,12 +145,11 @@ class Connection:
         """Serve the peer until `exit` or the end of its stream."""
         self._reading = asyncio.current_task()
         try:
-            while not self.closed:
-                value = await read_value(self._frames)
-                if value is None:
-                    break
+            async for value in read_values(self._frames):
                 self._take(value)
                 await self._drain()
+                if self.closed:
+                    break
         except (ConnectionError, OSError) as error:
             log.debug("%s: the stream broke: %s", self, error)
         except asyncio.CancelledError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -181,16 +182,15 @@ def framed(message: Any) -> bytes:
     return encode_frame(encode(message))
 
 
-async def read_value(frames: FrameReader) -> Any | Invalid | None:
-    """The JSON value of the next frame (a message, or a batch of them); Invalid, the -32700
-    reply to send, for a frame that holds none, the reader then set to find the next frame
-    after it; None at the end of the stream."""
-    frame = await frames.next_frame()
-    if frame is None:
-        return None
-    if isinstance(frame, FramingError):
-        return Invalid(None, RpcError(PARSE_ERROR, frame.message))
-    value = parse_body(frame)
-    if isinstance(value, Invalid):
-        frames.recover_from(frame)
-    return value
+async def read_values(frames: FrameReader) -> AsyncIterator[Any | Invalid]:
+    """The JSON value of each frame (a message, or a batch of them; `null` too, which a peer
+    may send and must be answered) until the stream ends; Invalid, the -32700 reply to send,
+    for a frame that holds none, the reader then set to find the next frame after it."""
+    while (frame := await frames.next_frame()) is not None:
+        if isinstance(frame, FramingError):
+            yield Invalid(None, RpcError(PARSE_ERROR, frame.message))
+            continue
+        value = parse_body(frame)
+        if isinstance(value, Invalid):
+            frames.recover_from(frame)
+        yield value
