@@ -837,24 +837,40 @@ async def run_follow(args: argparse.Namespace) -> int:
     if args.all and args.workspace:
         raise UsageError("give either --workspace or --all, not both")
     workspace = str(Path(args.workspace or os.getcwd()).resolve())
+    # Its own signal handlers, as watch has: a follow started in the background (where
+    # SIGINT is ignored, so Python raises no KeyboardInterrupt) still ends on SIGINT/SIGTERM.
+    stop = StopSignals()
     async with await connect(args, load_settings(args)) as client:
-        changes = client.activity()
-        following = await client.follow(enabled=True)
-        if args.all:
-            listed = await client.watch_workspace(all_workspaces=True)
-        else:
-            listed = await client.watch_workspace(workspace)
-        mirrors = [row for row in listed["sessions"] if "source" in row]
-        shown: dict[str, str | None] = {row["sessionId"]: None for row in mirrors}
-        if not mirrors and not args.json:
-            elsewhere = [row for row in (await client.session_list())["sessions"] if "source" in row]
-            print(render.follow_watching(following["agents"], None if args.all else workspace, len(elsewhere)), file=sys.stderr)
-        for row in mirrors:  # the mirrors as they are now (state carries the source too)
-            await show_mirror(client, args, dict(await client.state(row["sessionId"])), shown)
-        async for notification in changes:
-            if notification.params.get("source"):
-                await show_mirror(client, args, notification.params, shown)
-        raise daemon_gone(client)  # the stream ends only when the connection does
+        showing = asyncio.ensure_future(show_mirrors(client, args, workspace))
+        stopped = asyncio.ensure_future(stop.wait())
+        await asyncio.wait([showing, stopped], return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if not showing.done():
+            showing.cancel()
+            return stop.exit_code
+        return showing.result()
+
+
+async def show_mirrors(client: ContextdClient, args: argparse.Namespace, workspace: str) -> int:
+    """Turn following on, then print each mirror of the workspace (or of all, --all) as it
+    is now and at each change, until the daemon goes away."""
+    changes = client.activity()
+    following = await client.follow(enabled=True)
+    if args.all:
+        listed = await client.watch_workspace(all_workspaces=True)
+    else:
+        listed = await client.watch_workspace(workspace)
+    mirrors = [row for row in listed["sessions"] if "source" in row]
+    shown: dict[str, str | None] = {row["sessionId"]: None for row in mirrors}
+    if not mirrors and not args.json:
+        elsewhere = [row for row in (await client.session_list())["sessions"] if "source" in row]
+        print(render.follow_watching(following["agents"], None if args.all else workspace, len(elsewhere)), file=sys.stderr)
+    for row in mirrors:  # the mirrors as they are now (state carries the source too)
+        await show_mirror(client, args, dict(await client.state(row["sessionId"])), shown)
+    async for notification in changes:
+        if notification.params.get("source"):
+            await show_mirror(client, args, notification.params, shown)
+    raise daemon_gone(client)  # the stream ends only when the connection does
 
 
 async def show_mirror(

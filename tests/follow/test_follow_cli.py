@@ -29,6 +29,8 @@ def test_follow_prints_a_line_per_change_of_a_mirror_until_interrupted(tmp_path:
     follower = subprocess.Popen(
         [*CONTEXTD, "--data-dir", str(tmp_path / "data"), "follow", "--workspace", workspace, "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(home)},
+        # As when started in the background, where SIGINT comes ignored: it must still end it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     assert follower.stdout is not None
     watchdog = threading.Timer(90, follower.kill)  # never hang the suite
