@@ -780,12 +780,8 @@ async def run_watch(args: argparse.Namespace) -> int:
                 session_id=session_id, enabled=True, timeout_seconds=args.idle, threshold_tokens=args.idle_threshold
             )
         if source is not None:
-            replaying = asyncio.ensure_future(replay(client, session_id, source, display=None))
-            await asyncio.wait([replaying, asyncio.ensure_future(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
-            if not replaying.done():
-                replaying.cancel()
+            if not await stop.unless_stopped(replay(client, session_id, source, display=None)):
                 return stop.exit_code
-            replaying.result()
             if not args.follow:
                 return EXIT_OK
         await until_stopped_or_gone(client, stop)
@@ -812,6 +808,19 @@ class StopSignals:
 
     async def wait(self) -> None:
         await self._stopped.wait()
+
+    async def unless_stopped(self, work: Coroutine[Any, Any, Any]) -> bool:
+        """Run `work` to its end (True; what it raised is raised) unless a stop comes first
+        (False: `work` is cancelled)."""
+        working = asyncio.ensure_future(work)
+        stopped = asyncio.ensure_future(self.wait())
+        await asyncio.wait([working, stopped], return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if not working.done():
+            working.cancel()
+            return False
+        working.result()
+        return True
 
 
 async def until_stopped_or_gone(client: ContextdClient, stop: StopSignals) -> None:
@@ -841,17 +850,11 @@ async def run_follow(args: argparse.Namespace) -> int:
     # SIGINT is ignored, so Python raises no KeyboardInterrupt) still ends on SIGINT/SIGTERM.
     stop = StopSignals()
     async with await connect(args, load_settings(args)) as client:
-        showing = asyncio.ensure_future(show_mirrors(client, args, workspace))
-        stopped = asyncio.ensure_future(stop.wait())
-        await asyncio.wait([showing, stopped], return_when=asyncio.FIRST_COMPLETED)
-        stopped.cancel()
-        if not showing.done():
-            showing.cancel()
-            return stop.exit_code
-        return showing.result()
+        await stop.unless_stopped(show_mirrors(client, args, workspace))
+    return stop.exit_code
 
 
-async def show_mirrors(client: ContextdClient, args: argparse.Namespace, workspace: str) -> int:
+async def show_mirrors(client: ContextdClient, args: argparse.Namespace, workspace: str) -> None:
     """Turn following on, then print each mirror of the workspace (or of all, --all) as it
     is now and at each change, until the daemon goes away."""
     changes = client.activity()
