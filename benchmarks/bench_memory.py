@@ -17,6 +17,7 @@ process's resident memory show the bound by entries at work.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import os
@@ -28,11 +29,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from bench_append import HUGE_WINDOW
+from bench_append import HUGE_WINDOW, prefill_messages
 from bench_load import imported, write_pi_session
 from live_daemon import model_settings
-from ratio_guard import filled
-from contextd.model import Settings
+from ratio_guard import as_messages, filled
+from tests.corpus import agent_of, read_text
+from contextd.importers import IMPORTERS, save
+from contextd.model import ColdMessageEntry, Settings
 from contextd.session import SessionManager, SilentEvents
 from contextd.store import Store
 
@@ -66,6 +69,40 @@ def coding_session(scratch: Path, size: int) -> tuple[Path, str, Settings]:
     return data_dir, session_id, settings
 
 
+COMPACT_EVERY = 1_000
+"""The generated session with compactions is compacted after every this many entries."""
+REAL_COMPACTED = ("codex-knearme-two-compactions", "codex-knearme-compacted", "claude-code-atlas-sonnet45")
+"""The corpus's transcripts with compactions (two, one, two compact boundaries)."""
+
+
+def compacted_session(scratch: Path, size: int) -> tuple[Path, str, Settings]:
+    """The coding session of `coding_session`, compacted every COMPACT_EVERY entries (the
+    offline summarizer): most of it is history before the latest compaction."""
+    data_dir = scratch / f"compacted-{size}"
+    settings = Settings.model_validate(model_settings(HUGE_WINDOW))
+    sessions = SessionManager(Store(data_dir), settings, SilentEvents())
+    session = sessions.create("/bench")
+    messages = as_messages(prefill_messages(size, seed=size))
+    for start in range(0, len(messages), COMPACT_EVERY):
+        session.append_messages(messages[start : start + COMPACT_EVERY])
+        if start + COMPACT_EVERY < len(messages):
+            asyncio.run(session.compact("manual"))
+    session_id = session.session_id
+    sessions.close_all()
+    return data_dir, session_id, settings
+
+
+def real_session(scratch: Path, name: str) -> tuple[Path, str, Settings]:
+    data_dir = scratch / name
+    file = f"{name}.jsonl.gz"
+    lines = iter(read_text(file).splitlines(keepends=True))
+    session_id, _ = save(IMPORTERS[agent_of(file)](lines), data_dir, workspace="/bench", name=None)
+    sessions = SessionManager(Store(data_dir), Settings(), SilentEvents())
+    sessions.get(session_id)  # opened once and closed, as bench_load's: its counts are kept
+    sessions.close_all()
+    return data_dir, session_id, Settings()
+
+
 def rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -80,10 +117,11 @@ def measure_entry(kind: str, data_dir: Path, session_id: str, settings: Settings
     sessions = SessionManager(Store(data_dir), settings, SilentEvents())
     loaded, session = allocated_by(lambda: sessions.get(session_id))
     entries = len(session.tree.entries)
+    cold = sum(1 for entry in session.tree.entries.values() if type(entry) is ColdMessageEntry)
     sessions.close_all()
     return {
         "kind": kind, "entries": entries, "disk": sum(len(line) + 1 for line in lines) / entries,
-        "dicts": as_dicts / entries, "loaded": loaded / entries,
+        "dicts": as_dicts / entries, "loaded": loaded / entries, "cold": cold / entries,
     }
 
 
@@ -118,21 +156,26 @@ def main() -> int:
     sizes = [int(size) for size in args.sizes.split(",")]
     with tempfile.TemporaryDirectory(prefix="contextd-memory-") as root:
         scratch = Path(root)
-        rows = [
+        rows = [measure_entry(name, *real_session(scratch, name)) for name in REAL_COMPACTED]
+        rows += [
             measure_entry(kind, *make(scratch, size))
             for size in sizes
-            for kind, make in (("pi", pi_session), ("coding", coding_session))
+            for kind, make in (
+                ("pi", pi_session),
+                ("coding", coding_session),
+                (f"coding, compacted every {COMPACT_EVERY:,}", compacted_session),
+            )
         ]
         held = bounded(scratch, max(sizes), args.sessions)
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"memory per entry (tracemalloc, bytes); {date.today()}; load average {load}")
     print()
-    print("| session | entries | on disk | json.loads dicts | loaded | loaded vs disk |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| session | entries | cold | on disk | json.loads dicts | loaded | loaded vs disk |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         print(
-            f"| {row['kind']} | {row['entries']:,} | {row['disk']:,.0f} | {row['dicts']:,.0f} | {row['loaded']:,.0f} "
-            f"| {row['loaded'] / row['disk']:.2f}x |"
+            f"| {row['kind']} | {row['entries']:,} | {row['cold']:.0%} | {row['disk']:,.0f} | {row['dicts']:,.0f} "
+            f"| {row['loaded']:,.0f} | {row['loaded'] / row['disk']:.2f}x |"
         )
     print(f"\ngoal: ≤ {GOAL}x the bytes on disk")
     print(

@@ -8,8 +8,9 @@ request's message and a setting look like. Field names follow the wire format
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from datetime import datetime, timezone
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -80,17 +81,48 @@ class Usage(Strict):
     @property
     def context_tokens(self) -> int:
         """The size of the context this answer saw plus the answer itself."""
-        if self.total is not None:
-            return self.total
-        return self.input + self.output + self.cacheRead + self.cacheWrite
+        return usage_context_tokens(self)
+
+
+def usage_context_tokens(usage: Usage | UsageFigures) -> int:
+    if usage.total is not None:
+        return usage.total
+    return usage.input + usage.output + usage.cacheRead + usage.cacheWrite
+
+
+class UsageFigures:
+    """A `Usage`'s numbers without a model around them: what a cold entry keeps of its answer's
+    usage (a pydantic model of five ints weighs about half a kilobyte)."""
+
+    __slots__ = ("input", "output", "cacheRead", "cacheWrite", "total")
+
+    def __init__(self, usage: Usage) -> None:
+        self.input, self.output, self.cacheRead, self.cacheWrite = usage.input, usage.output, usage.cacheRead, usage.cacheWrite
+        self.total = usage.total
+
+    @property
+    def context_tokens(self) -> int:
+        return usage_context_tokens(self)
 
 
 StopReason = Literal["stop", "toolUse", "length", "error", "aborted"]
 
 
+def _holds_image(content: str | list[Any]) -> bool:
+    return not isinstance(content, str) and any(block.type == "image" for block in content)
+
+
 class UserMessage(Strict):
     role: Literal["user"] = "user"
     content: Text | list[UserBlock]
+
+    # What the walks over every entry of a session read of a message (`MessageEntry.brief`):
+    # a cold entry answers them without its content.
+    @property
+    def holds_image(self) -> bool:
+        return _holds_image(self.content)
+
+    lost_result: ClassVar[bool] = False
 
 
 class AssistantMessage(Strict):
@@ -111,6 +143,14 @@ class AssistantMessage(Strict):
         """An answer that errored or was aborted: its usage says nothing about the context."""
         return self.stopReason in ("error", "aborted")
 
+    holds_image: ClassVar[bool] = False
+    lost_result: ClassVar[bool] = False
+
+    @property
+    def reasoned(self) -> bool:
+        """Holds a thinking block (the summary an agent keeps of its reasoning)."""
+        return any(block.type == "thinking" for block in self.content)
+
 
 MISSING_RESULT_TEXT = "[No result was recorded for this tool call in the imported session]"
 """The result an importer gives a tool call whose result the transcript lost (a damaged or
@@ -123,6 +163,15 @@ class ToolResultMessage(Strict):
     toolName: str
     content: Text | list[UserBlock]
     isError: bool = False
+
+    @property
+    def holds_image(self) -> bool:
+        return _holds_image(self.content)
+
+    @property
+    def lost_result(self) -> bool:
+        """A result the transcript lost, which an importer stood in for."""
+        return self.content == MISSING_RESULT_TEXT
 
 
 Message = Annotated[
@@ -198,6 +247,78 @@ class EntryBase(Strict):
 class MessageEntry(EntryBase):
     type: Literal["message"] = "message"
     message: Message
+
+    @property
+    def brief(self) -> Message:
+        """What the walks over every entry read (role, usage, model, whether it failed, holds
+        an image, reasoned, is a lost result): the message itself, or a cold entry's record."""
+        return self.message
+
+
+COLD_PARSED_KEPT = 256
+"""Cold entries parsed lately and kept parsed (a request reading a stretch of them, as a
+tree or a branch summary does, parses each once)."""
+
+
+@lru_cache(maxsize=COLD_PARSED_KEPT)
+def _parsed(line: bytes) -> MessageEntry:
+    return MessageEntry.model_validate_json(line)
+
+
+class ColdMessageEntry:
+    """A message entry outside the live context (before the latest compaction's kept part,
+    on another branch), kept as its line of the session file behind a light record: a parsed
+    entry weighs 3-4x its line.
+
+    The record holds what the walks over every entry read (`brief`: usage, model, role...),
+    so a load or a rebuild never parses it. Anything else (`message`, `timestamp`, a dump)
+    is read from the line, parsed when asked and not kept (`_parsed` keeps the latest few);
+    it passes for a `MessageEntry` in `isinstance` too (`__class__`, as `unittest.mock`
+    does), so code that tells entries apart needs no case for it. Cold entries are made from
+    lines that parsed as message entries, so parsing one again cannot fail."""
+
+    __slots__ = (
+        "id", "parentId", "line", "role", "model", "usage", "stopReason", "errorKind", "errorMessage",
+        "holds_image", "lost_result", "reasoned",
+    )
+    type = "message"
+
+    def __init__(self, entry: MessageEntry, line: bytes) -> None:
+        self.id, self.parentId, self.line = entry.id, entry.parentId, line
+        message = entry.message
+        self.role = message.role
+        self.holds_image, self.lost_result = message.holds_image, message.lost_result
+        self.model = self.usage = self.errorKind = self.errorMessage = None
+        self.stopReason, self.reasoned = "stop", False
+        if message.role == "assistant":
+            self.model, self.stopReason, self.reasoned = message.model, message.stopReason, message.reasoned
+            self.usage = UsageFigures(message.usage) if message.usage is not None else None
+            self.errorKind = message.errorKind
+            if message.failed or message.errorKind is not None:
+                self.errorMessage = message.errorMessage  # what an overflow states
+
+    @property
+    def failed(self) -> bool:
+        return self.stopReason in ("error", "aborted")
+
+    @property
+    def brief(self) -> ColdMessageEntry:
+        return self
+
+    @property
+    def __class__(self) -> type:  # type: ignore[override]
+        return MessageEntry
+
+    def parsed(self) -> MessageEntry:
+        return _parsed(self.line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_parsed(self.line), name)
+
+    def __eq__(self, other: object) -> bool:
+        return self.parsed() == (other.parsed() if type(other) is ColdMessageEntry else other)  # type: ignore[union-attr]
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class SummarizerInfo(Strict):

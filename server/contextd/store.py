@@ -26,10 +26,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from pydantic import TypeAdapter, ValidationError
 
-from contextd.model import Entry, SessionHeader, is_node
+from contextd.model import ColdMessageEntry, Entry, MessageEntry, SessionHeader, is_node
 
 log = logging.getLogger(__name__)
 
@@ -141,9 +142,13 @@ class EntryTree:
     children: dict[str | None, list[str]] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     leaf_id: str | None = None
+    lines: dict[str, bytes] = field(default_factory=dict)
+    """The file lines of message entries just loaded, until `keep_cold` sorts them."""
 
-    def add(self, entry: Entry) -> None:
+    def add(self, entry: Entry, line: bytes | None = None) -> None:
         self.entries[entry.id] = entry
+        if line is not None and entry.type == "message":
+            self.lines[entry.id] = line
         # Type tags, not isinstance (slow on a pydantic model when the answer is no): every
         # entry of every load passes here.
         if entry.type == "label":
@@ -178,6 +183,23 @@ class EntryTree:
     def nodes(self) -> Iterator[Entry]:
         return (entry for entry in self.entries.values() if is_node(entry))
 
+    def keep_cold(self, path: list[Entry], live_from: int) -> None:
+        """Message entries loaded from the file that are not in `path[live_from:]` (the live
+        context: what came before its latest compaction kept nothing of, and other branches)
+        are kept as their lines (`ColdMessageEntry`); cold entries in it are parsed again (a
+        navigation to another branch); `path` is brought up to date in place."""
+        live = {entry.id for entry in path[live_from:]} if self.lines else set()
+        for entry_id, line in self.lines.items():
+            entry = self.entries[entry_id]
+            if entry_id not in live and type(entry) is MessageEntry:
+                self.entries[entry_id] = cast(Entry, ColdMessageEntry(entry, line))
+        self.lines.clear()
+        for index, entry in enumerate(path):
+            current = self.entries[entry.id]
+            if index >= live_from and type(current) is ColdMessageEntry:
+                current = self.entries[entry.id] = current.parsed()
+            path[index] = current
+
 
 # --- reading ------------------------------------------------------------------
 
@@ -186,6 +208,8 @@ class EntryTree:
 class LoadedFile:
     header: SessionHeader | None
     entries: list[Entry]
+    lines: list[bytes]
+    """Each entry's line of the file (without its newline)."""
     valid_bytes: int
     """Length of the prefix that ends with the last complete, parsed line."""
     torn_tail: bytes
@@ -197,6 +221,7 @@ class LoadedFile:
 def parse_session_bytes(data: bytes) -> LoadedFile:
     header: SessionHeader | None = None
     entries: list[Entry] = []
+    lines: list[bytes] = []
     bad_lines: list[int] = []
     valid_bytes = 0
     offset = 0
@@ -205,21 +230,22 @@ def parse_session_bytes(data: bytes) -> LoadedFile:
         newline = data.find(b"\n", offset)
         complete = newline != -1
         end = newline + 1 if complete else len(data)
-        raw = data[offset:end]
+        raw = data[offset:newline] if complete else data[offset:]
         line_number += 1
         parsed = _parse_line(raw, want_header=header is None and line_number == 1)
         if parsed is None:
             if not complete:
-                return LoadedFile(header, entries, valid_bytes, raw, bad_lines)
+                return LoadedFile(header, entries, lines, valid_bytes, raw, bad_lines)
             bad_lines.append(line_number)
         elif isinstance(parsed, SessionHeader):
             header = parsed
         else:
             entries.append(parsed)
+            lines.append(raw)
         if complete or parsed is not None:
             valid_bytes = end
         offset = end
-    return LoadedFile(header, entries, valid_bytes, b"", bad_lines)
+    return LoadedFile(header, entries, lines, valid_bytes, b"", bad_lines)
 
 
 def _parse_line(raw: bytes, want_header: bool) -> SessionHeader | Entry | None:
@@ -267,6 +293,8 @@ def read_session_file(session_id: str, path: Path) -> LoadedFile:
 def encode_line(line: SessionHeader | Entry) -> bytes:
     """One JSON line; optional fields left out when empty, required ones (parentId, label...)
     written even when null."""
+    if type(line) is ColdMessageEntry:
+        return line.line + b"\n"  # the very line it was loaded from
     data = line.model_dump(mode="json", exclude_none=True)
     for name, info in type(line).model_fields.items():
         if info.is_required() and name not in data:
@@ -599,7 +627,7 @@ class Store:
         loading does. Read without the lock, the file must still be as it was before it was
         read (`read_as`; another daemon may have written it meanwhile), else it stays read-only."""
         held = self.holds(listing.session_id)
-        repair = LoadedFile(loaded.header, [], loaded.valid_bytes, loaded.torn_tail, [])  # not its entries
+        repair = LoadedFile(loaded.header, [], [], loaded.valid_bytes, loaded.torn_tail, [])  # not its entries
 
         def writable_again() -> tuple[AppendHandles, Callable[[], None]]:
             try:

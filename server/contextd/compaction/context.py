@@ -107,6 +107,10 @@ def pruned_placeholder(tokens: int) -> str:
     return f"[Output pruned: {tokens} tokens]"
 
 
+MESSAGE_BEARING_TYPES = frozenset({"message", "compaction", "branch_summary", "handoff"})
+"""The entry types `entry_message` gives a message for."""
+
+
 def entry_message(entry: Entry) -> Message | None:
     """The message an entry contributes to the context, if any (prunes not applied)."""
     if entry.type == "message":

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from contextd.compaction.context import entry_message, latest_compaction_index, visible_entries
+from contextd.compaction.context import MESSAGE_BEARING_TYPES, latest_compaction_index, visible_entries
 from contextd.model import CompactionEntry, Entry, PruneEntry
 
 
@@ -58,14 +58,15 @@ def compression_stats(
     the model read them when they were current), times `calibration` as the figure's counted
     parts are; a compaction saved what it took out, its `tokensBefore - tokensAfter`.
     """
-    conversation = [entry for entry in path if entry_message(entry) is not None]
+    # Types, not the messages: entries outside the live context are not parsed for this.
+    conversation = [entry for entry in path if entry.type in MESSAGE_BEARING_TYPES]
     compactions = [entry for entry in path if isinstance(entry, CompactionEntry)]
     prunes = [entry for entry in path if isinstance(entry, PruneEntry)]
     latest = latest_compaction_index(path)
     return CompressionStats(
         history_entries=len(conversation),
         history_tokens=round(calibration * sum(entry_tokens.get(entry.id, 0) for entry in conversation)),
-        context_entries=sum(1 for entry in visible_entries(path) if entry_message(entry) is not None),
+        context_entries=sum(1 for entry in visible_entries(path) if entry.type in MESSAGE_BEARING_TYPES),
         context_tokens=context_tokens,
         compactions=len(compactions),
         compaction_tokens_saved=sum(max(0, c.tokensBefore - c.tokensAfter) for c in compactions),

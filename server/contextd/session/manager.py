@@ -31,6 +31,7 @@ from contextd.session.live import LiveSession
 from contextd.session.state import SESSION_NAME_CHARS
 from contextd.store import (
     EntryTree,
+    LoadedFile,
     SessionDamaged,
     SessionFile,
     SessionListing,
@@ -168,7 +169,7 @@ class SessionManager:
                 file, loaded = self.store.reload(listing)
             else:
                 file, loaded = self.store.open(listing)
-            return LiveSession(file, tree_of(loaded.entries), self.settings_for(file.header.workspace), self.events)
+            return LiveSession(file, loaded_tree(loaded), self.settings_for(file.header.workspace), self.events)
 
     def _remember(self, session: LiveSession) -> LiveSession:
         session.hand_off = lambda: self.handoff(session, None)
@@ -234,11 +235,11 @@ class SessionManager:
         still be deleted)."""
         try:
             file, loaded = self.store.peek(listing)
-            entries = loaded.entries
+            tree = loaded_tree(loaded)
         except SessionDamaged:
             file = SessionFile.read_only(listing.path, SessionHeader(id=listing.session_id, workspace=listing.workspace))
-            entries = []
-        return LiveSession(file, tree_of(entries), self.settings, self.events)
+            tree = EntryTree()
+        return LiveSession(file, tree, self.settings, self.events)
 
     def close_all(self) -> None:
         while self._loaded:
@@ -282,7 +283,7 @@ class SessionManager:
     def peek(self, listing: SessionListing) -> LiveSession:
         """A session read from disk without taking its lock, to read its figures only."""
         file, loaded = self.store.peek(listing)
-        return LiveSession(file, tree_of(loaded.entries), self.settings, SilentEvents())
+        return LiveSession(file, loaded_tree(loaded), self.settings, SilentEvents())
 
 
 def summary_of(session: LiveSession) -> SessionSummary:
@@ -301,6 +302,14 @@ def tree_of(entries: Iterable[Entry]) -> EntryTree:
     tree = EntryTree()
     for entry in entries:
         tree.add(entry)
+    return tree
+
+
+def loaded_tree(loaded: LoadedFile) -> EntryTree:
+    """The tree of a file's entries, their lines kept for the entries that will be cold."""
+    tree = EntryTree()
+    for entry, line in zip(loaded.entries, loaded.lines):
+        tree.add(entry, line)
     return tree
 
 

@@ -20,6 +20,7 @@ from contextd.compaction.context import (
     ContextItem,
     build_context,
     instructions_text,
+    latest_compaction_index,
     open_tool_calls,
     opening_compaction,
     pruned_placeholder,
@@ -98,6 +99,19 @@ def check_tool_results(messages: Sequence[Message], pending: dict[str, str]) -> 
                 f"messages.{index}.toolCallId",
                 f"no tool call {message.toolCallId!r} is waiting for a result in this context",
             )
+
+
+def live_from(path: Sequence[Entry]) -> int:
+    """Where the live context begins on `path`: its latest compaction's first kept entry (the
+    compaction itself when it kept none), the root without one. What comes before is only
+    read whole by a request that asks for it (see `EntryTree.keep_cold`)."""
+    compaction_at = latest_compaction_index(path)
+    if compaction_at is None:
+        return 0
+    compaction = path[compaction_at]
+    assert isinstance(compaction, CompactionEntry)
+    kept = next((index for index in range(compaction_at) if path[index].id == compaction.firstKeptEntryId), None)
+    return compaction_at if kept is None else kept
 
 
 class LiveState(ABC):
@@ -307,6 +321,7 @@ class LiveState(ABC):
         """Recompute the path, pending tool calls and token figure from the tree (after any
         change that is not a plain append: load, compaction, prune, navigation, model)."""
         self._path = self.tree.path_to(self.tree.leaf_id)
+        self.tree.keep_cold(self._path, live_from(self._path))
         self._name = self._derive_name()
         self._pending_calls = open_tool_calls(self.context_items())
         self._learn_unseen()
@@ -324,7 +339,7 @@ class LiveState(ABC):
         Claude Code reports zeros)."""
         for index in range(len(self._path) - 1, -1, -1):
             entry = self._path[index]
-            if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage) and not entry.message.failed:
+            if entry.type == "message" and entry.brief.role == "assistant" and not entry.brief.failed:
                 return self._figure.tokens if index == len(self._path) - 1 else self.figure_of(self._path[: index + 1]).tokens
         return 0
 
@@ -421,9 +436,9 @@ class LiveState(ABC):
         (see `dropped_reasoning`); walks back to the anchor only."""
         for index in range(len(self._path) - 2, -1, -1):
             entry = self._path[index]
-            if isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
+            if entry.type == "message" and entry.brief.role == "user":
                 return 0
-            if isinstance(entry, MessageEntry) and reports_context(entry.message):
+            if entry.type == "message" and reports_context(entry.brief):
                 return dropped_reasoning(self._path, index, self.entry_tokens, self.calibration)
         return 0
 

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from contextd.model import MISSING_RESULT_TEXT, AssistantMessage, Entry, Usage
+from contextd.model import AssistantMessage, Entry, Usage
 
 PRIOR_WEIGHT_TOKENS = 4_000
 """How much counted growth the prior is worth: a few turns of real evidence outweigh it."""
@@ -117,7 +117,7 @@ def _number(text: str) -> int:
     return int(text.replace(",", ""))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per node of every loaded session: no __dict__
 class Since:
     """What calibration knows at one node of the tree: the prompt size the latest valid answer
     above it reported (None after a compaction or prune, or before any answer), and how many
@@ -154,9 +154,9 @@ def calibration_step(
         if tokenizer != before.tokenizer:  # the next prompt is counted by another tokenizer
             return Since(None, 0, tokenizer), None
         return before, None
-    if not (entry.type == "message" and entry.message.role == "assistant"):
+    if not (entry.type == "message" and entry.brief.role == "assistant"):
         return Since(before.prompt, before.counted + tokens, before.tokenizer), None
-    answer = entry.message
+    answer = entry.brief
     tokenizer = tokenizer_of(answer.model) if answer.model else before.tokenizer
     reported = _reported_prompt(answer)
     observation = None
@@ -170,11 +170,7 @@ def calibration_step(
 def _lost_result(entry: Entry) -> bool:
     """A tool result the transcript lost (a damaged line): the provider counted the real
     one, contextd counts a stand-in, so the growth around it says nothing about tokenizers."""
-    return (
-        entry.type == "message"
-        and entry.message.role == "toolResult"
-        and entry.message.content == MISSING_RESULT_TEXT
-    )
+    return entry.type == "message" and entry.brief.lost_result
 
 
 def _holds_image(entry: Entry) -> bool:
@@ -182,10 +178,7 @@ def _holds_image(entry: Entry) -> bool:
     the prior's scale, `ModelInfo.image_scale`) and by a rule the provider follows only
     about, so the growth around it would teach the factor the prior back, or the rule's
     error, instead of how the provider's tokenizer splits text."""
-    if entry.type != "message" or entry.message.role == "assistant":
-        return False
-    content = entry.message.content
-    return not isinstance(content, str) and any(block.type == "image" for block in content)
+    return entry.type == "message" and entry.brief.holds_image
 
 
 def _reported_prompt(answer: AssistantMessage) -> int | None:

@@ -24,11 +24,8 @@ from contextd.model import (
     HandoffEntry,
     Message,
     MessageEntry,
-    ModelChangeEntry,
     PruneEntry,
     Settings,
-    ThinkingContent,
-    UserMessage,
 )
 from contextd.tokens.calibration import stated_window
 
@@ -87,10 +84,10 @@ def largest_report(entries: Iterable[Entry], model_id: str, model_before: str | 
     much, or its provider says so ("exceeds the model's maximum context length 202750")."""
     largest, current = 0, model_before
     for entry in entries:
-        if isinstance(entry, ModelChangeEntry):
+        if entry.type == "model_change":
             current = entry.model
-        elif current == model_id and isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
-            answer = entry.message
+        elif current == model_id and entry.type == "message" and entry.brief.role == "assistant":
+            answer = entry.brief  # tags and the brief: this walks every node of a load
             if reports_context(answer):
                 assert answer.usage is not None
                 largest = max(largest, answer.usage.context_tokens)
@@ -111,7 +108,7 @@ def usage_anchor(path: Sequence[Entry]) -> int | None:
         entry = path[index]
         if isinstance(entry, (CompactionEntry, PruneEntry)):
             return None
-        if isinstance(entry, MessageEntry) and reports_context(entry.message):
+        if entry.type == "message" and reports_context(entry.brief):
             return index
     return None
 
@@ -121,7 +118,7 @@ def reports_context(message: Message) -> bool:
     with usage that is not all zeros (some agents write zeros for providers that report
     nothing, e.g. Claude Code in front of GLM)."""
     return (
-        isinstance(message, AssistantMessage)
+        message.role == "assistant"
         and message.usage is not None
         and message.usage.context_tokens > 0
         and not message.failed
@@ -166,19 +163,15 @@ def turn_outputs(path: Sequence[Entry], end: int | None = None) -> dict[str, int
     for index in range((len(path) if end is None else end) - 1, -1, -1):
         entry = path[index]
         if isinstance(entry, (CompactionEntry, PruneEntry, HandoffEntry)) or (
-            isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage)
+            entry.type == "message" and entry.brief.role == "user"
         ):
             break
-        if isinstance(entry, MessageEntry) and reports_context(entry.message) and _reasoned(entry.message):
-            assert isinstance(entry.message, AssistantMessage) and entry.message.usage is not None
-            outputs[entry.id] = entry.message.usage.output
+        # An answer without a thinking block reasoned nothing a new turn could drop,
+        # whatever output it reports.
+        if entry.type == "message" and reports_context(answer := entry.brief) and answer.reasoned:
+            assert answer.role == "assistant" and answer.usage is not None
+            outputs[entry.id] = answer.usage.output
     return outputs
-
-
-def _reasoned(message: Message) -> bool:
-    """An answer with a thinking block (the summary an agent keeps of its reasoning): one
-    without reasoned nothing a new turn could drop, whatever output it reports."""
-    return isinstance(message, AssistantMessage) and any(isinstance(block, ThinkingContent) for block in message.content)
 
 
 def context_size(
@@ -208,7 +201,7 @@ def context_size(
     assert isinstance(anchored, MessageEntry) and isinstance(anchored.message, AssistantMessage)
     assert anchored.message.usage is not None
     reported = anchored.message.usage.context_tokens
-    if any(isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage) for entry in path[anchor + 1 :]):
+    if any(entry.type == "message" and entry.brief.role == "user" for entry in path[anchor + 1 :]):
         reported -= dropped_reasoning(path, anchor, entry_tokens, calibration)
     # Everything after the anchor is after the latest compaction, so all of it is visible.
     after = sum(tokens_of(entry) for entry in path[anchor + 1 :])

@@ -32,13 +32,11 @@ from dataclasses import dataclass
 
 from contextd.compaction.context import standing_instructions, visible_entries
 from contextd.model import (
-    AssistantMessage,
     CompactionEntry,
     Entry,
     HandoffEntry,
     Message,
     MessageEntry,
-    UserMessage,
 )
 from contextd.tokens.calibration import prompt_tokens, stated_prompt_tokens
 from contextd.tokens.context_size import context_tokens_of, reports_context
@@ -140,12 +138,12 @@ def learn_unseen(
             model = entry.model
         elif entry.type == "handoff" and entry.unseenTokens is not None:
             evidence, settled = _known(UnseenEvidence(entry.unseenTokens, 0)), False
-        elif entry.type == "message" and (prompt := reported_prompt(entry.message)) is not None:
+        elif entry.type == "message" and (prompt := reported_prompt(entry.brief)) is not None:
             taught = _Evidence(path, index + 1, entry_tokens, pruned_tokens, calibration)
             since = _Since(reported, counted) if reported is not None else None
             if not settled or _grew(prompt, since, evidence, taught, calibration):
                 evidence, settled = taught, True
-            reported, counted = _context_after(entry.message, prompt), 0
+            reported, counted = _context_after(entry.brief, prompt), 0
         elif reported is not None:
             counted += entry_tokens.get(entry.id, 0)
     return UnseenState(evidence() if evidence is not None else None, settled)
@@ -182,9 +180,9 @@ def reported_prompt(message: Message) -> int | None:
     context-overflow error states (a provider whose usage reports zeros, as GLM's through
     Claude Code, may still state it there); None when it said none."""
     if reports_context(message):
-        assert isinstance(message, AssistantMessage) and message.usage is not None
+        assert message.role == "assistant" and message.usage is not None
         return prompt_tokens(message.usage)
-    if isinstance(message, AssistantMessage) and message.errorKind == "context_overflow":
+    if message.role == "assistant" and message.errorKind == "context_overflow":
         return stated_prompt_tokens(message.errorMessage)
     return None
 
@@ -192,7 +190,7 @@ def reported_prompt(message: Message) -> int | None:
 def _context_after(message: Message, prompt: int) -> int:
     """The context after an answer that reported `prompt`: a report holds the answer itself,
     an overflow answered nothing."""
-    if isinstance(message, AssistantMessage) and message.usage is not None and not message.failed:
+    if message.role == "assistant" and message.usage is not None and not message.failed:
         return message.usage.context_tokens
     return prompt
 
@@ -232,7 +230,7 @@ def first_unseen(
     """The first evidence `path` teaches (None if it teaches none): what a session tells
     about its agent, the value the corpus's priors are derived from."""
     for index, entry in enumerate(path):
-        if isinstance(entry, MessageEntry) and reported_prompt(entry.message) is not None:
+        if entry.type == "message" and reported_prompt(entry.brief) is not None:
             evidence = learn_unseen(path[: index + 1], entry_tokens, pruned_tokens, calibration=calibration).evidence
             if evidence is not None:
                 return evidence
@@ -246,7 +244,7 @@ def evidence_at(
     its prompt): what it was sent is the context before it, with the prunes made before it."""
     answer, before = path[-1], path[:-1]
     assert isinstance(answer, MessageEntry)
-    prompt = reported_prompt(answer.message)
+    prompt = reported_prompt(answer.brief)
     assert prompt is not None
     tokens_of = context_tokens_of(before, entry_tokens, pruned_tokens, calibration=calibration)
     counted = sum(tokens_of(entry) for entry in [*standing_instructions(before), *visible_entries(before)])
@@ -259,6 +257,6 @@ def _opens_conversation(path: Sequence[Entry]) -> bool:
     for entry in path:
         if isinstance(entry, (CompactionEntry, HandoffEntry)):
             return True
-        if isinstance(entry, MessageEntry):
-            return isinstance(entry.message, UserMessage)
+        if entry.type == "message":
+            return entry.brief.role == "user"
     return True
