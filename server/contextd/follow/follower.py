@@ -255,6 +255,7 @@ class Follower:
             session.announce("open")
         elif fresh or session.leaf_id != leaf_before or session.tokens != tokens_before:
             session.announce("compaction" if compactions else "append")
+        session.count_in_background()  # the figure is out: the rest is counted after
 
 
     def session_deleted(self, session_id: str) -> None:

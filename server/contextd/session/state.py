@@ -47,6 +47,7 @@ from contextd.model import (
 )
 from contextd.session.agent_settings import mirror_compaction_point
 from contextd.session.counts import keep_counts, read_counts
+from contextd.session.deferred_counts import CountsOnDemand, PendingCounts, count_entries
 from contextd.session.errors import InvalidAppend, ReadOnlyMirror
 from contextd.session.events import SessionEvents
 from contextd.session.index import timestamp
@@ -68,6 +69,7 @@ from contextd.tokens.context_size import (
     dropped_reasoning,
     largest_report,
     reports_context,
+    usage_anchor,
 )
 from contextd.tokens.registry import best_match
 from contextd.tokens.unseen import UnseenState, grew_past_counting, learn_unseen, reported_prompt, unseen_prior
@@ -124,7 +126,10 @@ class LiveState(ABC):
         self.tree = tree
         self.settings = settings
         self.events = events
-        self.entry_tokens: dict[str, int] = {}
+        self._entry_tokens: dict[str, int] = {}
+        self._pending = PendingCounts()
+        """A mirror's entries not counted yet (see deferred_counts.py); empty elsewhere."""
+        self._counting: asyncio.Task[None] | None = None
         self.model_id = settings.defaultModel
         self.model_info = resolve_model(self.model_id, settings.models)
         self._recorded_window: int | None = None
@@ -205,18 +210,79 @@ class LiveState(ABC):
 
     # --- tokens -----------------------------------------------------------------------
 
+    @property
+    def entry_tokens(self) -> dict[str, int]:
+        """Each entry's counted tokens; a mirror's entries not counted yet are counted first."""
+        if self._pending:
+            self.settle_counts()
+        return self._entry_tokens
+
     def _count_all(self, entries: Iterable[Entry]) -> None:
         """Every entry counted, or its count taken from those kept beside this very file."""
+        self._pending.clear()
         kept = read_counts(self.file.path, self.model_info.counting)
         for entry in entries:
             tokens = kept.get(entry.id)
-            self.entry_tokens[entry.id] = self._count(entry) if tokens is None else tokens
+            self._entry_tokens[entry.id] = self._count(entry) if tokens is None else tokens
         self._ledger = self._learn()
 
+    def _count_later(self, entries: Iterable[Entry]) -> None:
+        """`entries`, just taken into the tree, counted when first needed (a mirror's write)."""
+        for entry in entries:
+            self._pending.add(entry)
+
+    def _recount_later(self) -> None:
+        """Every entry counted again when first needed (the counting changed)."""
+        self._entry_tokens.clear()
+        self._pending.clear()
+        root = resolve_model(self.settings.defaultModel, self.settings.models).tokenizer
+        self._ledger = CalibrationLedger.start(self._tokenizer_of, root)
+        self._count_later(self.tree.entries.values())
+
+    def settle_counts(self) -> None:
+        """Count what is left uncounted and take it into the calibration, then recompute the
+        figure (announced when that changed it)."""
+        if not self._pending:
+            return
+        shown = self._usage_parts()
+        counts = CountsOnDemand(self._entry_tokens, self._pending, self._count)
+        for entry in self._pending.unledgered:  # file order: parents first
+            self._ledger.add(entry, counts[entry.id])
+        for entry_id in list(self._pending.uncounted):  # non-nodes (labels, leaf moves)
+            counts[entry_id]
+        self._pending.clear()
+        self.rebuild()
+        if self._usage_parts() != shown:
+            self.events.token_usage(self.usage_body())
+
+    def _usage_parts(self) -> tuple[object, ...]:
+        """What `usage_body` is made of that counting can change."""
+        return self._figure, self.model_info, self._counted_parts, self._unseen_so_far()
+
+    def count_in_background(self) -> None:
+        """Count what a mirror's write left uncounted in a worker thread (one task at a time;
+        anything that needs the counts before it is done counts them itself)."""
+        if self._pending and (self._counting is None or self._counting.done()):
+            self._counting = asyncio.get_running_loop().create_task(self._count_pending())
+            self._tasks.add(self._counting)
+            self._counting.add_done_callback(self._tasks.discard)
+
+    async def _count_pending(self) -> None:
+        while self._pending.uncounted:
+            info, batch = self.model_info, self._pending.batch()
+            counts = await asyncio.to_thread(count_entries, batch, info)
+            if self.model_info.counting != info.counting:
+                continue  # a model switch made these counts stale: all are pending again
+            for entry, tokens in zip(batch, counts):
+                if self._pending.uncounted.pop(entry.id, None) is not None:
+                    self._entry_tokens[entry.id] = tokens
+        self.settle_counts()
+
     def keep_counts(self) -> None:
-        """Keep the counts beside the file as the session leaves memory, for its next load."""
+        """Keep the counts beside the file as the session leaves memory, for its next load
+        (those known: a mirror's next load counts the rest)."""
         if self.file.writable:
-            keep_counts(self.file.path, self.model_info.counting, self.entry_tokens)
+            keep_counts(self.file.path, self.model_info.counting, self._entry_tokens)
 
     def _count(self, entry: Entry) -> int:
         info = self.model_info
@@ -238,6 +304,13 @@ class LiveState(ABC):
     @property
     def calibration(self) -> float:
         """What counted tokens are multiplied by for this model: 1.0 where counting is exact."""
+        if self._pending:
+            self.settle_counts()
+        return self._calibration_so_far()
+
+    def _calibration_so_far(self) -> float:
+        """The calibration learned from the entries counted so far (all of them, but during a
+        mirror's first read)."""
         info = self.model_info
         return self._ledger.factor(info.tokenizer, info.calibration_prior)
 
@@ -257,10 +330,15 @@ class LiveState(ABC):
         """What the agent sends that contextd never sees (system prompt, tool schemas), as
         the provider's reports taught it (see tokens/unseen.py); before they teach, a
         mirror's agent's prior."""
+        if self._pending:
+            self.settle_counts()
+        return self._unseen_so_far()
+
+    def _unseen_so_far(self) -> int:
         evidence = self._unseen.evidence
         if evidence is None:
             return unseen_prior(self.source["agent"] if self.source else None, self.model_info.tokenizer)
-        return evidence.tokens(self.calibration)
+        return evidence.tokens(self._calibration_so_far())
 
     def _tokens_of(self, path: Sequence[Entry]) -> Callable[[Entry], int]:
         return context_tokens_of(path, self.entry_tokens, self._pruned_tokens, calibration=self.calibration)
@@ -288,6 +366,8 @@ class LiveState(ABC):
 
     @property
     def tokens(self) -> int:
+        """The figure as it stands: right after a mirror's first read, before its entries are
+        all counted, the agent's latest report plus the count of what came after it."""
         return self._figure.tokens
 
     @property
@@ -305,7 +385,7 @@ class LiveState(ABC):
             "source": self._figure.source,
             "calibration": self._figure.calibration,
             "model": self.model_id,
-            "breakdown": breakdown(self._counted_parts, self._figure, self.unseen_tokens).as_dict(),
+            "breakdown": breakdown(self._counted_parts, self._figure, self._unseen_so_far()).as_dict(),
             **({"agentCompaction": self._agent_compaction(self.source["agent"], window)} if self.source else {}),
         }
 
@@ -323,15 +403,32 @@ class LiveState(ABC):
         self._path = self.tree.path_to(self.tree.leaf_id)
         self.tree.keep_cold(self._path, live_from(self._path))
         self._name = self._derive_name()
-        self._pending_calls = open_tool_calls(self.context_items())
-        self._learn_unseen()
-        self._counted_parts = counted_parts(self._path, self._tokens_of(self._path))
-        self._figure = self.figure_of(self._path)
-        self._widen_window(self._answered_context())
+        if not (self._pending and self._figure_from_report()):
+            self._pending_calls = open_tool_calls(self.context_items())
+            self._learn_unseen()
+            self._counted_parts = counted_parts(self._path, self._tokens_of(self._path))
+            self._figure = self.figure_of(self._path)
+            self._widen_window(self._answered_context())
         if self.pending_usage is not None:
             self._figure = TokenFigure(
-                self.pending_usage.context_tokens, 0, self.calibration, anchored=True, exact=self.model_info.exact
+                self.pending_usage.context_tokens, 0, self._calibration_so_far(), anchored=True, exact=self.model_info.exact
             )
+
+    def _figure_from_report(self) -> bool:
+        """A mirror's figure before its entries are counted: the agent's latest report after
+        the latest compaction, plus what came after it, counted now (with the calibration and
+        unseen part learned so far; `settle_counts` refines them). False where no report
+        anchors the context: then everything visible is counted anyway."""
+        if usage_anchor(self._path) is None:
+            return False
+        counts = CountsOnDemand(self._entry_tokens, self._pending, self._count)
+        calibration = self._calibration_so_far()
+        tokens_of = context_tokens_of(self._path, counts, self._pruned_tokens, calibration=calibration)
+        self._counted_parts = counted_parts(self._path, tokens_of)
+        self._figure = context_size(
+            self._path, counts, self._pruned_tokens, calibration=calibration, exact=self.model_info.exact
+        )
+        return True
 
     def _answered_context(self) -> int:
         """The figure at the latest valid answer of the path (0 with none): a context the
@@ -497,18 +594,16 @@ class LiveState(ABC):
         latest_change = None
         for entry in entries:
             self.tree.add(entry)
-            self.entry_tokens[entry.id] = self._count(entry)
-            if is_node(entry):
-                self._ledger.add(entry, self.entry_tokens[entry.id])
             if isinstance(entry, ModelChangeEntry):
                 latest_change = entry
+        self._count_later(entries)  # the figure counts only what follows the latest report
         if latest_change is not None:
             # The last model only: each switch walks the whole tree for its reports (pi's
             # transcripts switch hundreds of times), and only the last one stands.
             self._use_model(latest_change.model, latest_change.contextWindow)
         self._widen_window(largest_report(entries, self.model_id, model_before))
         if self.model_info.counting != counting:
-            self._count_all(self.tree.entries.values())
+            self._recount_later()
         if leaf_id is not None and leaf_id != self.tree.leaf_id and self.tree.is_node_id(leaf_id):
             # "leaf-" ids cannot meet an imported id (uuids, pi's hex ids, Codex's line ids).
             move = LeafEntry(id=f"leaf-{new_entry_id(self.tree.entries)}", parentId=self.tree.leaf_id, targetId=leaf_id)
@@ -639,6 +734,7 @@ class LiveState(ABC):
 
     def stats(self) -> dict[str, Any]:
         """How much compaction and pruning took out of the current branch."""
+        self.settle_counts()
         figures = compression_stats(
             self._path, self.entry_tokens, self.tokens, self._figure.calibration
         ).as_dict()
