@@ -217,6 +217,11 @@ class LiveState(ABC):
             self.settle_counts()
         return self._entry_tokens
 
+    @property
+    def counts_pending(self) -> bool:
+        """Whether entries a mirror's write took in are still to be counted."""
+        return bool(self._pending)
+
     def _count_all(self, entries: Iterable[Entry]) -> None:
         """Every entry counted, or its count taken from those kept beside this very file."""
         self._pending.clear()

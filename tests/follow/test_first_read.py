@@ -1,0 +1,141 @@
+"""A mirror's first read answers before its entries are counted (issue 28): its figure is the
+agent's latest report plus the count of what came after it, and whatever needs the counts
+(stats, a compaction preview, the tree's tokens) gets what a fully counted mirror gives."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextd.importers import STREAMING_IMPORTERS
+from contextd.importers.feed import LineFeed
+from contextd.model import Entry, MirrorSource, ModelOverride, Settings
+from contextd.session import LiveSession, SessionManager, SilentEvents
+from contextd.session.counts import counts_path
+from contextd.store import Store
+from tests import corpus
+
+
+def imported(name: str) -> tuple[str, list[Entry], str | None]:
+    agent = corpus.agent_of(name)
+    importer = STREAMING_IMPORTERS[agent]()
+    LineFeed(importer).feed(corpus.read_bytes(name))
+    return agent, importer.take_settled(), importer.leaf_id
+
+
+def first_read(data_dir: Path, name: str, batches: int = 1) -> tuple[SessionManager, LiveSession]:
+    """A new mirror of the transcript, its entries written as the follower writes them."""
+    agent, entries, leaf = imported(name)
+    sessions = SessionManager(Store(data_dir), Settings(), SilentEvents())
+    session = sessions.create_mirror("mirror", "/ws", MirrorSource(agent=agent, path=f"/t/{name}"))  # type: ignore[arg-type]
+    size = -(-len(entries) // batches)
+    for start in range(0, len(entries), size):
+        session.mirror(entries[start : start + size], leaf, None)
+    return sessions, session
+
+
+def reloaded(sessions: SessionManager, settings: Settings | None = None) -> LiveSession:
+    """The mirror loaded again from its file, every entry counted anew (not the counts it
+    kept as it closed: those are what is checked)."""
+    path = sessions.get("mirror").file.path
+    sessions.close_all()
+    counts_path(path).unlink(missing_ok=True)
+    return SessionManager(sessions.store, settings or Settings(), SilentEvents()).get("mirror")
+
+
+@pytest.mark.parametrize("name", corpus.NAMES)
+def test_the_figure_after_a_first_read_is_the_fully_counted_one(tmp_path: Path, name: str) -> None:
+    sessions, session = first_read(tmp_path, name)
+    first = session.usage_body()
+    counted = reloaded(sessions).usage_body()
+    assert first["source"] == counted["source"]
+    assert first["model"] == counted["model"] and first["contextWindow"] == counted["contextWindow"]
+    # Only what follows the latest report is counted, with the calibration learned so far
+    # (the prior, on a first read) until everything is: within half a percent.
+    assert abs(first["tokens"] - counted["tokens"]) <= max(1, counted["tokens"] // 200)
+
+
+def test_a_first_read_leaves_the_counting_for_later_where_a_report_anchors_the_figure(tmp_path: Path) -> None:
+    sessions, session = first_read(tmp_path, "codex-knearme-compacted.jsonl.gz")
+    assert session.counts_pending and session.usage_body()["source"] == "usage"
+    session.settle_counts()
+    assert not session.counts_pending
+    sessions.close_all()
+
+
+def answers_needing_counts(session: LiveSession) -> dict[str, Any]:
+    tree = session.tree_nodes()
+    return {
+        "stats": session.stats(),
+        "tree tokens": {node["id"]: node["tokens"] for node in tree},
+        "preview": asyncio.run(session.preview_compaction()),
+        "calibration": session.calibration,
+        "state": {key: value for key, value in session.state().items() if key != "path"},  # the data dirs differ
+    }
+
+
+@pytest.mark.parametrize(
+    "name", ["codex-knearme-compacted.jsonl.gz", "claude-code-atlas-short.jsonl.gz", "pi-coffee-model-switches.jsonl.gz"]
+)
+def test_requests_needing_counts_right_after_a_first_read_answer_as_after_counting(tmp_path: Path, name: str) -> None:
+    early_sessions, early = first_read(tmp_path / "early", name)
+    assert early.counts_pending
+    right_after = answers_needing_counts(early)
+    counted_sessions, counted = first_read(tmp_path / "counted", name)
+    counted.settle_counts()
+    assert right_after == answers_needing_counts(counted)
+    assert right_after["stats"] == reloaded(early_sessions).stats()
+    counted_sessions.close_all()
+
+
+TRANSCRIPT = "pi-coffee-model-switches.jsonl.gz"
+"""pi switches models many times in this one; two of them counted with another encoding
+here, so a switch makes every count stale while the worker thread may be counting."""
+SWITCHING_ENCODINGS = Settings(
+    models={
+        "minimaxai/minimax-m3": ModelOverride(encoding="cl100k_base"),
+        "big-pickle": ModelOverride(encoding="cl100k_base"),
+    }
+)
+
+
+ENTRIES = imported(TRANSCRIPT)[1]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    cuts=st.lists(st.integers(min_value=1, max_value=len(ENTRIES) - 1), max_size=7),
+    pauses=st.lists(st.sampled_from([0.0, 0.0005, 0.002, 0.01]), min_size=8, max_size=8),
+)
+def test_entries_written_while_the_background_counting_runs_end_counted_right(
+    tmp_path_factory: pytest.TempPathFactory, cuts: list[int], pauses: list[float]
+) -> None:
+    """However the follower's writes interleave with the worker thread's counting (a write
+    may switch the encoding while a batch is being counted), the mirror ends with every
+    entry counted as a fresh load counts it, and the same figure."""
+    agent, entries, leaf = imported(TRANSCRIPT)
+    sessions = SessionManager(Store(tmp_path_factory.mktemp("data")), SWITCHING_ENCODINGS, SilentEvents())
+    session = sessions.create_mirror("mirror", "/ws", MirrorSource(agent=agent, path="/t.jsonl"))  # type: ignore[arg-type]
+    bounds = [0, *sorted(set(cuts)), len(entries)]
+
+    async def follow() -> None:
+        for (start, end), pause in zip(zip(bounds, bounds[1:]), pauses):
+            session.mirror(entries[start:end], leaf, None)
+            session.count_in_background()
+            await asyncio.sleep(pause)  # the worker's counts may land before the next write, or after
+        while session.counts_pending:
+            session.count_in_background()
+            await asyncio.gather(*session._tasks)
+
+    asyncio.run(follow())
+    counts = dict(session.entry_tokens)
+    figure = session.usage_body()
+    fresh = reloaded(sessions, SWITCHING_ENCODINGS)
+    assert counts == {entry_id: fresh.entry_tokens[entry_id] for entry_id in counts}
+    assert set(counts) >= {entry.id for entry in entries}
+    assert figure == fresh.usage_body()
