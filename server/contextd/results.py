@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from enum import IntEnum
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -222,6 +222,7 @@ class Result(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
     _absent_if_none: ClassVar[frozenset[str]] = frozenset()
+    _sent_as_is: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -229,6 +230,7 @@ class Result(BaseModel):
         cls._absent_if_none = frozenset(
             name for name, field in cls.model_fields.items() if field.json_schema_extra is _not_null
         )
+        cls._sent_as_is = frozenset(name for name, field in cls.model_fields.items() if SENT_AS_IS in field.metadata)
 
     def model_post_init(self, context: Any) -> None:
         """None given for an `absent_if_none()` field counts as not given: it is left out."""
@@ -239,7 +241,25 @@ class Result(BaseModel):
 
 def to_wire(message: BaseModel) -> Any:
     """A model as the JSON-RPC layer sends it: wire names, and only the fields given."""
-    return message.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    as_is = message._sent_as_is if isinstance(message, Result) else frozenset()
+    dumped = message.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude=set(as_is) or None)
+    if not as_is:
+        return dumped
+    given = message.model_fields_set
+    return {
+        name: getattr(message, name) if name in as_is else dumped[name]
+        for name in type(message).model_fields
+        if name in dumped or (name in as_is and name in given)
+    }
+
+
+class _SentAsIs:
+    """Marks a field that holds JSON values the daemon made itself (`Annotated[T, SENT_AS_IS]`):
+    `to_wire` sends them as they are, without a copy, and the model that holds them is made
+    with `model_construct` by a classmethod saying why they can be trusted. The schema is T's."""
+
+
+SENT_AS_IS = _SentAsIs()
 
 
 def absent_if_none() -> Any:
@@ -470,10 +490,20 @@ class NavigateResult(Result):
 
 
 class ContextResult(Result):
-    messages: list[dict[str, JsonValue]]
+    messages: Annotated[list[dict[str, JsonValue]], SENT_AS_IS]
     """In the format asked for (neutral, anthropic, openai or openai-responses)."""
     system: str | None = absent_if_none()
     tokens: int
+
+    @classmethod
+    def rendered(cls, messages: list[dict[str, Any]], system: str | None, tokens: int) -> ContextResult:
+        """The result for what `formats.render_context` made, not validated again: it makes
+        JSON values only (dumps of validated models and strings), and re-validating a big
+        context cost more than encoding it. tests/unit/test_context_wire.py holds that the
+        wire form equals the validated result's on every real transcript in every format."""
+        if system is None:
+            return cls.model_construct(messages=messages, tokens=tokens)
+        return cls.model_construct(messages=messages, system=system, tokens=tokens)
 
 
 class CompactResult(Result):

@@ -378,7 +378,7 @@ def session_context(connection: ClientConnection, params: ContextParams) -> Cont
         session.opening_compaction(),
         params.model or session.model_id,
     )
-    return ContextResult(messages=rendered["messages"], system=rendered.get("system"), tokens=session.tokens)
+    return ContextResult.rendered(rendered["messages"], rendered.get("system"), session.tokens)
 
 
 def session_set_instructions(connection: ClientConnection, params: SetInstructionsParams) -> SetInstructionsResult:
