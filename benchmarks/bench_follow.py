@@ -1,7 +1,7 @@
 """What following costs at rest: the daemon's CPU while it follows idle transcripts.
 
     python benchmarks/bench_follow.py [--files 200] [--seconds 30] [--intervals 1.0,0.25]
-    python benchmarks/bench_follow.py --first-read
+    python benchmarks/bench_follow.py --first-read [--only NAME]
 
 `--first-read` measures instead, in-process, the first read of each real transcript (and
 of pi's own sessions of bench_load.py at 10,000 entries): the follower's two steps, the
@@ -108,12 +108,13 @@ def cpu(action: Callable[[], Any]) -> tuple[float, Any]:
 def first_read(agent: str, path: Path, scratch: Path) -> dict[str, float]:
     """One first read of `path` as the follower does it: read and import, write the mirror
     until it answers with its figure (`usage_body`, what `session/state` and `tokenUsage`
-    carry); then the rest of its entries counted, as the follower's background task does."""
+    carry); then what follows the announcement: how far the file was read saved, and the
+    rest of its entries counted (the follower's background task)."""
     mirror = Mirror(agent, str(path), "/bench", scratch / "state")  # type: ignore[arg-type]
     stat = path.stat()
     stamp = (stat.st_size, stat.st_mtime_ns)
     sessions = SessionManager(Store(scratch / "data"), Settings(), SilentEvents())
-    session, reading, writing = None, 0.0, 0.0
+    session, reading, writing, saving = None, 0.0, 0.0, 0.0
     try:
         while mirror.seen != stamp:
             spent, change = cpu(lambda: mirror.catch_up(stamp))
@@ -124,11 +125,12 @@ def first_read(agent: str, path: Path, scratch: Path) -> dict[str, float]:
             if session is None:
                 session = sessions.create_mirror(mirror.session_id, "/bench", MirrorSource(agent=agent, path=str(path)))  # type: ignore[arg-type]
             session.mirror([entry for entry in change.entries if entry.id not in session.tree.entries], change.leaf_id, change.pending_usage)
-            mirror.written()
             session.usage_body()
             writing += time.process_time() - began
+            saving += cpu(mirror.written)[0]
         assert session is not None
         counting, _ = cpu(session.settle_counts)
+        counting += saving
         figure = session.usage_body()
         assert figure["tokens"] == session.tokens
     finally:
@@ -136,7 +138,7 @@ def first_read(agent: str, path: Path, scratch: Path) -> dict[str, float]:
     return {"read": reading, "write": writing, "counting": counting, "tokens": figure["tokens"]}
 
 
-def first_reads() -> None:
+def first_reads(only: str | None) -> None:
     import gc
     import shutil
 
@@ -155,10 +157,12 @@ def first_reads() -> None:
         print()
         print(
             "| transcript | MB | json.loads MB/s | first read MB/s | vs json.loads | fully counted MB/s | vs json.loads "
-            "| read+import ms | write ms | counting after ms |"
+            "| read+import ms | write ms | after the answer ms |"
         )
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for agent, path in files:
+            if only and only not in path.stem:
+                continue
             lines = path.read_bytes().splitlines()
             floors, runs = [], []
             for attempt in range(3):
@@ -186,9 +190,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--intervals", default="1.0,0.25")
     parser.add_argument("--first-read", action="store_true", help="measure the first read of each transcript instead")
+    parser.add_argument("--only", help="with --first-read: only the transcripts whose name holds this")
     args = parser.parse_args()
     if args.first_read:
-        first_reads()
+        first_reads(args.only)
         return
     print(
         f"{'files':>5}  {'interval s':>10}  {'mirrored in s':>13}  {'rounds':>6}  {'CPU at rest':>11}  "

@@ -248,14 +248,17 @@ class Follower:
         fresh = [entry for entry in change.entries if entry.id not in session.tree.entries]
         leaf_before, tokens_before = session.leaf_id, session.tokens
         compactions = session.mirror(fresh, change.leaf_id, change.pending_usage)
-        mirror.written()
         for compaction in compactions:
             announce_compaction(session, compaction)
         if created:
             session.announce("open")
         elif fresh or session.leaf_id != leaf_before or session.tokens != tokens_before:
             session.announce("compaction" if compactions else "append")
-        session.count_in_background()  # the figure is out: the rest is counted after
+        # The figure is out: how far the file was read is saved (a crash before it reads
+        # the file again, and the ids already mirrored are not written twice), and the
+        # entries are counted in the background.
+        mirror.written()
+        session.count_in_background()
 
 
     def session_deleted(self, session_id: str) -> None:

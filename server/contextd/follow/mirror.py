@@ -5,7 +5,8 @@ returns into the mirror session on the event loop. What was read is kept beside 
 written only once the entries are in the mirror: `<data dir>/follow/<session id>.json` (the
 offset after the last complete line, the file's stamp, a hash of its first bytes, and a hash
 of the importer's state) and `<session id>.importer.json` (that state: what the importer
-needs to go on from that offset; it keeps none of the entries it handed over). After a
+needs to go on from that offset; it keeps none of the entries it handed over; a file
+longer than READ_BUDGET, read in parts, has it saved once read to its end). After a
 restart, or once the file has been quiet for a while (its importer is then let go, to keep
 memory small), the importer is restored from it and reads on from the offset. Where the
 state is missing, unreadable or of another version, the file is read again from the start
@@ -24,7 +25,9 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from contextd.collector import collector_paused
 from contextd.follow.transcripts import FileStamp
 from contextd.importers import STREAMING_IMPORTERS
 from contextd.importers.common import Problem, restore_importer
@@ -98,8 +101,8 @@ class ReadState:
     head: str
     importer: str | None = None
     """A hash of the importer's state at `offset` (None: none was saved)."""
-    importer_text: str | None = None
-    """That state, until it is saved."""
+    importer_state: dict[str, Any] | None = None
+    """That state, until it is saved (made JSON only then: after the mirror is announced)."""
 
     @classmethod
     def load(cls, path: Path) -> ReadState | None:
@@ -119,9 +122,11 @@ class ReadState:
         """The importer's state first, then the offset naming it: a crash between the two
         leaves an offset whose state does not match, and the file is read from the start."""
         make_private_dirs(path.parent)
-        if self.importer_text is not None:
-            _write_atomically(importer_path, self.importer_text)
-            self.importer_text = None  # saved: not kept in memory
+        if self.importer_state is not None:
+            text = json.dumps(self.importer_state)
+            self.importer = _text_hash(text)
+            _write_atomically(importer_path, text)
+            self.importer_state = None  # saved: not kept in memory
         body = {
             "path": transcript,
             "offset": self.offset,
@@ -237,15 +242,17 @@ class Mirror:
             data = handle.read(min(unread, READ_BUDGET))
             while b"\n" not in data and len(data) < unread:  # one line longer than the budget
                 data += handle.read(min(unread - len(data), READ_BUDGET))
-        self._feed.feed(data)
+        with collector_paused():  # what an import makes survives (entries): nothing to collect
+            self._feed.feed(data)
         if len(data) < unread:
             stamp = (size, -1)  # a stamp no file has: the next look reads on
         importer = self._feed.importer
         self._report_corrupt_lines(importer.problems)
         from_start = importer.builder.taken == 0
         entries = importer.take_settled()
-        state = json.dumps(importer.snapshot())
-        self._read = ReadState(self._feed.offset, stamp, _head_hash(head, self._feed.offset), _text_hash(state), state)
+        self._read = ReadState(self._feed.offset, stamp, _head_hash(head, self._feed.offset))
+        if len(data) == unread:  # a file read in parts is read again from its start after a restart
+            self._read.importer_state = importer.snapshot()
         return Change(
             self, entries, importer.leaf_id, reset=rewritten, from_start=from_start, pending_usage=importer.pending_usage()
         )

@@ -26,6 +26,6 @@ class LineFeed:
             return 0
         for line in data[: end - 1].split(b"\n"):
             self.lines += 1
-            self.importer.feed(self.lines, line.decode("utf-8", errors="replace"))
+            self.importer.feed(self.lines, line)  # bytes: the importer's reader takes UTF-8
         self.offset += end
         return end

@@ -73,18 +73,28 @@ FIELDS_BY_ROLE = {
 USAGE_FIELDS = {"input", "output", "cacheRead", "cacheWrite", "totalTokens"}
 
 
+KEPT_BY_ENTRY_TYPE = {kind: ENTRY_FIELDS | fields for kind, fields in FIELDS_BY_ENTRY_TYPE.items()}
+
+
 def _dropped_fields(raw: dict[str, Any]) -> list[str]:
     """Fields of a pi entry that contextd has no place for (they are reported, not kept)."""
     kind = raw.get("type")
-    if kind not in FIELDS_BY_ENTRY_TYPE:
+    if kind not in KEPT_BY_ENTRY_TYPE:
         return []
-    dropped = sorted(set(raw) - ENTRY_FIELDS - FIELDS_BY_ENTRY_TYPE[kind])
+    # Most entries drop nothing: a subset test of the keys says so without building sets.
+    dropped = _beyond(raw, KEPT_BY_ENTRY_TYPE[kind], "")
     message = raw.get("message")
     if kind == "message" and isinstance(message, dict) and message.get("role") in FIELDS_BY_ROLE:
-        dropped += [f"message.{name}" for name in sorted(set(message) - FIELDS_BY_ROLE[message["role"]])]
+        dropped += _beyond(message, FIELDS_BY_ROLE[message["role"]], "message.")
         if isinstance(message.get("usage"), dict):
-            dropped += [f"message.usage.{name}" for name in sorted(set(message["usage"]) - USAGE_FIELDS)]
+            dropped += _beyond(message["usage"], USAGE_FIELDS, "message.usage.")
     return dropped
+
+
+def _beyond(fields: dict[str, Any], kept: set[str], prefix: str) -> list[str]:
+    if fields.keys() <= kept:
+        return []
+    return [f"{prefix}{name}" for name in sorted(fields.keys() - kept)]
 
 
 def parse(lines: Iterable[str]) -> ImportedSession:

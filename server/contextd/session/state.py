@@ -15,6 +15,7 @@ from dataclasses import replace
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from contextd.collector import collector_paused
 from contextd.compaction.agent_points import ModelWindow
 from contextd.compaction.context import (
     ContextItem,
@@ -593,6 +594,10 @@ class LiveState(ABC):
 
         `pending` is the usage the agent reported for an answer not written yet (the rest
         of it may still come): until it is, that is the figure, as the agent itself shows."""
+        with collector_paused():  # the entries join the tree: nothing here is garbage
+            return self._mirror(entries, leaf_id, pending)
+
+    def _mirror(self, entries: Sequence[Entry], leaf_id: str | None, pending: Usage | None) -> list[CompactionEntry]:
         self.pending_usage = pending
         counting, model_before = self.model_info.counting, self.model_id
         self.file.append_all(entries)  # all or none, before memory changes
