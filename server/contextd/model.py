@@ -96,9 +96,12 @@ class UsageFigures:
 
     __slots__ = ("input", "output", "cacheRead", "cacheWrite", "total")
 
-    def __init__(self, usage: Usage) -> None:
-        self.input, self.output, self.cacheRead, self.cacheWrite = usage.input, usage.output, usage.cacheRead, usage.cacheWrite
-        self.total = usage.total
+    def __init__(self, input: int, output: int, cacheRead: int, cacheWrite: int, total: int | None) -> None:
+        self.input, self.output, self.cacheRead, self.cacheWrite, self.total = input, output, cacheRead, cacheWrite, total
+
+    @classmethod
+    def of(cls, usage: Usage) -> UsageFigures:
+        return cls(usage.input, usage.output, usage.cacheRead, usage.cacheWrite, usage.total)
 
     @property
     def context_tokens(self) -> int:
@@ -260,6 +263,16 @@ COLD_PARSED_KEPT = 256
 tree or a branch summary does, parses each once)."""
 
 
+NonNegative = Annotated[int, Field(ge=0)]
+ColdRecord = tuple[
+    str, str | None, Literal["user", "assistant", "toolResult"], str | None,
+    tuple[NonNegative, NonNegative, NonNegative, NonNegative, NonNegative | None] | None,
+    StopReason, str | None, str | None, bool, bool, bool,
+]
+"""`ColdMessageEntry.record()`: id, parent id, role, model, usage figures, stop reason, error
+kind and message, holds an image, is a lost result, reasoned."""
+
+
 @lru_cache(maxsize=COLD_PARSED_KEPT)
 def _parsed(line: bytes) -> MessageEntry:
     return MessageEntry.model_validate_json(line)
@@ -292,10 +305,30 @@ class ColdMessageEntry:
         self.stopReason, self.reasoned = "stop", False
         if message.role == "assistant":
             self.model, self.stopReason, self.reasoned = message.model, message.stopReason, message.reasoned
-            self.usage = UsageFigures(message.usage) if message.usage is not None else None
+            self.usage = UsageFigures.of(message.usage) if message.usage is not None else None
             self.errorKind = message.errorKind
             if message.failed or message.errorKind is not None:
                 self.errorMessage = message.errorMessage  # what an overflow states
+
+    def record(self) -> ColdRecord:
+        """The record alone, as the counts file keeps it for the next load (session/counts.py)."""
+        usage = self.usage
+        figures = None if usage is None else (usage.input, usage.output, usage.cacheRead, usage.cacheWrite, usage.total)
+        return (
+            self.id, self.parentId, self.role, self.model, figures, self.stopReason, self.errorKind,
+            self.errorMessage, self.holds_image, self.lost_result, self.reasoned,
+        )
+
+    @classmethod
+    def of_record(cls, record: ColdRecord, line: bytes) -> ColdMessageEntry:
+        cold = cls.__new__(cls)
+        cold.line = line
+        (
+            cold.id, cold.parentId, cold.role, cold.model, figures, cold.stopReason, cold.errorKind,
+            cold.errorMessage, cold.holds_image, cold.lost_result, cold.reasoned,
+        ) = record
+        cold.usage = None if figures is None else UsageFigures(*figures)
+        return cold
 
     @property
     def failed(self) -> bool:

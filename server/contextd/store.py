@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Container, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -32,7 +32,7 @@ from typing import cast
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from contextd.model import ColdMessageEntry, Entry, MessageEntry, SessionHeader, is_node
+from contextd.model import ColdMessageEntry, ColdRecord, Entry, MessageEntry, SessionHeader, is_node
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +206,16 @@ class EntryTree:
 # --- reading ------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class KnownLines:
+    """The records of a file's cold message entries by their position among its entries,
+    kept from its last load (session/counts.py): valid only for the very file they were
+    taken from (`stamp`: its size and modification time)."""
+
+    stamp: tuple[int, int]
+    cold: Mapping[int, ColdRecord]
+
+
 @dataclass
 class LoadedFile:
     header: SessionHeader | None
@@ -218,9 +228,13 @@ class LoadedFile:
     """Bytes after the last newline that do not parse: a write cut short."""
     bad_lines: list[int]
     """Line numbers (1-based) of complete lines that did not parse; kept in the file."""
+    stamp: tuple[int, int] | None = None
+    """The size and modification time of the file as it was read."""
 
 
-def parse_session_bytes(data: bytes) -> LoadedFile:
+def parse_session_bytes(data: bytes, known: Mapping[int, ColdRecord] | None = None) -> LoadedFile:
+    """The file's lines parsed; a message entry whose record is `known` by its position among
+    the entries, and whose line starts with its id, is taken as it is (`ColdMessageEntry`)."""
     header: SessionHeader | None = None
     entries: list[Entry] = []
     lines: list[bytes] = []
@@ -234,7 +248,11 @@ def parse_session_bytes(data: bytes) -> LoadedFile:
         end = newline + 1 if complete else len(data)
         raw = data[offset:newline] if complete else data[offset:]
         line_number += 1
-        parsed = _parse_line(raw, want_header=header is None and line_number == 1)
+        record = known.get(len(entries)) if known else None
+        if record is not None and raw.startswith(b'{"id":"%s",' % record[0].encode()):
+            parsed: SessionHeader | Entry | None = cast(Entry, ColdMessageEntry.of_record(record, raw))
+        else:
+            parsed = _parse_line(raw, want_header=header is None and line_number == 1)
         if parsed is None:
             if not complete:
                 return LoadedFile(header, entries, lines, valid_bytes, raw, bad_lines)
@@ -272,9 +290,10 @@ def _torn_header(tail: bytes) -> bool:
     return HEADER_START.startswith(tail[: len(HEADER_START)])
 
 
-def read_session_file(session_id: str, path: Path) -> LoadedFile:
+def read_session_file(session_id: str, path: Path, known: KnownLines | None = None) -> LoadedFile:
     """A session file parsed, refusing links (they could lead out of the data directory)
-    and whatever cannot be read (SessionDamaged)."""
+    and whatever cannot be read (SessionDamaged); the `known` records are taken when they
+    were kept for the file as it is."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as error:
@@ -284,9 +303,13 @@ def read_session_file(session_id: str, path: Path) -> LoadedFile:
     try:
         with open(fd, "rb") as handle:
             data = handle.read()
+            info = os.fstat(handle.fileno())
     except OSError as error:  # a directory, an I/O error
         raise SessionDamaged(session_id, f"it cannot be read ({error.strerror})") from None
-    return parse_session_bytes(data)
+    stamp = (len(data), info.st_mtime_ns)
+    loaded = parse_session_bytes(data, known.cold if known is not None and known.stamp == stamp else None)
+    loaded.stamp = stamp
+    return loaded
 
 
 # --- writing ------------------------------------------------------------------
@@ -681,48 +704,51 @@ class Store:
             raise
         return self._held_file(path, header)
 
-    def open(self, listing: SessionListing) -> tuple[SessionFile, LoadedFile]:
+    def open(self, listing: SessionListing, known: KnownLines | None = None) -> tuple[SessionFile, LoadedFile]:
         """Lock and load a session; a torn tail is moved aside so appends start on a clean line.
         Where the data directory cannot be written (its lock file cannot be opened) the
-        session is read as it is, and every write to it answers why (StorageFailed)."""
+        session is read as it is, and every write to it answers why (StorageFailed).
+        `known`: records of cold entries kept from the file's last load (`read_session_file`)."""
         try:
             self._lock(listing.session_id)
         except OSError as error:
-            return self._read_only(listing, StorageFailed.of(error))
+            return self._read_only(listing, StorageFailed.of(error), known)
         try:
-            return self._load(listing)
+            return self._load(listing, known)
         except BaseException:
             self.release(listing.session_id)
             raise
 
-    def _read_only(self, listing: SessionListing, because: StorageFailed) -> tuple[SessionFile, LoadedFile]:
+    def _read_only(
+        self, listing: SessionListing, because: StorageFailed, known: KnownLines | None
+    ) -> tuple[SessionFile, LoadedFile]:
         log.warning("session %s opened read-only: %s", listing.session_id, because)
         try:
             read_as = _file_stamp(listing.path)
         except OSError:
             read_as = None  # reading it says why
-        header, loaded = self._read(listing)
+        header, loaded = self._read(listing, known)
         return self._unwritable_file(listing, header, loaded, because, read_as), loaded
 
     @staticmethod
-    def _read(listing: SessionListing) -> tuple[SessionHeader, LoadedFile]:
+    def _read(listing: SessionListing, known: KnownLines | None = None) -> tuple[SessionHeader, LoadedFile]:
         """The file parsed; SessionDamaged when it cannot be opened as a session. A file
         that is empty or holds the start of a header only (a crash tore it) can: its header
         stands as the one loading writes again."""
-        loaded = read_session_file(listing.session_id, listing.path)
+        loaded = read_session_file(listing.session_id, listing.path, known)
         if loaded.header is None and (loaded.valid_bytes > 0 or not _torn_header(loaded.torn_tail)):
             raise SessionDamaged(listing.session_id, "its first line is not a session header")
         return loaded.header or SessionHeader(id=listing.session_id, workspace=listing.workspace), loaded
 
-    def reload(self, listing: SessionListing) -> tuple[SessionFile, LoadedFile]:
+    def reload(self, listing: SessionListing, known: KnownLines | None = None) -> tuple[SessionFile, LoadedFile]:
         """Load again a session this store still holds the lock of (it was unloaded from
         memory, never let go): nobody else can have written it since."""
         if not self.holds(listing.session_id):
             raise StoreError(f"session {listing.session_id!r} is not held by this daemon")
-        return self._load(listing)
+        return self._load(listing, known)
 
-    def _load(self, listing: SessionListing) -> tuple[SessionFile, LoadedFile]:
-        header, loaded = self._read(listing)
+    def _load(self, listing: SessionListing, known: KnownLines | None) -> tuple[SessionFile, LoadedFile]:
+        header, loaded = self._read(listing, known)
         if loaded.bad_lines:
             log.error(
                 "session %s: lines %s could not be read; they stay in the file and are skipped",

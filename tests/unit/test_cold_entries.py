@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,7 +33,9 @@ from contextd.model import (
     UserMessage,
 )
 from contextd.session import LiveSession, NothingToCompactError, SessionManager, SilentEvents, tree_of
+from contextd.session.counts import counts_path
 from contextd.session.history import get_entries
+from contextd import store
 from contextd.store import Store, encode_line
 from contextd.tokens.context_size import largest_report
 from contextd.tokens.unseen import learn_unseen
@@ -51,8 +55,18 @@ def manager(data_dir: Path) -> SessionManager:
 
 @contextmanager
 def parsed_whole() -> Iterator[None]:
-    """Loads keep every entry parsed, as before cold entries: the reference."""
-    with mock.patch("contextd.session.manager.loaded_tree", lambda loaded: tree_of(loaded.entries)):
+    """Loads parse every line and keep every entry parsed, as before cold entries: the reference."""
+    with (
+        mock.patch("contextd.session.manager.loaded_tree", lambda loaded: tree_of(loaded.entries)),
+        mock.patch("contextd.session.manager.read_kept", lambda path: None),
+    ):
+        yield
+
+
+@contextmanager
+def parsed_then_cold() -> Iterator[None]:
+    """Loads parse every line (nothing kept beside the file fits), then keep cold entries as lines."""
+    with mock.patch("contextd.session.manager.read_kept", lambda path: None):
         yield
 
 
@@ -164,15 +178,24 @@ def cold_count(session: LiveSession) -> int:
     return sum(1 for entry in session.tree.entries.values() if type(entry) is ColdMessageEntry)
 
 
-def both_loads(data_dir: Path, session_id: str, scratch: Path) -> tuple[LiveSession, LiveSession]:
-    """The session loaded with cold entries, and a copy of it loaded fully parsed."""
-    reference_dir = scratch / "reference"
-    shutil.copytree(data_dir, reference_dir)
-    cold = manager(data_dir).get(session_id)
-    with parsed_whole():
-        whole = manager(reference_dir).get(session_id)
-    assert cold_count(whole) == 0
-    return cold, whole
+def loads(data_dir: Path, session_id: str, scratch: Path) -> dict[str, LiveSession]:
+    """The session loaded as a daemon loads it (cold entries from the records kept beside the
+    file when it was closed), loaded with every line parsed and then cold entries kept as
+    lines, and loaded fully parsed; each from its own copy of the data directory."""
+    loaded = {}
+    for way, patched in (("kept records", nullcontext()), ("parsed, then cold", parsed_then_cold()), ("whole", parsed_whole())):
+        copy = scratch / way
+        shutil.copytree(data_dir, copy)
+        with patched:
+            loaded[way] = manager(copy).get(session_id)
+    assert cold_count(loaded["whole"]) == 0
+    return loaded
+
+
+def same_answers(loaded: dict[str, LiveSession], ask: Callable[[LiveSession], Any]) -> None:
+    expected = ask(loaded["whole"])
+    for way in ("kept records", "parsed, then cold"):
+        assert ask(loaded[way]) == expected, way
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -188,30 +211,38 @@ def test_a_session_with_cold_entries_answers_as_one_parsed_whole(tmp_path_factor
 
     session_id = asyncio.run(written())
     sessions.close_all()
-    cold, whole = both_loads(data_dir, session_id, tmp_path_factory.mktemp("scratch"))
-    assert answers(cold) == answers(whole)
-    assert asyncio.run(navigated(cold, target, summarize)) == asyncio.run(navigated(whole, target, summarize))
+    loaded = loads(data_dir, session_id, tmp_path_factory.mktemp("scratch"))
+    same_answers(loaded, answers)
+    same_answers(loaded, lambda session: asyncio.run(navigated(session, target, summarize)))
 
 
-def test_entries_before_a_compaction_and_on_other_branches_are_kept_cold(tmp_path):
-    sessions = manager(tmp_path / "data")
+def branched_and_compacted(data_dir: Path) -> str:
+    """A closed session with a branch left behind and a compaction on its path."""
+    sessions = manager(data_dir)
 
-    async def written() -> tuple[str, str]:
+    async def written() -> str:
         session = sessions.create("/ws", model="claude-sonnet-4-6")
         session.append_messages(turn(0, 0, 1_000))
         branch_point = session.leaf_id
-        session.append_messages(turn(1, 1, 1_400))
+        session.append_messages(turn(1, 1, 1_150))
         assert branch_point is not None
         await session.navigate(branch_point)
         for index in range(2, 8):
-            session.append_messages(turn(index, index % 5, 1_000 + 400 * index))
+            session.append_messages(turn(index, index % 5, 1_000 + 150 * index))
         await session.compact("manual")
-        session.append_messages(turn(8, 0, 2_000))
-        return session.session_id, branch_point
+        session.append_messages(turn(8, 0, 2_300))
+        return session.session_id
 
-    session_id, _ = asyncio.run(written())
+    session_id = asyncio.run(written())
     sessions.close_all()
-    cold, whole = both_loads(tmp_path / "data", session_id, tmp_path)
+    return session_id
+
+
+def test_entries_before_a_compaction_and_on_other_branches_are_kept_cold(tmp_path):
+    session_id = branched_and_compacted(tmp_path / "data")
+    loaded = loads(tmp_path / "data", session_id, tmp_path)
+    same_answers(loaded, answers)
+    cold = loaded["kept records"]
     path_ids = {entry.id for entry in cold.path}
     kept = {item.entry_id for item in cold.context_items()}
     for entry in cold.tree.entries.values():
@@ -222,18 +253,98 @@ def test_entries_before_a_compaction_and_on_other_branches_are_kept_cold(tmp_pat
     off_branch = [entry for entry in cold.tree.entries.values() if entry.id not in path_ids and entry.type == "message"]
     assert off_branch and all(type(entry) is ColdMessageEntry for entry in off_branch)
     assert cold_count(cold) > len(off_branch)  # and the history before the compaction
-    assert answers(cold) == answers(whole)
+    assert cold_count(loaded["parsed, then cold"]) == cold_count(cold)
 
 
 def test_a_real_transcript_with_compactions_loads_cold_and_answers_the_same(tmp_path):
     lines = read_text("codex-knearme-two-compactions.jsonl.gz").splitlines(keepends=True)
     session_id, _ = save(IMPORTERS["codex"](iter(lines)), tmp_path / "data", workspace="/ws", name=None)
-    cold, whole = both_loads(tmp_path / "data", session_id, tmp_path)
+    opened = manager(tmp_path / "data")
+    opened.get(session_id)
+    opened.close_all()  # as a daemon leaves it: the records of its cold entries are kept
+    loaded = loads(tmp_path / "data", session_id, tmp_path)
+    cold = loaded["kept records"]
     messages = sum(1 for entry in cold.tree.entries.values() if entry.type == "message")
     assert cold_count(cold) > messages / 2  # most of a compacted session is history
-    assert answers(cold) == answers(whole)
-    assert cold.tokens == whole.tokens and cold.calibration == whole.calibration
-    assert cold.unseen_tokens == whole.unseen_tokens
+    same_answers(loaded, answers)
+    same_answers(loaded, lambda session: (session.tokens, session.calibration, session.unseen_tokens))
+    entries = len(cold.tree.entries)
+    assert lines_parsed(tmp_path / "data", session_id) == entries - cold_count(cold)  # the cold ones are not parsed
+    with parsed_then_cold():
+        assert lines_parsed(tmp_path / "data", session_id) == entries
+
+
+def session_file(data_dir: Path, session_id: str) -> Path:
+    return next(data_dir.glob(f"workspaces/*/sessions/{session_id}.jsonl"))
+
+
+def appended_by_another_load(data_dir: Path, session_id: str) -> None:
+    """Another daemon appended to the file and was killed before it kept its counts."""
+    kept = counts_path(session_file(data_dir, session_id)).read_bytes()
+    sessions = manager(data_dir)
+    sessions.get(session_id).append_messages(turn(20, 1, 3_000))
+    sessions.close_all()
+    counts_path(session_file(data_dir, session_id)).write_bytes(kept)
+
+
+def truncated(data_dir: Path, session_id: str) -> None:
+    path = session_file(data_dir, session_id)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-3]))
+
+
+def torn(data_dir: Path, session_id: str) -> None:
+    path = session_file(data_dir, session_id)
+    last = path.read_bytes().splitlines(keepends=True)[-1]
+    with open(path, "ab") as file:
+        file.write(last[: len(last) // 2])
+
+
+def damaged(text: bytes) -> Callable[[Path, str], None]:
+    def damage(data_dir: Path, session_id: str) -> None:
+        counts_path(session_file(data_dir, session_id)).write_bytes(text)
+
+    return damage
+
+
+def shifted(data_dir: Path, session_id: str) -> None:
+    """Records kept for the very file, at the wrong positions (a counts file from a bug)."""
+    path = counts_path(session_file(data_dir, session_id))
+    kept = json.loads(path.read_bytes())
+    kept["cold"] = [[position + 1, record] for position, record in kept["cold"]]
+    path.write_text(json.dumps(kept))
+
+
+def foreign_records(data_dir: Path, session_id: str) -> None:
+    path = counts_path(session_file(data_dir, session_id))
+    kept = json.loads(path.read_bytes())
+    kept["cold"] = [[position, [*record[:2], "robot", *record[3:]]] for position, record in kept["cold"]]
+    path.write_text(json.dumps(kept))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [appended_by_another_load, truncated, torn, damaged(b"{not json"), damaged(b'{"cold": 3}'), shifted, foreign_records],
+)
+def test_records_kept_for_another_file_or_damaged_are_not_taken(tmp_path, change):
+    session_id = branched_and_compacted(tmp_path / "data")
+    assert json.loads(counts_path(session_file(tmp_path / "data", session_id)).read_bytes())["cold"]
+    change(tmp_path / "data", session_id)
+    loaded = loads(tmp_path / "data", session_id, tmp_path)
+    same_answers(loaded, answers)
+    assert cold_count(loaded["kept records"]) == cold_count(loaded["parsed, then cold"]) > 0
+    assert lines_parsed(tmp_path / "data", session_id) >= len(loaded["whole"].tree.entries)  # each line parsed
+
+
+def lines_parsed(data_dir: Path, session_id: str) -> int:
+    """How many entry lines a load of the session parses."""
+    parsed = []
+    real = store._parse_line
+    with mock.patch.object(store, "_parse_line", lambda raw, want_header: parsed.append(not want_header) or real(raw, want_header)):
+        sessions = manager(data_dir)
+        sessions.get(session_id)
+        sessions.close_all()
+    return sum(parsed)
 
 
 BRIEF = ("role", "holds_image", "lost_result")

@@ -1,4 +1,5 @@
-"""Each entry's token count, kept beside its session file so a load does not recount.
+"""Each entry's token count and the records of its cold entries, kept beside its session file
+so a load neither recounts nor parses what it will not read.
 
 Counting every entry is most of a session's load (tiktoken over all its text). Entries never
 change once written, so their counts are kept in `<id>.jsonl.counts` when the session leaves
@@ -6,20 +7,31 @@ memory, for the encoding it was counted with. They are used only for the very fi
 taken from (same size and modification time: an append-only file that grew, was repaired or
 copied is recounted), and only by the same counting (the counting code's and tiktoken's
 versions): a count that could be stale is never used, it is counted again.
+
+Beside them, the records of the message entries that were cold (`ColdMessageEntry`: outside
+the live context) by their position in the file: the next load of the very same file takes
+each such line as it is, found by its position and its id, instead of parsing it. The file is
+a cache, never the truth: stale, damaged or foreign, it is ignored and the file is parsed.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
+from collections.abc import Container, Iterable
+from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import version
 from pathlib import Path
+from typing import cast
 
+from pydantic import BaseModel, ValidationError
+
+from contextd import model
 from contextd.compaction import context
-from contextd.store import write_private
+from contextd.model import ColdMessageEntry, ColdRecord, Entry, MessageEntry
+from contextd.store import KnownLines, write_private
 from contextd.tokens import counting, images
 
 log = logging.getLogger(__name__)
@@ -27,10 +39,10 @@ log = logging.getLogger(__name__)
 
 @cache
 def counting_key() -> str:
-    """What the counts depend on: the counting code (with the images' and the messages it
-    derives from entries) and tiktoken's version."""
+    """What the counts and records depend on: the counting code (with the images' and the
+    messages it derives from entries), the entries' records (model.py) and tiktoken's version."""
     digest = hashlib.sha256(version("tiktoken").encode())
-    for module in (counting, images, context):
+    for module in (counting, images, context, model):
         digest.update(Path(module.__file__ or "").read_bytes())
     return digest.hexdigest()[:16]
 
@@ -39,31 +51,75 @@ def counts_path(session_path: Path) -> Path:
     return session_path.with_name(session_path.name + ".counts")
 
 
-def _file_stamp(session_path: Path) -> list[int]:
+def _file_stamp(session_path: Path) -> tuple[int, int]:
     stat = os.stat(session_path)
-    return [stat.st_size, stat.st_mtime_ns]
+    return stat.st_size, stat.st_mtime_ns
+
+
+class KeptFile(BaseModel):
+    key: str
+    encoding: str
+    file: tuple[int, int]
+    tokens: dict[str, int]
+    cold: list[tuple[int, ColdRecord]] = []
+    """The records of the cold message entries, each with its position among the entries."""
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What the counts file keeps of one session file, as it was read (`file`: its size and
+    modification time then)."""
+
+    file: tuple[int, int]
+    encoding: str
+    tokens: dict[str, int]
+    lines: KnownLines
+
+    def fits(self, stamp: tuple[int, int] | None) -> bool:
+        """Whether this was kept for the file as it is (`stamp`: as it was read)."""
+        return stamp == self.file
+
+    def counts(self, encoding: str) -> dict[str, int]:
+        return self.tokens if encoding == self.encoding else {}
+
+
+def read_kept(session_path: Path) -> Kept | None:
+    """What is kept beside the file, for the counting of this version; None when nothing fits
+    (absent, damaged, another version's)."""
+    try:
+        with open(os.open(counts_path(session_path), os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
+            kept = KeptFile.model_validate_json(handle.read())
+    except (OSError, ValueError, ValidationError):
+        return None
+    if kept.key != counting_key():
+        return None
+    return Kept(kept.file, kept.encoding, kept.tokens, KnownLines(kept.file, dict(kept.cold)))
 
 
 def read_counts(session_path: Path, encoding: str) -> dict[str, int]:
-    """The counts kept for this very file and encoding; {} when there are none that fit."""
+    """The counts kept for this very file (as it is now) and encoding; {} when there are none that fit."""
+    kept = read_kept(session_path)
     try:
-        with open(os.open(counts_path(session_path), os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
-            kept = json.load(handle)
-        fits = (
-            kept["key"] == counting_key()
-            and kept["encoding"] == encoding
-            and kept["file"] == _file_stamp(session_path)
-        )
-        tokens = kept["tokens"] if fits else {}
-        return {entry_id: count for entry_id, count in tokens.items() if type(count) is int}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return kept.counts(encoding) if kept is not None and kept.fits(_file_stamp(session_path)) else {}
+    except OSError:
         return {}
 
 
-def keep_counts(session_path: Path, encoding: str, tokens: dict[str, int]) -> None:
-    """Keep `tokens` for the file as it is now; a failure only costs the next load a count."""
+def cold_records(entries: Iterable[Entry], live: Container[str]) -> list[tuple[int, ColdRecord]]:
+    """The record of each message entry outside `live`, with its position among `entries`."""
+    records = []
+    for position, entry in enumerate(entries):
+        if entry.type == "message" and entry.id not in live:
+            cold = entry if type(entry) is ColdMessageEntry else ColdMessageEntry(cast(MessageEntry, entry), b"")
+            records.append((position, cast(ColdMessageEntry, cold).record()))
+    return records
+
+
+def keep_counts(session_path: Path, encoding: str, tokens: dict[str, int], cold: list[tuple[int, ColdRecord]]) -> None:
+    """Keep `tokens` and the `cold` records for the file as it is now; a failure only costs
+    the next load a count and a parse."""
     try:
-        kept = {"key": counting_key(), "encoding": encoding, "file": _file_stamp(session_path), "tokens": tokens}
-        write_private(counts_path(session_path), json.dumps(kept, separators=(",", ":")).encode())
+        kept = KeptFile(key=counting_key(), encoding=encoding, file=_file_stamp(session_path), tokens=tokens, cold=cold)
+        write_private(counts_path(session_path), kept.model_dump_json().encode())
     except OSError as error:
         log.info("token counts of %s not kept (%s): its next load counts them", session_path.name, error.strerror)

@@ -20,6 +20,7 @@ from contextd.model import (
     SessionInfoEntry,
     Settings,
 )
+from contextd.session.counts import read_kept
 from contextd.session.events import SessionEvents, SilentEvents
 from contextd.session.index import (
     ListingIndex,
@@ -165,11 +166,14 @@ class SessionManager:
         session was only unloaded from memory, else under a lock taken now."""
         listing = self.store.find_session(session_id)
         with collector_paused():  # all that a load makes survives: nothing to collect
+            kept = read_kept(listing.path)
+            known = kept.lines if kept is not None else None
             if self.store.holds(session_id):
-                file, loaded = self.store.reload(listing)
+                file, loaded = self.store.reload(listing, known)
             else:
-                file, loaded = self.store.open(listing)
-            return LiveSession(file, loaded_tree(loaded), self.settings_for(file.header.workspace), self.events)
+                file, loaded = self.store.open(listing, known)
+            kept = kept if kept is not None and kept.fits(loaded.stamp) else None
+            return LiveSession(file, loaded_tree(loaded), self.settings_for(file.header.workspace), self.events, kept)
 
     def _remember(self, session: LiveSession) -> LiveSession:
         session.hand_off = lambda: self.handoff(session, None)

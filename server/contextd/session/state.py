@@ -47,7 +47,7 @@ from contextd.model import (
     message_text,
 )
 from contextd.session.agent_settings import mirror_compaction_point
-from contextd.session.counts import keep_counts, read_counts
+from contextd.session.counts import Kept, cold_records, keep_counts, read_counts
 from contextd.session.deferred_counts import CountsOnDemand, PendingCounts, count_entries
 from contextd.session.errors import InvalidAppend, ReadOnlyMirror
 from contextd.session.events import SessionEvents
@@ -121,8 +121,9 @@ class LiveState(ABC):
     """One open session: its file, its tree, the model it talks to and the context's size."""
 
     def __init__(
-        self, file: SessionFile, tree: EntryTree, settings: Settings, events: SessionEvents
+        self, file: SessionFile, tree: EntryTree, settings: Settings, events: SessionEvents, kept: Kept | None = None
     ) -> None:
+        """`kept`: what was kept beside the file, for the file as it was read (session/counts.py)."""
         self.file = file
         self.tree = tree
         self.settings = settings
@@ -159,7 +160,7 @@ class LiveState(ABC):
         self.pending_usage: Usage | None = None
         """A mirror's answer the agent is still writing: its usage stands as the figure."""
         self._refresh_model_from(tree.nodes())
-        self._count_all(tree.entries.values())
+        self._count_all(tree.entries.values(), kept.counts(self.model_info.counting) if kept is not None else None)
         self.rebuild()
 
     # --- identity ---------------------------------------------------------------------
@@ -223,10 +224,12 @@ class LiveState(ABC):
         """Whether entries a mirror's write took in are still to be counted."""
         return bool(self._pending)
 
-    def _count_all(self, entries: Iterable[Entry]) -> None:
-        """Every entry counted, or its count taken from those kept beside this very file."""
+    def _count_all(self, entries: Iterable[Entry], kept: dict[str, int] | None = None) -> None:
+        """Every entry counted, or its count taken from those kept beside this very file
+        (`kept`: those read with the file, else read now)."""
         self._pending.clear()
-        kept = read_counts(self.file.path, self.model_info.counting)
+        if kept is None:
+            kept = read_counts(self.file.path, self.model_info.counting)
         for entry in entries:
             tokens = kept.get(entry.id)
             self._entry_tokens[entry.id] = self._count(entry) if tokens is None else tokens
@@ -288,7 +291,9 @@ class LiveState(ABC):
         """Keep the counts beside the file as the session leaves memory, for its next load
         (those known: a mirror's next load counts the rest)."""
         if self.file.writable:
-            keep_counts(self.file.path, self.model_info.counting, self._entry_tokens)
+            live = {entry.id for entry in self._path[live_from(self._path) :]}
+            cold = cold_records(self.tree.entries.values(), live)
+            keep_counts(self.file.path, self.model_info.counting, self._entry_tokens, cold)
 
     def _count(self, entry: Entry) -> int:
         info = self.model_info
