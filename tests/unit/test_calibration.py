@@ -415,3 +415,32 @@ def test_calibration_is_learned_across_clean_stretches_only(tmp_path, name, agen
 
     clean = factor(lines, tmp_path / "clean")
     assert abs(factor(damaged, tmp_path / "damaged") - clean) <= 0.07 * clean
+
+
+@pytest.mark.parametrize("kept_at", ["leaf", "elsewhere", "nothing"])
+def test_states_let_go_are_worked_out_again_from_the_path(kept_at):
+    """A loaded session keeps the calibration state of its leaf only; a node added below
+    another node (a navigation) has its parent's state worked out again from the path, as
+    learning the whole tree would have had it."""
+    chain = Chain()
+    scripted_session(chain, 1.3, 2_000, turns=10)
+    split = len(chain.entries) - 4  # the last two turns come after the load
+    tokens = chain.tokens()
+    by_id = {entry.id: entry for entry in chain.entries}
+
+    def path_to(node_id: str) -> list[Entry]:
+        path = []
+        while node_id is not None:
+            path.append(by_id[node_id])
+            node_id = by_id[node_id].parentId
+        return path[::-1]
+
+    loaded = learn(chain.entries[:split], tokens, tokenizer_of, "claude-4")
+    keep = {"leaf": chain.entries[split - 1].id, "elsewhere": chain.entries[1].id, "nothing": None}[kept_at]
+    loaded.keep_only(keep, path_to, tokens)
+    assert len(loaded.since) <= 1
+    for entry in chain.entries[split:]:
+        loaded.add(entry, tokens[entry.id])
+
+    whole = learn(chain.entries, tokens, tokenizer_of, "claude-4")
+    assert loaded.evidence == whole.evidence and loaded.evidence["claude-4"].counted > learn(chain.entries[:split], tokens, tokenizer_of, "claude-4").evidence["claude-4"].counted

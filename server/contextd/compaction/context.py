@@ -152,11 +152,10 @@ def context_messages(
     return messages
 
 
-def open_tool_calls(items: Iterable[ContextItem]) -> dict[str, str]:
-    """Tool calls of the context that have no result yet: id -> tool name."""
+def open_tool_calls(messages: Iterable[Message]) -> dict[str, str]:
+    """Tool calls of the context's `messages` that have no result yet: id -> tool name."""
     pending: dict[str, str] = {}
-    for item in items:  # role and type tags: every load walks the whole context here
-        message = item.message
+    for message in messages:  # role and type tags: every load walks the whole context here
         if message.role == "assistant":
             for block in message.content:
                 if block.type == "toolCall":

@@ -233,7 +233,7 @@ class Navigation(CompactionJobs):
     def through_results(self, entry_id: str) -> str:
         """`entry_id`, or past it to the results that answer its tool calls: going back to
         an answer that called tools means going back to after those tools ran."""
-        pending = open_tool_calls(build_context(self.tree.path_to(entry_id), self.entry_tokens))
+        pending = open_tool_calls(item.message for item in build_context(self.tree.path_to(entry_id), self.entry_tokens))
         while pending:
             answer = next(
                 (

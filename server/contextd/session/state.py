@@ -25,6 +25,7 @@ from contextd.compaction.context import (
     open_tool_calls,
     opening_compaction,
     pruned_placeholder,
+    visible_entries,
 )
 from contextd.compaction.short_summary import clip
 from contextd.compaction.stats import compression_stats
@@ -303,7 +304,9 @@ class LiveState(ABC):
         """The calibration evidence, derived from the session's own entries (see
         tokens/calibration.py): nothing to store, a restart derives the same."""
         root = resolve_model(self.settings.defaultModel, self.settings.models).tokenizer
-        return learn(self.tree.nodes(), self.entry_tokens, self._tokenizer_of, root)
+        ledger = learn(self.tree.nodes(), self.entry_tokens, self._tokenizer_of, root)
+        ledger.keep_only(self.tree.leaf_id, self.tree.path_to, self.entry_tokens)
+        return ledger
 
     def _tokenizer_of(self, model_id: str) -> str:
         # Asked for every answer on load: resolved once per model (until the settings change).
@@ -415,7 +418,8 @@ class LiveState(ABC):
         self.tree.keep_cold(self._path, live_from(self._path))
         self._name = self._derive_name()
         if not (self._pending and self._figure_from_report()):
-            self._pending_calls = open_tool_calls(self.context_items())
+            # The context's messages without building it: prunes and summaries call no tools.
+            self._pending_calls = open_tool_calls(entry.message for entry in visible_entries(self._path) if entry.type == "message")
             self._learn_unseen()
             self._counted_parts = counted_parts(self._path, self._tokens_of(self._path))
             self._figure = self.figure_of(self._path)

@@ -19,8 +19,8 @@ from the session file on load: a restart keeps it with no extra file.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from contextd.model import AssistantMessage, Entry, Usage
 
@@ -145,18 +145,31 @@ def calibration_step(
     session's model at that point)."""
     # Type and role tags, not isinstance: this runs for every node of every load, and a
     # pydantic model's isinstance is slow when the answer is no.
-    if entry.type == "compaction" or entry.type == "prune" or _lost_result(entry) or _holds_image(entry):
-        # The context changed in a way the counts do not show, or by tokens that are not
-        # text: no growth spans this.
+    kind = entry.type
+    if kind == "message":
+        message = entry.brief
+        if message.role == "assistant":
+            return _answer_step(before, message, tokens, tokenizer_of)
+        if message.lost_result or message.holds_image:
+            # A result the transcript lost: the provider counted the real one, contextd a
+            # stand-in. An image: its cost is in the provider's tokens already (counted at
+            # the prior's scale, `ModelInfo.image_scale`) and by a rule the provider follows
+            # only about, so the growth around it would teach the factor the prior back.
+            return Since(None, 0, before.tokenizer), None
+    elif kind == "compaction" or kind == "prune":
+        # The context changed in a way the counts do not show: no growth spans this.
         return Since(None, 0, before.tokenizer), None
-    if entry.type == "model_change":
+    elif kind == "model_change":
         tokenizer = tokenizer_of(entry.model)
         if tokenizer != before.tokenizer:  # the next prompt is counted by another tokenizer
             return Since(None, 0, tokenizer), None
         return before, None
-    if not (entry.type == "message" and entry.brief.role == "assistant"):
-        return Since(before.prompt, before.counted + tokens, before.tokenizer), None
-    answer = entry.brief
+    return Since(before.prompt, before.counted + tokens, before.tokenizer), None
+
+
+def _answer_step(
+    before: Since, answer: AssistantMessage, tokens: int, tokenizer_of: Callable[[str], str]
+) -> tuple[Since, Observation | None]:
     tokenizer = tokenizer_of(answer.model) if answer.model else before.tokenizer
     reported = _reported_prompt(answer)
     observation = None
@@ -165,20 +178,6 @@ def calibration_step(
     if answer.failed or reported is None:
         return Since(before.prompt, before.counted + tokens, before.tokenizer), observation
     return Since(reported, tokens, tokenizer), observation
-
-
-def _lost_result(entry: Entry) -> bool:
-    """A tool result the transcript lost (a damaged line): the provider counted the real
-    one, contextd counts a stand-in, so the growth around it says nothing about tokenizers."""
-    return entry.type == "message" and entry.brief.lost_result
-
-
-def _holds_image(entry: Entry) -> bool:
-    """A message with an image: its cost is in the provider's tokens already (counted at
-    the prior's scale, `ModelInfo.image_scale`) and by a rule the provider follows only
-    about, so the growth around it would teach the factor the prior back, or the rule's
-    error, instead of how the provider's tokenizer splits text."""
-    return entry.type == "message" and entry.brief.holds_image
 
 
 def _reported_prompt(answer: AssistantMessage) -> int | None:
@@ -202,28 +201,48 @@ def _plausible(observation: Observation) -> Observation | None:
 
 @dataclass
 class CalibrationLedger:
-    """The evidence of one session, per tokenizer, and each node's state for its children.
+    """The evidence of one session, per tokenizer, and nodes' states for their children.
 
-    Nodes must be added parents first (file order does that)."""
+    Nodes must be added parents first (file order does that). Once learned, only the states
+    a next node is likely to need are kept (`keep_only`: about a hundred bytes per node
+    otherwise); a node added below one whose state was let go has it worked out again from
+    its path (`path_to`), which a state depends on alone."""
 
     tokenizer_of: Callable[[str], str]
     root_tokenizer: str
     since: dict[str, Since]
     evidence: dict[str, Evidence]
+    path_to: Callable[[str], Sequence[Entry]] | None = None
+    tokens: Mapping[str, int] = field(default_factory=dict)
+    """The nodes' counted tokens, for the states worked out again."""
 
     @classmethod
     def start(cls, tokenizer_of: Callable[[str], str], root_tokenizer: str) -> CalibrationLedger:
         return cls(tokenizer_of, root_tokenizer, {}, {})
 
     def add(self, entry: Entry, tokens: int) -> Observation | None:
-        parent = self.since.get(entry.parentId) if entry.parentId else None
-        before = parent or Since(None, 0, self.root_tokenizer)
-        after, observation = calibration_step(before, entry, tokens, self.tokenizer_of)
+        after, observation = calibration_step(self._state_at(entry.parentId), entry, tokens, self.tokenizer_of)
         self.since[entry.id] = after
         if observation is not None:
             known = self.evidence.get(observation.tokenizer, NO_EVIDENCE)
             self.evidence[observation.tokenizer] = known.add(observation.reported, observation.counted)
         return observation
+
+    def _state_at(self, node_id: str | None) -> Since:
+        state = self.since.get(node_id) if node_id else None
+        if state is None and node_id and self.path_to is not None:
+            state = Since(None, 0, self.root_tokenizer)
+            for node in self.path_to(node_id):
+                state, _ = calibration_step(state, node, self.tokens.get(node.id, 0), self.tokenizer_of)
+            self.since[node_id] = state
+        return state or Since(None, 0, self.root_tokenizer)
+
+    def keep_only(self, node_id: str | None, path_to: Callable[[str], Sequence[Entry]], tokens: Mapping[str, int]) -> None:
+        """Let go of every node's state but `node_id`'s (the leaf's: where the next node comes);
+        the others are worked out again from `path_to` and `tokens` when a node comes below them."""
+        kept = self.since.get(node_id) if node_id else None
+        self.since = {node_id: kept} if node_id and kept is not None else {}
+        self.path_to, self.tokens = path_to, tokens
 
     def factor(self, tokenizer: str, prior: float | None) -> float:
         return calibration_factor(prior, self.evidence.get(tokenizer, NO_EVIDENCE))

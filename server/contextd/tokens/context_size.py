@@ -137,6 +137,8 @@ def context_tokens_of(
     counted tokens: divided by `calibration`)."""
     pruned = pruned_entry_ids(path)
     outputs = turn_outputs(path)
+    if not pruned and not outputs:  # most contexts: every entry as counted (the load sums them all)
+        return lambda entry: entry_tokens.get(entry.id, 0)
 
     def tokens_of(entry: Entry) -> int:
         counted = entry_tokens.get(entry.id, 0)
@@ -218,8 +220,8 @@ def dropped_reasoning(path: Sequence[Entry], anchor: int, entry_tokens: Mapping[
     )
 
 
-SUMMARIES = (CompactionEntry, HandoffEntry)
-"""Entries whose text stands for history: a compaction's summary, a handoff's document."""
+SUMMARIES = frozenset({"compaction", "handoff"})
+"""Entry types whose text stands for history: a compaction's summary, a handoff's document."""
 
 
 @dataclass(frozen=True)
@@ -242,7 +244,7 @@ def counted_parts(path: Sequence[Entry], tokens_of: Callable[[Entry], int]) -> t
     at the end of `path` (they change only when a node is written, never on a message)."""
     return (
         sum(tokens_of(entry) for entry in standing_instructions(path)),
-        sum(tokens_of(entry) for entry in visible_entries(path) if isinstance(entry, SUMMARIES)),
+        sum(tokens_of(entry) for entry in visible_entries(path) if entry.type in SUMMARIES),
     )
 
 

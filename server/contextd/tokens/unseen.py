@@ -130,20 +130,22 @@ def learn_unseen(
     entry of every load, so it tells entries apart by their type tags too)."""
     counted = 0
     for index, entry in enumerate(path):
-        if entry.type == "compaction" or entry.type == "prune":
-            settled, reported = False, None
-        elif entry.type == "model_change":
-            # Another model may come with another system prompt: its first report teaches.
-            settled = settled and entry.model == (model or entry.model)
-            model = entry.model
-        elif entry.type == "handoff" and entry.unseenTokens is not None:
-            evidence, settled = _known(UnseenEvidence(entry.unseenTokens, 0)), False
-        elif entry.type == "message" and (prompt := reported_prompt(entry.brief)) is not None:
+        kind = entry.type
+        answer = entry.brief if kind == "message" and entry.brief.role == "assistant" else None
+        if answer is not None and (prompt := reported_prompt(answer)) is not None:
             taught = _Evidence(path, index + 1, entry_tokens, pruned_tokens, calibration)
             since = _Since(reported, counted) if reported is not None else None
             if not settled or _grew(prompt, since, evidence, taught, calibration):
                 evidence, settled = taught, True
-            reported, counted = _context_after(entry.brief, prompt), 0
+            reported, counted = _context_after(answer, prompt), 0
+        elif kind == "compaction" or kind == "prune":
+            settled, reported = False, None
+        elif kind == "model_change":
+            # Another model may come with another system prompt: its first report teaches.
+            settled = settled and entry.model == (model or entry.model)
+            model = entry.model
+        elif kind == "handoff" and entry.unseenTokens is not None:
+            evidence, settled = _known(UnseenEvidence(entry.unseenTokens, 0)), False
         elif reported is not None:
             counted += entry_tokens.get(entry.id, 0)
     return UnseenState(evidence() if evidence is not None else None, settled)
