@@ -29,9 +29,11 @@ class PendingCounts:
 
     uncounted: dict[str, Entry] = field(default_factory=dict)
     unledgered: list[Entry] = field(default_factory=list)
+    relearn: bool = False
+    """The calibration is to be learned again from every node (the counting changed)."""
 
     def __bool__(self) -> bool:
-        return bool(self.unledgered or self.uncounted)
+        return bool(self.unledgered or self.uncounted or self.relearn)
 
     def add(self, entry: Entry) -> None:
         self.uncounted[entry.id] = entry
@@ -45,6 +47,7 @@ class PendingCounts:
     def clear(self) -> None:
         self.uncounted.clear()
         self.unledgered.clear()
+        self.relearn = False
 
 
 class CountsOnDemand(Mapping[str, int]):

@@ -242,12 +242,12 @@ class LiveState(ABC):
             self._pending.add(entry)
 
     def _recount_later(self) -> None:
-        """Every entry counted again when first needed (the counting changed)."""
+        """Every entry counted again when first needed, and the calibration learned again
+        (the counting changed)."""
         self._entry_tokens.clear()
         self._pending.clear()
-        root = resolve_model(self.settings.defaultModel, self.settings.models).tokenizer
-        self._ledger = CalibrationLedger.start(self._tokenizer_of, root)
         self._count_later(self.tree.entries.values())
+        self._pending.relearn = True
 
     def settle_counts(self) -> None:
         """Count what is left uncounted and take it into the calibration, then recompute the
@@ -256,11 +256,15 @@ class LiveState(ABC):
             return
         shown = self._usage_parts()
         counts = CountsOnDemand(self._entry_tokens, self._pending, self._count)
-        for entry in self._pending.unledgered:  # file order: parents first
-            self._ledger.add(entry, counts[entry.id])
-        for entry_id in list(self._pending.uncounted):  # non-nodes (labels, leaf moves)
+        for entry_id in list(self._pending.uncounted):
             counts[entry_id]
-        self._pending.clear()
+        unledgered, relearn = self._pending.unledgered, self._pending.relearn
+        self._pending = PendingCounts()
+        if relearn:
+            self._ledger = self._learn()
+        else:
+            for entry in unledgered:  # file order: parents first
+                self._ledger.add(entry, self._entry_tokens[entry.id])
         self.rebuild()
         if self._usage_parts() != shown:
             self.events.token_usage(self.usage_body())
