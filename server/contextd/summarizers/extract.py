@@ -41,9 +41,9 @@ from contextd.summarizers.delegation import (
     report,
 )
 from contextd.summarizers.outcomes import (
-    MAY_BE_NOISE,
     Verdict,
     is_noise,
+    may_hold_noise,
     is_search,
     main_command,
     pipeline,
@@ -75,6 +75,14 @@ MAX_MENTIONED_FILES = 25
 MAX_COMMAND_CHARS = 160
 _PROBE = re.compile(r"^\s*([A-Za-z][\w .-]{0,20}?):\s+(\d{3})\s*$", re.MULTILINE)
 """A status probe's answer: `HTTP: 200`, `CSS: 000`, as health-check scripts print them."""
+_PROBE_ANSWER = re.compile(r":\s+\d{3}\s*$", re.MULTILINE)
+"""The end of every _PROBE line, found by a fast scan for its colon where _PROBE, anchored
+at line starts, is tried at every position of a long output."""
+
+
+def probe_answers(text: str) -> list[tuple[str, str]]:
+    """The (label, status code) of every status probe answer in `text`."""
+    return _PROBE.findall(text) if _PROBE_ANSWER.search(text) else []
 
 # --- what sentences say ----------------------------------------------------------------
 
@@ -632,7 +640,7 @@ def _read_result(
     subject = _subject(call, result.toolName)
     outcome, texts = _second_look(outcome, text, command, call, facts)
     if texts:
-        probes = tuple(f"probe:{label}" for label, code in _PROBE.findall(text) if not code.startswith(("2", "3")))
+        probes = tuple(f"probe:{label}" for label, code in probe_answers(text) if not code.startswith(("2", "3")))
         facts.errors.append(ErrorSeen(subject, texts, index, command=command, probes=probes))
     if command:
         _record_command_result(command, outcome, texts, text, call, facts, walk)
@@ -705,7 +713,7 @@ def _record_success(
     walk.successes.append((index, subject))
     walk.successes += [(index, f"file:{path}") for path in FILE_PATH.findall(command)]
     walk.successes += [
-        (index, f"probe:{label}") for label, code in _PROBE.findall(text) if code.startswith(("2", "3"))
+        (index, f"probe:{label}") for label, code in probe_answers(text) if code.startswith(("2", "3"))
     ]
 
 
@@ -987,7 +995,7 @@ def _unwrapped(text: str) -> str:
 
 def _without_noise(text: str) -> str:
     lines = text.splitlines()
-    if not MAY_BE_NOISE.search(text):  # the common case, without a search per line
+    if not may_hold_noise(text):  # the common case, without a search per line
         return "\n".join(lines)
     return "\n".join(line for line in lines if not is_noise(line))
 
