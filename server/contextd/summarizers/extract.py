@@ -361,6 +361,15 @@ class _Walk:
     """Edit calls and what the text before them said they change, by call id."""
     last_report: list[str] = field(default_factory=list)
     """The sentences of the latest finished turn's closing report."""
+    command_paths: dict[str, list[str]] = field(default_factory=dict)
+    """The paths each command names, searched once: a call and its result both ask."""
+
+    def paths_in(self, command: str) -> list[str]:
+        """`FILE_PATH.findall(command)`."""
+        found = self.command_paths.get(command)
+        if found is None:
+            found = self.command_paths[command] = FILE_PATH.findall(command)
+        return found
 
 
 def extract_facts(messages: Sequence[Message]) -> Facts:
@@ -463,7 +472,7 @@ def _read_assistant(message: AssistantMessage, index: int, facts: Facts, walk: _
     purpose = _edit_purpose(text)
     for call in message.tool_calls:
         walk.calls[call.id] = call
-        _read_call(call, facts)
+        _read_call(call, facts, walk)
         if purpose and _modifies(call):
             walk.purposes[call.id] = purpose
 
@@ -573,7 +582,7 @@ NOT_AN_EDIT = re.compile(
 MIN_PURPOSE_WORDS = 5
 
 
-def _read_call(call: ToolCall, facts: Facts) -> None:
+def _read_call(call: ToolCall, facts: Facts, walk: _Walk) -> None:
     paths = _call_paths(call.arguments)
     if _modifies(call):
         facts.modified_files += paths
@@ -585,7 +594,7 @@ def _read_call(call: ToolCall, facts: Facts) -> None:
     if shown := shell_read_paths(call):
         facts.read_files += shown  # `sed -n '1,80p' a.ts` reads a.ts
     elif command:
-        facts.mentioned_files += FILE_PATH.findall(command)
+        facts.mentioned_files += walk.paths_in(command)
     if _modifies(call) and paths and (defined := _definitions(call.arguments)):
         facts.definitions.append(f"`{paths[0]}` defines: " + "; ".join(defined))
     if is_subagent_call(call) and (required := brief(call)):
@@ -711,7 +720,7 @@ def _record_success(
         paths = _call_paths(call.arguments)
         facts.edits.append(f"Changed `{paths[0]}`: {purpose}" if paths else purpose)
     walk.successes.append((index, subject))
-    walk.successes += [(index, f"file:{path}") for path in FILE_PATH.findall(command)]
+    walk.successes += [(index, f"file:{path}") for path in walk.paths_in(command)]
     walk.successes += [
         (index, f"probe:{label}") for label, code in probe_answers(text) if code.startswith(("2", "3"))
     ]
