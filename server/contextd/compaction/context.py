@@ -141,7 +141,8 @@ def context_messages(
     and the prunes `pruned_entry_ids` gave (for a caller that needs those too)."""
     messages: dict[str, Message] = {}
     for entry in visible:
-        message = entry_message(entry)
+        # A message entry's message taken here: most entries are, and a call each adds up.
+        message = entry.message if entry.type == "message" else entry_message(entry)
         if message is None:
             continue
         if entry.id in pruned and message.role == "toolResult":

@@ -72,8 +72,8 @@ def valid_cuts(entries: Sequence[Entry]) -> list[bool]:
             for block in message.content:
                 if block.type == "toolCall":
                     call_index[block.id] = index
-        elif message.role == "toolResult" and message.toolCallId in call_index:
-            spans[call_index[message.toolCallId] + 1] += 1
+        elif message.role == "toolResult" and (called := call_index.get(message.toolCallId)) is not None:
+            spans[called + 1] += 1
             spans[index + 1] -= 1
     inside = 0
     for index in range(len(entries)):

@@ -216,16 +216,18 @@ def _prepare_at(
     `span.candidates`)."""
     messages = context_messages(span.visible, span.pruned, entry_tokens)
     history, prefix, kept = _split(span.candidates, cut, messages)
+    history_messages = [messages[e.id] for e in history]
+    prefix_messages = [messages[e.id] for e in prefix]
     previous = span.previous
     files = collect_files(
-        (messages[e.id] for e in (*history, *prefix)),
+        history_messages + prefix_messages,
         settings.compaction,
         carried_details((previous, *history, *prefix)),
     )
     previous_summary = without_file_lists(previous.summary) if previous else None
     requests = _summary_requests(
-        [messages[e.id] for e in history],
-        [messages[e.id] for e in prefix],
+        history_messages,
+        prefix_messages,
         reserve_tokens=settings.compaction.reserveTokens,
         previous_summary=previous_summary,
         previous_preserve_data=previous.provider_state() if previous else None,

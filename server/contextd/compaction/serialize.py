@@ -75,7 +75,7 @@ def _assistant_lines(message: AssistantMessage, tool_text_max_chars: int | None)
 
 
 def _call_text(call: ToolCall, max_chars: int | None) -> str:
-    arguments = ", ".join(f"{key}={_json_text(value, max_chars)}" for key, value in call.arguments.items())
+    arguments = ", ".join([f"{key}={_json_text(value, max_chars)}" for key, value in call.arguments.items()])
     return f"{call.name}({arguments})"
 
 
@@ -100,7 +100,8 @@ def _json_text(value: Any, max_chars: int | None) -> str:
     if not isinstance(value, str):
         return truncate(json_text(value), max_chars)
     if max_chars is None or len(value) <= max_chars:
-        return truncate(_json_string(value), max_chars)
+        escaped = encode_basestring_ascii(value) if value.isascii() and "\x7f" not in value else encode_basestring(value)
+        return truncate(escaped, max_chars)
     # JSON escapes a string character by character, so the escaped beginning of the string
     # begins its escaped whole; only the whole's length is needed beyond it.
     beginning = _json_string(value[:max_chars])[:max_chars]
