@@ -5,10 +5,11 @@
 Each transcript of tests/fixtures/real is imported into one data directory (as `contextd
 import` does); a `contextd serve --socket` daemon serves it and one client opens each session
 and asks for a dry run `--runs` times, timed from request to reply (the first ask is not
-timed: it loads the session), with the daemon's CPU time per dry run beside it (on a shared
-machine the wall time includes the time the scheduler gives others). The reply holds the offline summary the compaction would write,
-so the dry run pays for the extractive summarizer; the summarizer's own part is timed
-in-process beside it. Target: <= 100 ms per dry run.
+timed: it loads the session), with the daemon's CPU time per dry run beside it and the time
+its threads spent ready to run but waiting for a CPU (Linux schedstat): on a shared machine
+that wait is what the wall time holds beyond the CPU time. The reply holds the offline
+summary the compaction would write, so the dry run pays for the extractive summarizer; the
+summarizer's own part is timed in-process beside it. Target: <= 100 ms per dry run.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench_startup import cpu_seconds
@@ -58,9 +60,30 @@ def summarizer_ms(sessions: SessionManager, session_id: str) -> float | None:
     return (time.process_time() - began) * 1000
 
 
-async def dry_runs(data_dir: Path, sessions: dict[str, str], runs: int) -> dict[str, tuple[float, float] | None]:
-    """Per session, the median milliseconds from request to reply and the daemon's mean CPU
-    milliseconds per dry run; None when there is nothing to compact."""
+def cpu_wait_ms(pid: int) -> float | None:
+    """Milliseconds the threads of process `pid` have spent ready to run but waiting for a
+    CPU (Linux schedstat), or None where the kernel does not keep it."""
+    waited = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            waited += int((task / "schedstat").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            return None
+    return waited / 1e6
+
+
+@dataclass(frozen=True)
+class DryRunTimes:
+    wall_ms: float
+    """Median from request to reply."""
+    cpu_ms: float
+    """The daemon's CPU time per dry run."""
+    cpu_wait_ms: float | None
+    """The daemon's time per dry run waiting for a CPU (None: not known)."""
+
+
+async def dry_runs(data_dir: Path, sessions: dict[str, str], runs: int) -> dict[str, DryRunTimes | None]:
+    """Per session, the times of its dry runs; None when there is nothing to compact."""
     socket = data_dir.parent / "daemon.sock"
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "contextd", "--data-dir", str(data_dir), "--log-level", "WARNING",
@@ -70,7 +93,7 @@ async def dry_runs(data_dir: Path, sessions: dict[str, str], runs: int) -> dict[
         while not socket_in_use(socket):
             await asyncio.sleep(0.05)
         client = await ContextdClient.connect_unix(socket, workspace=data_dir)
-        times: dict[str, tuple[float, float] | None] = {}
+        times: dict[str, DryRunTimes | None] = {}
         for name, session_id in sessions.items():
             await client.session_open(session_id=session_id)
             try:
@@ -79,12 +102,17 @@ async def dry_runs(data_dir: Path, sessions: dict[str, str], runs: int) -> dict[
                 times[name] = None  # nothing to compact
                 continue
             walls = []
-            cpu_before = cpu_seconds(process.pid)
+            cpu_before, wait_before = cpu_seconds(process.pid), cpu_wait_ms(process.pid)
             for _ in range(runs):
                 began = time.perf_counter()
                 await client.compact(session_id, dry_run=True)
                 walls.append((time.perf_counter() - began) * 1000)
-            times[name] = (statistics.median(walls), (cpu_seconds(process.pid) - cpu_before) * 1000 / runs)
+            wait_after = cpu_wait_ms(process.pid)
+            times[name] = DryRunTimes(
+                statistics.median(walls),
+                (cpu_seconds(process.pid) - cpu_before) * 1000 / runs,
+                None if wait_before is None or wait_after is None else (wait_after - wait_before) / runs,
+            )
         await client.close()
         return times
     finally:
@@ -104,15 +132,17 @@ def main() -> None:
         summarizer_ms(manager, next(iter(sessions.values())))  # imports the summarizer before timing it
         load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
         print(f"dry run over a Unix socket, {runs} runs each; load average {load}\n")
-        print("| transcript | dry run ms (median) | daemon cpu ms per dry run | offline summary alone, cpu ms |")
-        print("|---|---:|---:|---:|")
+        print("| transcript | dry run ms (median) | daemon cpu ms per dry run | daemon waiting for a CPU, ms "
+              "| offline summary alone, cpu ms |")
+        print("|---|---:|---:|---:|---:|")
         for name, session_id in sessions.items():
             measured = times[name]
             if measured is None:
-                print(f"| {name} | nothing to compact | |")
+                print(f"| {name} | nothing to compact | | | |")
                 continue
-            wall, cpu = measured
-            print(f"| {name} | {wall:.0f} | {cpu:.0f} | {summarizer_ms(manager, session_id) or 0:.0f} |")
+            waited = "—" if measured.cpu_wait_ms is None else f"{measured.cpu_wait_ms:.0f}"
+            print(f"| {name} | {measured.wall_ms:.0f} | {measured.cpu_ms:.0f} | {waited} "
+                  f"| {summarizer_ms(manager, session_id) or 0:.0f} |")
 
 
 if __name__ == "__main__":
