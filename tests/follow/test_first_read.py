@@ -139,3 +139,9 @@ def test_entries_written_while_the_background_counting_runs_end_counted_right(
     assert counts == {entry_id: fresh.entry_tokens[entry_id] for entry_id in counts}
     assert set(counts) >= {entry.id for entry in entries}
     assert figure == fresh.usage_body()
+
+
+def test_contextd_import_still_reports_the_fields_pi_records_drop() -> None:
+    importer = STREAMING_IMPORTERS["pi"]()
+    LineFeed(importer).feed(corpus.read_bytes("pi-coffee-single-task.jsonl.gz"))
+    assert any(problem.kind == "dropped" for problem in importer.problems)

@@ -529,6 +529,10 @@ class StreamingImporter(ABC):
         self.problems: list[Problem] = []
         self.builder = EntryBuilder(self.problems)
         self.last_line = 0
+        self.lists_dropped_fields = True
+        """Whether the report names the fields of each record that were not kept, as
+        `contextd import` shows it (pi's records drop some on every line); a follower logs
+        only the lines it cannot read, and spares the work."""
 
     def feed(self, number: int, line: str | bytes) -> None:
         self.last_line = number
