@@ -32,7 +32,7 @@ from typing import cast
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from contextd.model import ColdMessageEntry, ColdRecord, Entry, MessageEntry, SessionHeader, is_node
+from contextd.model import NON_NODE_TYPES, ColdMessageEntry, ColdRecord, Entry, MessageEntry, SessionHeader, is_node
 
 log = logging.getLogger(__name__)
 
@@ -146,11 +146,17 @@ class EntryTree:
     leaf_id: str | None = None
     lines: dict[str, bytes] = field(default_factory=dict)
     """The file lines of message entries just loaded, until `keep_cold` sorts them."""
+    cold: bool = False
+    """Whether some entries are cold."""
+    node_count: int = 0
 
     def add(self, entry: Entry, line: bytes | None = None) -> None:
         self.entries[entry.id] = entry
-        if line is not None and entry.type == "message":
-            self.lines[entry.id] = line
+        if entry.type == "message":
+            if type(entry) is ColdMessageEntry:
+                self.cold = True
+            elif line is not None:
+                self.lines[entry.id] = line
         # Type tags, not isinstance (slow on a pydantic model when the answer is no): every
         # entry of every load passes here.
         if entry.type == "label":
@@ -163,6 +169,7 @@ class EntryTree:
         else:
             self.children.setdefault(entry.parentId, []).append(entry.id)
             self.leaf_id = entry.id
+            self.node_count += 1
 
     def is_node_id(self, entry_id: str) -> bool:
         entry = self.entries.get(entry_id)
@@ -183,19 +190,23 @@ class EntryTree:
         return path
 
     def nodes(self) -> Iterator[Entry]:
-        return (entry for entry in self.entries.values() if is_node(entry))
+        return (entry for entry in self.entries.values() if entry.type not in NON_NODE_TYPES)  # is_node, inline: every load walks them
 
     def keep_cold(self, path: list[Entry], live_from: int) -> None:
         """Message entries loaded from the file that are not in `path[live_from:]` (the live
         context: what came before its latest compaction kept nothing of, and other branches)
         are kept as their lines (`ColdMessageEntry`); cold entries in it are parsed again (a
         navigation to another branch); `path` is brought up to date in place."""
-        live = {entry.id for entry in path[live_from:]} if self.lines else set()
-        for entry_id, line in self.lines.items():
-            entry = self.entries[entry_id]
-            if entry_id not in live and type(entry) is MessageEntry:
-                self.entries[entry_id] = cast(Entry, ColdMessageEntry(entry, line))
+        if self.lines and (live_from > 0 or len(path) < self.node_count):  # else every node is live
+            live = {entry.id for entry in path[live_from:]}
+            for entry_id, line in self.lines.items():
+                entry = self.entries[entry_id]
+                if entry_id not in live and type(entry) is MessageEntry:
+                    self.entries[entry_id] = cast(Entry, ColdMessageEntry(entry, line))
+                    self.cold = True
         self.lines.clear()
+        if not self.cold:
+            return
         for index, entry in enumerate(path):
             current = self.entries[entry.id]
             if index >= live_from and type(current) is ColdMessageEntry:

@@ -364,7 +364,7 @@ class LiveState(ABC):
     def _learn_unseen(self) -> None:
         self._unseen = learn_unseen(self._path, self.entry_tokens, self._pruned_tokens, calibration=self.calibration)
 
-    def figure_of(self, path: Sequence[Entry]) -> TokenFigure:
+    def figure_of(self, path: Sequence[Entry], tokens_of: Callable[[Entry], int] | None = None) -> TokenFigure:
         return context_size(
             path,
             self.entry_tokens,
@@ -372,6 +372,7 @@ class LiveState(ABC):
             calibration=self.calibration,
             exact=self.model_info.exact,
             unseen=self.unseen_tokens,
+            tokens_of=tokens_of,
         )
 
     def figure_with_compaction(self, compaction: CompactionEntry) -> TokenFigure:
@@ -422,11 +423,13 @@ class LiveState(ABC):
         self.tree.keep_cold(self._path, live_from(self._path))
         self._name = self._derive_name()
         if not (self._pending and self._figure_from_report()):
+            visible = visible_entries(self._path)
             # The context's messages without building it: prunes and summaries call no tools.
-            self._pending_calls = open_tool_calls(entry.message for entry in visible_entries(self._path) if entry.type == "message")
+            self._pending_calls = open_tool_calls(entry.message for entry in visible if entry.type == "message")
             self._learn_unseen()
-            self._counted_parts = counted_parts(self._path, self._tokens_of(self._path))
-            self._figure = self.figure_of(self._path)
+            tokens_of = self._tokens_of(self._path)
+            self._counted_parts = counted_parts(self._path, tokens_of, visible)
+            self._figure = self.figure_of(self._path, tokens_of)
             self._widen_window(self._answered_context())
         if self.pending_usage is not None:
             self._figure = TokenFigure(

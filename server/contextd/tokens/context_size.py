@@ -184,15 +184,18 @@ def context_size(
     calibration: float = 1.0,
     exact: bool = True,
     unseen: int = 0,
+    tokens_of: Callable[[Entry], int] | None = None,
 ) -> TokenFigure:
     """The size of the context at the end of `path`.
 
     `entry_tokens` holds each entry's counted tokens; `pruned_tokens(n)` counts the
     placeholder that stands for a pruned result of `n` tokens. Counted parts are multiplied
     by `calibration`; `exact` says the encoding is the model's own; `unseen` is added to a
-    figure no report anchors.
+    figure no report anchors. `tokens_of`: `context_tokens_of(path, ...)` when the caller
+    has it already (it walks the path).
     """
-    tokens_of = context_tokens_of(path, entry_tokens, pruned_tokens, calibration=calibration)
+    if tokens_of is None:
+        tokens_of = context_tokens_of(path, entry_tokens, pruned_tokens, calibration=calibration)
     anchor = usage_anchor(path)
     if anchor is None:
         # Instructions are in every context, before the conversation (the system prompt).
@@ -239,12 +242,15 @@ class Breakdown:
         return dict(vars(self))
 
 
-def counted_parts(path: Sequence[Entry], tokens_of: Callable[[Entry], int]) -> tuple[int, int]:
+def counted_parts(
+    path: Sequence[Entry], tokens_of: Callable[[Entry], int], visible: Sequence[Entry] | None = None
+) -> tuple[int, int]:
     """The counted tokens of the standing instructions and of the summaries in the context
-    at the end of `path` (they change only when a node is written, never on a message)."""
+    at the end of `path` (they change only when a node is written, never on a message);
+    `visible`: `visible_entries(path)` when the caller has it already (it walks the path)."""
     return (
         sum(tokens_of(entry) for entry in standing_instructions(path)),
-        sum(tokens_of(entry) for entry in visible_entries(path) if entry.type in SUMMARIES),
+        sum(tokens_of(entry) for entry in (visible_entries(path) if visible is None else visible) if entry.type in SUMMARIES),
     )
 
 

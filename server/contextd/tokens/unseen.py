@@ -102,14 +102,6 @@ drift and the reminders an agent adds to its history, which a compaction drops a
 GROWTH_MIN_TOKENS = 2_000
 
 
-@dataclass(frozen=True)
-class _Since:
-    """The latest report's context (its prompt and the answer) and what was counted after it."""
-
-    context: int
-    counted: int
-
-
 def learn_unseen(
     path: Sequence[Entry],
     entry_tokens: Mapping[str, int],
@@ -126,17 +118,19 @@ def learn_unseen(
     model = None
     reported: int | None = None
     """The latest report's context (None: none since the stretch began) and what was
-    counted after it (`_Since`, made only where a report asks: this loop runs over every
-    entry of every load, so it tells entries apart by their type tags too)."""
+    counted after it (this loop runs over every entry of every load: nothing is made for an
+    entry but where a report asks, and entries are told apart by their type tags)."""
     counted = 0
     for index, entry in enumerate(path):
         kind = entry.type
         answer = entry.brief if kind == "message" and entry.brief.role == "assistant" else None
         if answer is not None and (prompt := reported_prompt(answer)) is not None:
-            taught = _Evidence(path, index + 1, entry_tokens, pruned_tokens, calibration)
-            since = _Since(reported, counted) if reported is not None else None
-            if not settled or _grew(prompt, since, evidence, taught, calibration):
-                evidence, settled = taught, True
+            if not settled:
+                evidence, settled = _Evidence(path, index + 1, entry_tokens, pruned_tokens, calibration), True
+            elif reported is not None and grew_past_counting(prompt, reported + round(counted * calibration)):
+                taught = _Evidence(path, index + 1, entry_tokens, pruned_tokens, calibration)
+                if _grew(prompt, evidence, taught, calibration):
+                    evidence = taught
             reported, counted = _context_after(answer, prompt), 0
         elif kind == "compaction" or kind == "prune":
             settled, reported = False, None
@@ -208,20 +202,17 @@ def grew_past_counting(prompt: int, expected: int) -> bool:
 
 def _grew(
     prompt: int,
-    since: _Since | None,
     evidence: Callable[[], UnseenEvidence] | None,
     taught: Callable[[], UnseenEvidence],
     calibration: float,
 ) -> bool:
-    """Whether a report of `prompt` tokens, in a stretch that taught `evidence`, shows the
-    unseen part grew (`taught` is what the report would teach): its prompt outgrew both the
-    previous report plus what was counted since, and the counted context plus the unseen
-    part known. Both, because some agents interleave reports of another conversation
-    (Codex's review mode: a prompt a fifth the size), and the step back up from one is no
-    growth of the unseen part."""
-    if since is None or evidence is None:
-        return False
-    if not grew_past_counting(prompt, since.context + round(since.counted * calibration)):
+    """Whether a report of `prompt` tokens that outgrew the previous report plus what was
+    counted since, in a stretch that taught `evidence`, shows the unseen part grew (`taught`
+    is what the report would teach): its prompt outgrew the counted context plus the
+    unseen part known too. Both, because some agents interleave reports of another
+    conversation (Codex's review mode: a prompt a fifth the size), and the step back up
+    from one is no growth of the unseen part."""
+    if evidence is None:
         return False
     return grew_past_counting(prompt, round(taught().counted * calibration) + evidence().tokens(calibration))
 
