@@ -26,7 +26,6 @@ from pydantic_core import from_json
 from contextd.model import (
     MISSING_RESULT_TEXT,
     AssistantMessage,
-    CompactionEntry,
     Entry,
     InstructionsEntry,
     LabelEntry,
@@ -190,7 +189,8 @@ def text_of(value: Any) -> str:
 
 def kind_of(entry: Entry) -> str:
     """An entry's type, with a message's role (`message:toolResult`)."""
-    return f"message:{entry.message.role}" if isinstance(entry, MessageEntry) else entry.type
+    kind = entry.type
+    return f"message:{entry.message.role}" if kind == "message" else kind  # type: ignore[union-attr]
 
 
 class EntryBuilder:
@@ -320,8 +320,9 @@ class EntryBuilder:
         self, line: int, source_id: str, parent: str | None, message: Message, timestamp: str | None
     ) -> MessageEntry | None:
         parent = self.resolve(parent)
-        if isinstance(message, ToolResultMessage):
-            if message.toolCallId not in self._open_calls.get(parent, {}):
+        role = message.role
+        if role == "toolResult":
+            if message.toolCallId not in self._open_calls.get(parent, {}):  # type: ignore[union-attr]
                 self.problems.append(
                     Problem(
                         line,
@@ -337,10 +338,12 @@ class EntryBuilder:
             id=self.unique_id(source_id), parentId=parent, timestamp=timestamp or utc_now(), message=message
         )
         self._attach(entry, source_id)
-        if isinstance(message, AssistantMessage):
+        if role == "assistant":
             self._last_assistant = entry
-            self._call_lines.update({call.id: line for call in message.tool_calls})
-            self.note_usage(entry)
+            if calls := message.tool_calls:  # type: ignore[union-attr]
+                self._call_lines.update({call.id: line for call in calls})
+            if self._awaiting_size:
+                self.note_usage(entry)
         return entry
 
     def add_node(
@@ -378,30 +381,38 @@ class EntryBuilder:
         self.entries.append(entry)
 
     def _attach(self, entry: Entry, source_id: str) -> None:
-        if entry.id != source_id:
-            self._alias[source_id] = entry.id
-        open_calls = dict(self._open_calls.get(entry.parentId, {}))
-        if isinstance(entry, MessageEntry):
-            if isinstance(entry.message, AssistantMessage):
-                open_calls.update({call.id: call.name for call in entry.message.tool_calls})
-            elif isinstance(entry.message, ToolResultMessage):
-                open_calls.pop(entry.message.toolCallId, None)
+        # Told apart by their `type` and `role` tags: every line of a transcript comes here,
+        # and a pydantic class's isinstance goes through its metaclass when the answer is no.
+        entry_id, parent_id = entry.id, entry.parentId
+        if entry_id != source_id:
+            self._alias[source_id] = entry_id
+        open_calls = self._open_calls.get(parent_id)
+        if entry.type == "message":
+            message = entry.message  # type: ignore[union-attr]
+            if message.role == "assistant" and (calls := message.tool_calls):
+                open_calls = {**open_calls, **{call.id: call.name for call in calls}} if open_calls else {call.id: call.name for call in calls}
+            elif message.role == "toolResult" and open_calls and message.toolCallId in open_calls:
+                open_calls = {call_id: name for call_id, name in open_calls.items() if call_id != message.toolCallId}
         if open_calls:  # most entries have none: `_open_calls.get` stands for them
-            self._open_calls[entry.id] = open_calls
-        self._has_children.add(entry.parentId)
-        if entry.parentId is not None:
-            self._open_ends.pop(entry.parentId, None)
-        self._ids.add(entry.id)
-        self._position[entry.id] = self._taken + len(self.entries)
+            self._open_calls[entry_id] = open_calls  # never changed in place: shared with the parent's
+        self._has_children.add(parent_id)
+        if parent_id is not None and self._open_ends:
+            self._open_ends.pop(parent_id, None)
+        self._ids.add(entry_id)
+        self._position[entry_id] = self._taken + len(self.entries)
         self.entries.append(entry)
-        self.leaf_id = entry.id
+        self.leaf_id = entry_id
+        if self._awaiting_size:
+            self._grow_awaiting(entry)
+        if entry.type == "compaction" and entry.tokensAfter == 0:  # type: ignore[union-attr]  # the agent did not say
+            self._awaiting_size[entry_id] = {entry_id}
+
+    def _grow_awaiting(self, entry: Entry) -> None:
         for compaction_id, below in list(self._awaiting_size.items()):
             if entry.parentId in below:
                 below.add(entry.id)
             else:  # the conversation went on elsewhere: no answer will tell this size
                 del self._awaiting_size[compaction_id]
-        if isinstance(entry, CompactionEntry) and entry.tokensAfter == 0:  # the agent did not say
-            self._awaiting_size[entry.id] = {entry.id}
 
     def close_open_calls(self, parent: str | None, line: int, timestamp: str | None) -> str | None:
         """Give every tool call still open at `parent` a result saying none was recorded;
