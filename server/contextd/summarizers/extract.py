@@ -732,11 +732,14 @@ _NOT_FOUND = re.compile(
 )
 
 
+_LETTER = re.compile(r"[^\W\d_]")
+
+
 def _missing_program(texts: list[str]) -> str:
     """The program a failure says is not installed, when that is all it says (a separator
     line like `---`, echoed between probes, says nothing)."""
     lines = [line.strip() for text in texts for line in text.splitlines()]
-    worded = [line for line in lines if re.search(r"[^\W\d_]", line)]
+    worded = [line for line in lines if _LETTER.search(line)]
     found = [m.group(1) or m.group(2) for line in worded if (m := _NOT_FOUND.match(line))]
     return found[0] if found and len(found) == len(worded) else ""
 
@@ -765,20 +768,29 @@ def _without_text_arguments(command: str) -> str:
     return _QUOTED_TEXT.sub("''", _HEREDOC.sub("", command))
 
 
+_SHIPPING_STEP_SEPARATOR = re.compile(r"\s*(?:&&|;|\n)\s*(?=\S)")
+_GIT_COMMIT = re.compile(r"git commit\b")
+_GIT_PUSH = re.compile(r"git push\b")
+_GIT_TAG = re.compile(r"git tag\b")
+_PR_CREATE = re.compile(r"gh pr create\b")
+
+
 def _shipped(command: str, output: str) -> list[str]:
     """What a successful git or gh command delivered: a commit, a push, a PR, a tag.
     `command` is as written, line breaks kept: a commit message's first line is its title."""
     found: list[str] = []
-    for step in re.split(r"\s*(?:&&|;|\n)\s*(?=\S)", command.strip()):
+    if "git" not in command and "gh" not in command:
+        return found  # every step below runs one of them (a script's lines are steps too)
+    for step in _SHIPPING_STEP_SEPARATOR.split(command.strip()):
         step = main_command(step)
-        if re.match(r"git commit\b", step):
+        if _GIT_COMMIT.match(step):
             details = _commit_details(command)
             found.append(f"Committed: {_commit_title(command)}" + (f" ({details})" if details else ""))
-        elif re.match(r"git push\b", step):
+        elif _GIT_PUSH.match(step):
             found.append(f"Pushed: `{step}`")
-        elif re.match(r"git tag\b", step):
+        elif _GIT_TAG.match(step):
             found.append(f"Tagged: `{step}`")
-        elif re.match(r"gh pr create\b", step):
+        elif _PR_CREATE.match(step):
             urls = URL.findall(output)
             found.append("Opened a pull request" + (f": {urls[-1]}" if urls else ""))
     return found
@@ -910,7 +922,10 @@ def _list_items_by_heading(text: str) -> list[tuple[str, str]]:
 
 def _is_prose(sentence: str) -> bool:
     """A sentence, not a bold heading like "**Next steps**" or a three-word label."""
-    return len(re.sub(r"[*_`#]", "", sentence).split()) >= MIN_PROSE_WORDS
+    return len(_EMPHASIS.sub("", sentence).split()) >= MIN_PROSE_WORDS
+
+
+_EMPHASIS = re.compile(r"[*_`#]")
 
 
 MIN_PROSE_WORDS = 4

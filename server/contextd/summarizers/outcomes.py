@@ -84,30 +84,33 @@ def read_output(text: str) -> ToolOutput:
     return ToolOutput(stripped, None)
 
 
+_LEADING_STEP = re.compile(
+    r"^(?:(?:cd\s+(?:\"[^\"]*\"|'[^']*'|\S+)|sleep\s+\d+(?:\.\d+)?[smh]?)\s*(?:&&|;)\s*"
+    r"|[A-Z_][A-Z0-9_]*=\S*\s+)"
+)
+"""A `cd DIR &&`, a wait (`sleep 60 &&`) or an env assignment before what a command runs."""
+_DURATION = re.compile(r"\d+[smh]?")
+_STEP_SEPARATOR = re.compile(r"&&|;|\|\|")
+_ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
+
+
 def main_command(command: str) -> str:
     """The command without what does not change what it runs: leading `cd DIR &&`, a wait
     (`sleep 60 &&`), env assignments and wrappers like `timeout 30`."""
     rest = command.strip()
-    while True:
-        match = re.match(
-            r"^(?:(?:cd\s+(?:\"[^\"]*\"|'[^']*'|\S+)|sleep\s+\d+(?:\.\d+)?[smh]?)\s*(?:&&|;)\s*"
-            r"|[A-Z_][A-Z0-9_]*=\S*\s+)",
-            rest,
-        )
-        if not match:
-            break
+    while match := _LEADING_STEP.match(rest):
         rest = rest[match.end():]
     words = rest.split()
     while words and words[0] in WRAPPERS:
         words = words[1:]
-        while words and (words[0].startswith("-") or re.fullmatch(r"\d+[smh]?", words[0])):
+        while words and (words[0].startswith("-") or _DURATION.fullmatch(words[0])):
             words = words[1:]
     return " ".join(words)
 
 
 def pipeline(command: str) -> list[str]:
     """The programs of a command's last `&&`-chained step, split at pipes."""
-    last_step = re.split(r"&&|;|\|\|", main_command(command))[-1]
+    last_step = _STEP_SEPARATOR.split(main_command(command))[-1]
     return [segment.strip() for segment in last_step.split("|") if segment.strip()]
 
 
@@ -116,7 +119,7 @@ def program(segment: str) -> str:
         words = shlex.split(segment)
     except ValueError:
         words = segment.split()
-    words = [w for w in words if not re.match(r"^[A-Z_][A-Z0-9_]*=", w)]
+    words = [w for w in words if not _ASSIGNMENT.match(w)]
     while words and words[0] in WRAPPERS:
         words = words[1:]
     if not words:
