@@ -74,11 +74,14 @@ def _listed_command(item: str) -> str:
 def fixed_by_clean_runs(items: Iterable[str], clean_commands: Iterable[str]) -> tuple[list[str], list[str]]:
     """Earlier blockers into (still blocked, fixed): a command's failure is fixed once the
     same program has since run clean."""
+    failures = [(item, FAILED_COMMAND.match(item)) for item in items]
+    if not any(failed for _, failed in failures):
+        # Nothing to fix: the clean runs' programs, a command_subject each, are not needed.
+        return [item for item, _ in failures], []
     clean = {command_subject(command) for command in clean_commands}
     still: list[str] = []
     fixed: list[str] = []
-    for item in items:
-        failed = FAILED_COMMAND.match(item)
+    for item, failed in failures:
         (fixed if failed and command_subject(failed.group(1)) in clean else still).append(item)
     return still, fixed
 
