@@ -157,15 +157,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="contextd-memory-") as root:
         scratch = Path(root)
         rows = [measure_entry(name, *real_session(scratch, name)) for name in REAL_COMPACTED]
-        rows += [
-            measure_entry(kind, *make(scratch, size))
-            for size in sizes
-            for kind, make in (
-                ("pi", pi_session),
-                ("coding", coding_session),
-                (f"coding, compacted every {COMPACT_EVERY:,}", compacted_session),
-            )
-        ]
+        for size in sizes:
+            rows += [measure_entry(kind, *make(scratch, size)) for kind, make in (("pi", pi_session), ("coding", coding_session))]
+            if size > COMPACT_EVERY:
+                rows.append(measure_entry(f"coding, compacted every {COMPACT_EVERY:,}", *compacted_session(scratch, size)))
         held = bounded(scratch, max(sizes), args.sessions)
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"memory per entry (tracemalloc, bytes); {date.today()}; load average {load}")

@@ -141,7 +141,9 @@ class EntryTree:
     """Every entry of a session, the parent/child links of its nodes, labels and the leaf."""
 
     entries: dict[str, Entry] = field(default_factory=dict)
-    children: dict[str | None, list[str]] = field(default_factory=dict)
+    children: dict[str | None, tuple[str, ...]] = field(default_factory=dict)
+    """Each node's children, in file order (tuples: most nodes have one, and a tuple of one
+    weighs half a list of one)."""
     labels: dict[str, str] = field(default_factory=dict)
     leaf_id: str | None = None
     lines: dict[str, bytes] = field(default_factory=dict)
@@ -167,7 +169,7 @@ class EntryTree:
         elif entry.type == "leaf":
             self.leaf_id = entry.targetId
         else:
-            self.children.setdefault(entry.parentId, []).append(entry.id)
+            self.children[entry.parentId] = (*self.children.get(entry.parentId, ()), entry.id)
             self.leaf_id = entry.id
             self.node_count += 1
 
