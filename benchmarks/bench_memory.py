@@ -2,8 +2,11 @@
 
     python benchmarks/bench_memory.py [--sizes 1000,10000] [--sessions 12]
 
-Per size, two kinds of sessions: pi's own (bench_load.py's: the corpus's pi transcripts
-repeated, imported) and the generated coding sessions of bench_append.py. Each is loaded
+The corpus's transcripts with compactions (imported, opened and closed once), then per size
+three kinds of sessions: pi's own (bench_load.py's: the corpus's pi transcripts repeated,
+imported), the generated coding sessions of bench_append.py, and the same compacted every
+COMPACT_EVERY entries (sizes above it); `cold` is the share of entries kept as their lines
+(outside the live context). Each is loaded
 into a new manager under tracemalloc: the memory the load leaves allocated (the entries,
 the tree, the counts, the calibration states, the figure), per entry, against the bytes
 per entry of contextd's file and of json.loads's dicts of the same lines.
