@@ -1,16 +1,19 @@
 """The first read through a real daemon: a transcript that grows while its mirror's entries
 are still being counted ends counted as a fresh load counts it, the transcript is never
-written, and a daemon killed right after a first read leaves a mirror that loads whole."""
+written, and a daemon killed right after a first read, or as it is announced (before its
+entries are in the mirror's file), leaves a mirror that loads and catches up."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 from pathlib import Path
 from typing import Any
 
+from contextd.follow.mirror import mirror_session_id
 from contextd.model import MirrorSource, Settings, is_node
 from contextd.session import SessionManager, SilentEvents
 from contextd.session.counts import counts_path, read_counts
@@ -117,3 +120,46 @@ async def test_a_daemon_killed_right_after_a_first_read_leaves_a_mirror_that_loa
     async with await spawn(tmp_path / "home", data_dir) as client:  # a new daemon goes on from it
         tree = await wait_for_mirror(client, session_id, settled)
         assert {node["id"]: node["tokens"] for node in tree["nodes"]} == tokens
+
+
+async def test_a_daemon_killed_as_its_first_read_is_announced_leaves_a_mirror_that_catches_up(tmp_path: Path) -> None:
+    """The figure is announced before the entries are in the mirror's file: a kill the
+    moment the announcement arrives lands before, during or just after that write. Whatever
+    it left loads, and a new daemon catches up to every entry, each written once."""
+    lines = corpus_lines(NAME)
+    path = tmp_path / "home" / RELATIVE
+    path.parent.mkdir(parents=True)
+    data_dir = tmp_path / "data"
+    killed = asyncio.Event()
+    client = await spawn(tmp_path / "home", data_dir)
+    try:
+        pid = (await client.daemon_status())["pid"]
+
+        def kill_when_announced(_method: str, params: dict[str, Any]) -> None:
+            if params.get("cause") == "open" and not killed.is_set():
+                os.kill(pid, signal.SIGKILL)
+                killed.set()
+
+        client.on("contextd/workspace/activity", kill_when_announced)
+        await client.watch_workspace(all_workspaces=True)
+        staged = path.with_name("staged.part")  # the whole transcript appears at once
+        staged.write_bytes(b"".join(lines))
+        os.replace(staged, path)
+        async with asyncio.timeout(WAIT):
+            await killed.wait()
+    finally:
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(WAIT):
+                await client.close()
+    session_id = mirror_session_id("codex", str(path))
+    SessionManager(Store(data_dir), Settings(), SilentEvents()).get(session_id).close()  # what was left loads
+    settled, _ = expected_after("codex", lines)
+    async with await spawn(tmp_path / "home", data_dir) as client:
+        tree = await wait_for_mirror(client, session_id, settled)
+        mirror_file = Path((await client.state(session_id))["path"])
+    written = [json.loads(line)["id"] for line in mirror_file.read_bytes().splitlines()[1:]]
+    assert len(written) == len(set(written))  # nothing written twice
+    assert {entry.id for entry in settled} <= set(written)
+    tokens, _, _ = counted_afresh(data_dir, session_id)
+    assert {node["id"]: node["tokens"] for node in tree["nodes"]} == tokens
+    assert path.read_bytes() == b"".join(lines)

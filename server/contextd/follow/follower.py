@@ -247,16 +247,22 @@ class Follower:
             created = True
         fresh = [entry for entry in change.entries if entry.id not in session.tree.entries]
         leaf_before, tokens_before = session.leaf_id, session.tokens
-        compactions = session.mirror(fresh, change.leaf_id, change.pending_usage)
+        compactions = session.mirror_in_memory(fresh, change.leaf_id, change.pending_usage)
         for compaction in compactions:
             announce_compaction(session, compaction)
         if created:
             session.announce("open")
         elif fresh or session.leaf_id != leaf_before or session.tokens != tokens_before:
             session.announce("compaction" if compactions else "append")
-        # The figure is out: how far the file was read is saved (a crash before it reads
-        # the file again, and the ids already mirrored are not written twice), and the
-        # entries are counted in the background.
+        # The figure is out (sent as it is told); then the entries go into the mirror's file.
+        # No request runs in between (nothing here awaits), so every request sees them
+        # written. Then how far the transcript was read is saved: a crash before that reads
+        # its part of the transcript again, and the ids already mirrored are not written twice.
+        try:
+            session.write_mirrored()
+        except StoreError:
+            sessions.close(mirror.session_id)  # what memory holds that the file does not goes
+            raise
         mirror.written()
         session.count_in_background()
 

@@ -133,6 +133,8 @@ class LiveState(ABC):
         self._pending = PendingCounts()
         """A mirror's entries not counted yet (see deferred_counts.py); empty elsewhere."""
         self._counting: asyncio.Task[None] | None = None
+        self._unwritten: list[Entry] = []
+        """A mirror's entries in memory, not in its file yet (`mirror_in_memory`)."""
         self.model_id = settings.defaultModel
         self.model_info = resolve_model(self.model_id, settings.models)
         self._recorded_window: int | None = None
@@ -606,17 +608,36 @@ class LiveState(ABC):
 
     def mirror(self, entries: Sequence[Entry], leaf_id: str | None, pending: Usage | None) -> list[CompactionEntry]:
         """Write entries imported from the followed transcript as they are (ids, parents),
-        then put the leaf where the transcript stands; returns the compactions written.
+        then put the leaf where the transcript stands; returns the compactions written. A
+        failed write (StorageFailed) leaves them in memory only: the session is to be closed
+        (the follower does, and reads that part of the transcript again)."""
+        compactions = self.mirror_in_memory(entries, leaf_id, pending)
+        self.write_mirrored()
+        return compactions
+
+    def mirror_in_memory(
+        self, entries: Sequence[Entry], leaf_id: str | None, pending: Usage | None
+    ) -> list[CompactionEntry]:
+        """`mirror`'s first half: the entries join the tree and the figure, not the file yet
+        (`write_mirrored` appends them): a follower announces the figure in between. A
+        mirror copies the agent's transcript, which stays the source of truth: a crash
+        before the write reads that part of the transcript again.
 
         `pending` is the usage the agent reported for an answer not written yet (the rest
         of it may still come): until it is, that is the figure, as the agent itself shows."""
         with collector_paused():  # the entries join the tree: nothing here is garbage
             return self._mirror(entries, leaf_id, pending)
 
+    def write_mirrored(self) -> None:
+        """Append what `mirror_in_memory` took in, all or none (StorageFailed)."""
+        unwritten, self._unwritten = self._unwritten, []
+        if unwritten:
+            self.file.append_all(unwritten)
+
     def _mirror(self, entries: Sequence[Entry], leaf_id: str | None, pending: Usage | None) -> list[CompactionEntry]:
         self.pending_usage = pending
         counting, model_before = self.model_info.counting, self.model_id
-        self.file.append_all(entries)  # all or none, before memory changes
+        self._unwritten.extend(entries)
         latest_change = None
         for entry in entries:
             self.tree.add(entry)
@@ -633,7 +654,7 @@ class LiveState(ABC):
         if leaf_id is not None and leaf_id != self.tree.leaf_id and self.tree.is_node_id(leaf_id):
             # "leaf-" ids cannot meet an imported id (uuids, pi's hex ids, Codex's line ids).
             move = LeafEntry(id=f"leaf-{new_entry_id(self.tree.entries)}", parentId=self.tree.leaf_id, targetId=leaf_id)
-            self.file.append(move)
+            self._unwritten.append(move)
             self.tree.add(move)
         self.rebuild()
         return [entry for entry in entries if isinstance(entry, CompactionEntry)]
