@@ -31,6 +31,7 @@ from contextd.importers.common import (
     Problem,
     StreamingImporter,
     import_lines,
+    json_value,
     message_or_problem,
     text_of,
 )
@@ -520,7 +521,7 @@ def _arguments(line: int, raw: Any, problems: list[Problem]) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
     try:
-        parsed = json.loads(raw) if isinstance(raw, str) else raw
+        parsed = json_value(raw) if isinstance(raw, str) else raw
     except ValueError:
         problems.append(Problem(line, "repaired", "function call arguments are not JSON; kept as text under 'input'"))
         return {"input": raw}
@@ -539,6 +540,10 @@ def _output(output: Any) -> tuple[str | list[dict[str, Any]], bool]:
         blocks = [_user_block(part) for part in output if isinstance(part, dict)]
         return [block for block in blocks if block is not None], False
     text = str(output if output is not None else "")
+    if not text.lstrip().startswith("{"):
+        # Only an object says more (its exit code): other JSON values cannot read as a
+        # failure, and most outputs are plain text, which a parse would refuse at a cost.
+        return text, _failed_text(text)
     try:
         decoded = json.loads(text)
     except ValueError:

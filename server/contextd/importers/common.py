@@ -149,13 +149,18 @@ def json_line(number: int, line: str | bytes, problems: list[Problem]) -> dict[s
 _UNREADABLE = object()
 
 
-def _json_value(number: int, line: str | bytes, problems: list[Problem]) -> Any:
+def json_value(text: str | bytes) -> Any:
+    """The JSON value `text` holds (its bytes are UTF-8); ValueError (json's) if none."""
     try:
-        return from_json(line)  # pydantic's reader (Rust): about twice json.loads's speed on transcript lines
+        return from_json(text)  # pydantic's reader (Rust): about twice json.loads's speed on transcript lines
     except ValueError:  # what it refuses json.loads may still read (a lone surrogate, deep nesting)
         pass
+    return json.loads(text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text)
+
+
+def _json_value(number: int, line: str | bytes, problems: list[Problem]) -> Any:
     try:
-        return json.loads(line.decode("utf-8", errors="replace") if isinstance(line, bytes) else line)
+        return json_value(line)
     except json.JSONDecodeError as error:
         problems.append(Problem(number, "corrupt", f"not valid JSON ({error.msg})"))
     except RecursionError:
