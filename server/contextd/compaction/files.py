@@ -61,7 +61,11 @@ _NOT_A_PLAIN_READ = re.compile(r"\||&&|;|>|\$\(")
 def shell_read_paths(call: ToolCall) -> list[str]:
     """Files a shell call shows whole or in part (`cat a.md`, `sed -n '1,80p' src/x.ts`,
     `nl -ba a.md`): agents without a read tool (Codex) read files this way."""
-    command = next((v for k in ("command", "cmd") if isinstance(v := call.arguments.get(k), str)), "")
+    command = call.arguments.get("command")
+    if not isinstance(command, str):
+        command = call.arguments.get("cmd")
+        if not isinstance(command, str):
+            return []
     command = command.strip()
     if command.startswith("cd"):
         command = _CHAIN_PREFIX.sub("", command)
@@ -86,7 +90,7 @@ def may_start_with_reader(command: str) -> bool:
     without quotes or backslashes reads as itself, so most commands are ruled out without
     `shlex`, the costly part of reading the file lists of a long shell session."""
     first = command.split(maxsplit=1)[0]
-    return first in SHELL_READERS or first == "sed" or any(mark in first for mark in "'\"\\")
+    return first in SHELL_READERS or first == "sed" or "'" in first or '"' in first or "\\" in first
 
 
 def collect_files(

@@ -234,11 +234,11 @@ def _prepare_at(
         files=files,
         instructions=instructions,
     )
-    tokens_kept = sum(span.sizes[e.id] for e in span.candidates[cut.first_kept_index :])
+    tokens_kept = sum([span.sizes[e.id] for e in span.candidates[cut.first_kept_index :]])
     return CompactionPreparation(
         first_kept_entry_id=_first_kept_entry_id(span.candidates, cut),
-        summarize_entry_ids=tuple(e.id for e in (*history, *prefix)),
-        kept_entry_ids=tuple(e.id for e in kept),
+        summarize_entry_ids=tuple([e.id for e in history + prefix]),
+        kept_entry_ids=tuple([e.id for e in kept]),
         previous_summary=previous_summary,
         tokens_before=sum(span.sizes.values()) if tokens_before is None else tokens_before,
         tokens_kept=tokens_kept,
