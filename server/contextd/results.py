@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from enum import IntEnum
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, NotRequired
 
 from pydantic import (
     BaseModel,
@@ -24,9 +24,11 @@ from pydantic import (
     field_serializer,
     field_validator,
     model_validator,
+    with_config,
 )
+from pydantic._internal._docs_extraction import extract_docstrings_from_cls
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
-from typing_extensions import TypeAliasType
+from typing_extensions import TypeAliasType, TypedDict, is_typeddict
 
 from contextd.formats import Format
 from contextd.model import (
@@ -274,6 +276,12 @@ def _not_null(schema: dict[str, Any]) -> None:
     schema.update(kept)
 
 
+ROW = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
+"""A row of a long list (tree nodes, listed sessions, history entries) is a TypedDict under
+a result: its producer builds it as a plain dict (mypy checks it), which costs nothing, where
+a model per row cost more than encoding it. A key left out is a field not sent."""
+
+
 UsageSource = TypeAliasType("UsageSource", Literal["usage", "counted", "estimated"])
 """Where a figure comes from: the provider's report, a calibrated count, or an estimate."""
 
@@ -359,7 +367,8 @@ class StateResult(OpenResult):
     compacting: bool
 
 
-class SessionSummary(Result):
+@with_config(ROW)
+class SessionSummary(TypedDict):
     """A session as contextd/session/list and contextd/workspace/watch list it."""
 
     sessionId: str
@@ -368,10 +377,10 @@ class SessionSummary(Result):
     entries: int
     tokens: int
     updatedAt: str
-    parentSession: ParentSession | None = absent_if_none()
+    parentSession: NotRequired[ParentSession]
     """The session and entry it was forked or handed off from."""
-    source: MirrorSource | None = absent_if_none()
-    damaged: str | None = absent_if_none()
+    source: NotRequired[MirrorSource]
+    damaged: NotRequired[str]
     """Why the session file cannot be opened."""
 
 
@@ -406,28 +415,36 @@ class StatsResult(Result):
     breakdown: FigureBreakdown
 
 
-class TreeNode(Result):
+@with_config(ROW)
+class TreeNode(TypedDict):
     id: str
     parentId: str | None
     type: str
-    role: str | None = absent_if_none()
+    role: NotRequired[str]
     """A message's role."""
     preview: str
     tokens: int
     timestamp: str
     children: list[str]
-    label: str | None = absent_if_none()
-    shortSummary: str | None = absent_if_none()
+    label: NotRequired[str]
+    shortSummary: NotRequired[str]
     """A compaction's or branch summary's one line."""
-    firstKeptEntryId: str | None = None
-    tokensBefore: int | None = absent_if_none()
-    tokensAfter: int | None = absent_if_none()
+    firstKeptEntryId: NotRequired[str | None]
+    tokensBefore: NotRequired[int]
+    tokensAfter: NotRequired[int]
     """The three of a compaction."""
 
 
 class TreeResult(Result):
     leafId: str | None
-    nodes: list[TreeNode]
+    nodes: Annotated[list[TreeNode], SENT_AS_IS]
+
+    @classmethod
+    def of(cls, leaf_id: str | None, nodes: list[TreeNode]) -> TreeResult:
+        """Not validated again: the nodes are TypedDicts of strings, numbers and lists of ids
+        (mypy checks the session's `tree_nodes`), and a model per node cost more than
+        sending them."""
+        return cls.model_construct(leafId=leaf_id, nodes=nodes)
 
 
 class IdleConfigureResult(Result):
@@ -537,13 +554,14 @@ class CompactPreview(Result):
     summary: str
 
 
-class HistoryRow(Result):
+@with_config(ROW)
+class HistoryRow(TypedDict):
     """What a search hit and a fetched entry both say of an entry."""
 
     entryId: str
     type: str
-    role: str | None = absent_if_none()
-    tool: str | None = absent_if_none()
+    role: NotRequired[str]
+    tool: NotRequired[str]
     timestamp: str
     branch: Literal["current", "abandoned"]
     """`current` or `abandoned`."""
@@ -551,6 +569,7 @@ class HistoryRow(Result):
     """The compaction whose summary stands for it on the current branch."""
 
 
+@with_config(ROW)
 class SearchHit(HistoryRow):
     snippet: str
 
@@ -560,11 +579,12 @@ class SearchResult(Result):
     hits: list[SearchHit]
 
 
+@with_config(ROW)
 class HistoryEntry(HistoryRow):
     parentId: str | None
     text: str
     tokens: int
-    truncated: bool | None = absent_if_none()
+    truncated: NotRequired[bool]
 
 
 class HistoryEntries(Result):
@@ -574,7 +594,8 @@ class HistoryEntries(Result):
     """Entries asked for that the token budget left out."""
 
 
-class SourceItem(Result):
+@with_config(ROW)
+class SourceItem(TypedDict):
     item: int
     section: str
     text: str
@@ -919,6 +940,16 @@ class _WireSchema(GenerateJsonSchema):
 
     def field_title_should_be_set(self, schema: Any) -> bool:
         return False
+
+    def typed_dict_schema(self, schema: Any) -> Any:
+        """A TypedDict's fields keep the docstrings its bases gave them (pydantic reads a
+        TypedDict's own body only)."""
+        json_schema = super().typed_dict_schema(schema)
+        for base in getattr(schema["cls"], "__orig_bases__", ()):
+            if is_typeddict(base):
+                for name, doc in extract_docstrings_from_cls(base, use_inspect=True).items():
+                    json_schema["properties"][name].setdefault("description", doc)
+        return json_schema
 
 
 def json_schema() -> dict[str, Any]:

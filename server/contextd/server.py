@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from contextd import __version__
 from contextd.formats import render_context
@@ -76,7 +76,6 @@ from contextd.results import (
     StateResult,
     StatsResult,
     TokenUsage,
-    TreeNode,
     TreeResult,
     WorkspaceWatchParams,
 )
@@ -324,13 +323,9 @@ def mirror_source(session: LiveSession) -> MirrorSource | None:
     return None if session.source is None else MirrorSource.model_validate(session.source)
 
 
-SESSION_ROWS = TypeAdapter(list[SessionSummary])
-TREE_NODES = TypeAdapter(list[TreeNode])
-"""Lists the sessions build as dicts, validated in one call each (cheaper than per item)."""
-
-
-def session_rows(rows: list[dict[str, Any]]) -> ListResult:
-    return ListResult(sessions=SESSION_ROWS.validate_python(rows))
+def session_rows(rows: list[SessionSummary]) -> ListResult:
+    """Rows the session layer typed (TypedDicts, checked by mypy): not validated again."""
+    return ListResult.model_construct(sessions=rows)
 
 
 def session_open(connection: ClientConnection, params: OpenParams) -> OpenResult:
@@ -423,7 +418,7 @@ async def session_delete(connection: ClientConnection, params: SessionParams) ->
 async def compact(connection: ClientConnection, params: CompactParams) -> CompactResult | CompactPreview:
     session = connection.daemon.sessions.get(params.sessionId)
     if params.dryRun:
-        return CompactPreview.model_validate(await session.preview_compaction(params.instructions))
+        return await session.preview_compaction(params.instructions)
     session.check_writable()
     entry = await session.compact("manual", params.instructions)
     return CompactResult(
@@ -443,7 +438,7 @@ def compact_abort(connection: ClientConnection, params: SessionParams) -> AbortR
 
 def tree(connection: ClientConnection, params: SessionParams) -> TreeResult:
     session = connection.daemon.sessions.get(params.sessionId)
-    return TreeResult(nodes=TREE_NODES.validate_python(session.tree_nodes()), leafId=session.leaf_id)
+    return TreeResult.of(session.leaf_id, session.tree_nodes())
 
 
 def label(connection: ClientConnection, params: LabelParams) -> LabelResult:
@@ -456,8 +451,7 @@ def label(connection: ClientConnection, params: LabelParams) -> LabelResult:
 async def navigate(connection: ClientConnection, params: NavigateParams) -> NavigateResult:
     session = connection.daemon.sessions.get(params.sessionId)
     session.check_writable()
-    moved = await session.navigate(params.targetId, summarize=params.summarize, instructions=params.instructions)
-    return NavigateResult.model_validate(moved)
+    return await session.navigate(params.targetId, summarize=params.summarize, instructions=params.instructions)
 
 
 def fork(connection: ClientConnection, params: ForkParams) -> ForkResult:
@@ -527,24 +521,22 @@ def follow(connection: ClientConnection, params: FollowParams) -> FollowResult:
 
 async def history_search(connection: ClientConnection, params: HistorySearchParams) -> SearchResult:
     session = connection.daemon.sessions.get(params.sessionId)
-    found = await history.search(session, connection.daemon.history, params.query, params.limit)
-    return SearchResult.model_validate(found)
+    return await history.search(session, connection.daemon.history, params.query, params.limit)
 
 
 def history_get(connection: ClientConnection, params: HistoryGetParams) -> HistoryEntries:
     session = connection.daemon.sessions.get(params.sessionId)
-    return HistoryEntries.model_validate(history.get_entries(session, params.entryIds, params.around, params.maxTokens))
+    return history.get_entries(session, params.entryIds, params.around, params.maxTokens)
 
 
 def history_sources(connection: ClientConnection, params: HistorySourcesParams) -> SourcesResult:
     session = connection.daemon.sessions.get(params.sessionId)
-    return SourcesResult.model_validate(history.summary_sources(session, params.entryId, params.item))
+    return history.summary_sources(session, params.entryId, params.item)
 
 
 async def history_summarize(connection: ClientConnection, params: HistorySummarizeParams) -> SpanSummary:
     session = connection.daemon.sessions.get(params.sessionId)
-    summary = await history.summarize_span(session, params.throughEntryId, params.firstKeptEntryId, params.afterEntryId)
-    return SpanSummary.model_validate(summary)
+    return await history.summarize_span(session, params.throughEntryId, params.firstKeptEntryId, params.afterEntryId)
 
 
 # --- wiring -------------------------------------------------------------------------------

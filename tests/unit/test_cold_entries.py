@@ -148,7 +148,7 @@ def answers(session: LiveSession) -> Any:
             "context": [message.model_dump() for message in session.context_messages()],
             "instructions": session.instructions_text(),
             "tree": session.tree_nodes(),
-            "history": get_entries(session, nodes, None, 10**9),
+            "history": get_entries(session, nodes, None, 10**9).model_dump(),
             "stats": session.stats(),
             "state": session.state(),
             "name": session.name,

@@ -24,6 +24,7 @@ from contextd.model import (
     ToolResultMessage,
     UserMessage,
 )
+from contextd.results import CompactPreview
 from contextd.session import SessionManager, SilentEvents, jobs
 from contextd.store import Store
 
@@ -86,7 +87,7 @@ def test_a_dry_run_writes_its_preview_summary_off_the_loop(tmp_path: Path, monke
     monkeypatch.setattr(jobs, "offline_summary", gated)
     sessions = SessionManager(Store(tmp_path), SETTINGS, SilentEvents())
 
-    async def scenario() -> dict[str, Any]:
+    async def scenario() -> CompactPreview:
         session = sessions.create("/ws")
         for index in range(4):
             session.append_messages(turn(index))
@@ -97,4 +98,4 @@ def test_a_dry_run_writes_its_preview_summary_off_the_loop(tmp_path: Path, monke
 
     preview = asyncio.run(scenario())
     sessions.close_all()
-    assert "src/file_1.py" in preview["summary"], "the preview summarizes what the dry run would fold away"
+    assert "src/file_1.py" in preview.summary, "the preview summarizes what the dry run would fold away"

@@ -10,11 +10,20 @@ import asyncio
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from contextd.compaction.prepare import NothingToCompact, offline_summary, prepare_span
-from contextd.history import Hit, IndexWriter, entry_text
+from contextd.history import Hit, IndexedText, IndexWriter, entry_text
 from contextd.model import CompactionEntry, Entry, is_node
+from contextd.results import (
+    HistoryEntries,
+    HistoryEntry,
+    HistoryRow,
+    SearchHit,
+    SearchResult,
+    SourceItem,
+    SourcesResult,
+    SpanSummary,
+)
 from contextd.session.errors import EntryNotFound, NothingToCompactError
 from contextd.session.live import LiveSession
 from contextd.tokens import count_text
@@ -42,32 +51,36 @@ class Placement:
                     folded.setdefault(earlier.id, entry.id)
         return cls({entry.id for entry in path}, folded)
 
-    def describe(self, entry_id: str) -> dict[str, Any]:
-        if entry_id not in self.on_branch:
-            return {"branch": "abandoned", "foldedBy": None}
-        return {"branch": "current", "foldedBy": self.folded_by.get(entry_id)}
+    def row(self, entry: Entry, role: str | None, tool: str | None) -> HistoryRow:
+        """What a search hit and a fetched entry both say of `entry`."""
+        on_branch = entry.id in self.on_branch
+        row: HistoryRow = {
+            "entryId": entry.id,
+            "type": entry.type,
+            "timestamp": entry.timestamp,
+            "branch": "current" if on_branch else "abandoned",
+            "foldedBy": self.folded_by.get(entry.id) if on_branch else None,
+        }
+        if role:
+            row["role"] = role
+        if tool:
+            row["tool"] = tool
+        return row
 
 
-async def search(session: LiveSession, writer: IndexWriter, query: str, limit: int) -> dict[str, Any]:
+async def search(session: LiveSession, writer: IndexWriter, query: str, limit: int) -> SearchResult:
     """Ranked full-text hits over every entry, once the index holds what was written."""
     hits = await asyncio.to_thread(_search_when_written, writer, session, query, limit)
     placement = Placement.of(session)
-    return {
-        "sessionId": session.session_id,
-        "hits": [
-            {
-                "entryId": hit.entry_id,
-                "type": hit.kind,
-                **({"role": hit.role} if hit.role else {}),
-                **({"tool": hit.tool} if hit.tool else {}),
-                "timestamp": session.tree.entries[hit.entry_id].timestamp,
-                **placement.describe(hit.entry_id),
-                "snippet": hit.snippet,
-            }
+    entries = session.tree.entries
+    return SearchResult(
+        sessionId=session.session_id,
+        hits=[
+            SearchHit(**placement.row(entries[hit.entry_id], hit.role, hit.tool), snippet=hit.snippet)
             for hit in hits
-            if hit.entry_id in session.tree.entries
+            if hit.entry_id in entries
         ],
-    }
+    )
 
 
 def _search_when_written(writer: IndexWriter, session: LiveSession, query: str, limit: int) -> list[Hit]:
@@ -89,7 +102,7 @@ def _written_then_searched(writer: IndexWriter, session: LiveSession, query: str
 
 def get_entries(
     session: LiveSession, entry_ids: Sequence[str] | None, around: str | None, max_tokens: int
-) -> dict[str, Any]:
+) -> HistoryEntries:
     """The entries asked for (or those around one, on its branch, nearest first), whole
     while they fit in `max_tokens`; the first that does not is cut, the rest left out."""
     wanted = list(entry_ids) if entry_ids is not None else _around(session, around or "")
@@ -98,28 +111,26 @@ def get_entries(
             raise EntryNotFound(entry_id)
     placement = Placement.of(session)
     encoding = session.model_info.encoding
-    chosen: dict[str, dict[str, Any]] = {}
+    chosen: dict[str, HistoryEntry] = {}
     budget = max_tokens
     for entry_id in wanted:
         if budget <= 0:
             break
         entry = session.tree.entries[entry_id]
-        text, tokens, cut = _within(_readable(entry), budget, encoding)
+        found = entry_text(entry)
+        text, tokens, cut = _within(_readable(entry, found), budget, encoding)
         budget -= tokens
-        chosen[entry_id] = {
-            **_describe(entry),
-            **placement.describe(entry_id),
-            "text": text,
-            "tokens": tokens,
-            **({"truncated": True} if cut else {}),
-        }
+        described = placement.row(entry, found.role, found.tool) if found else placement.row(entry, None, None)
+        chosen[entry_id] = HistoryEntry(**described, parentId=entry.parentId, text=text, tokens=tokens)
+        if cut:
+            chosen[entry_id]["truncated"] = True
     order = list(session.tree.entries)
     shown = sorted(chosen, key=order.index)
-    return {
-        "sessionId": session.session_id,
-        "entries": [chosen[entry_id] for entry_id in shown],
-        "omitted": [entry_id for entry_id in wanted if entry_id not in chosen],
-    }
+    return HistoryEntries(
+        sessionId=session.session_id,
+        entries=[chosen[entry_id] for entry_id in shown],
+        omitted=[entry_id for entry_id in wanted if entry_id not in chosen],
+    )
 
 
 def _around(session: LiveSession, entry_id: str) -> list[str]:
@@ -144,20 +155,7 @@ def _around(session: LiveSession, entry_id: str) -> list[str]:
     return ordered
 
 
-def _describe(entry: Entry) -> dict[str, Any]:
-    found = entry_text(entry)
-    described: dict[str, Any] = {
-        "entryId": entry.id, "parentId": entry.parentId, "type": entry.type, "timestamp": entry.timestamp,
-    }
-    if found is not None and found.role:
-        described["role"] = found.role
-    if found is not None and found.tool:
-        described["tool"] = found.tool
-    return described
-
-
-def _readable(entry: Entry) -> str:
-    found = entry_text(entry)
+def _readable(entry: Entry, found: IndexedText | None) -> str:
     if found is not None:
         return found.text
     return entry.model_dump_json(exclude={"id", "parentId", "timestamp", "type"})
@@ -179,7 +177,7 @@ def _within(text: str, budget: int, encoding: str) -> tuple[str, int, bool]:
     return cut, count_text(cut, encoding), True
 
 
-def summary_sources(session: LiveSession, compaction_id: str, item: int | str | None) -> dict[str, Any]:
+def summary_sources(session: LiveSession, compaction_id: str, item: int | str | None) -> SourcesResult:
     """The items of a summary (compaction, branch summary or handoff) with the entries each
     came from; `item` picks one by its number or the items whose text holds it."""
     entry = session.tree.entries.get(compaction_id)
@@ -187,7 +185,7 @@ def summary_sources(session: LiveSession, compaction_id: str, item: int | str | 
     if entry is None or details is None:
         raise EntryNotFound(compaction_id)
     items = [
-        {"item": number, "section": source.section, "text": source.text, "entryIds": source.entryIds}
+        SourceItem(item=number, section=source.section, text=source.text, entryIds=source.entryIds)
         for number, source in enumerate(details.sources or [])
     ]
     if isinstance(item, int):
@@ -195,13 +193,13 @@ def summary_sources(session: LiveSession, compaction_id: str, item: int | str | 
     elif isinstance(item, str):
         needle = item.casefold()
         items = [found for found in items if needle in f"{found['section']} {found['text']}".casefold()]
-    return {"sessionId": session.session_id, "entryId": compaction_id, "items": items}
+    return SourcesResult(sessionId=session.session_id, entryId=compaction_id, items=items)
 
 
 async def summarize_span(
     session: LiveSession, through_entry_id: str | None, first_kept_entry_id: str | None,
     after_entry_id: str | None = None,
-) -> dict[str, Any]:
+) -> SpanSummary:
     """contextd's offline summary of the context at `through_entry_id` (default: the leaf)
     up to `first_kept_entry_id` (None: all of it), from after `after_entry_id` (a branch's
     common ancestor; None: from the root): what contextd would have kept of the span
@@ -218,11 +216,11 @@ async def summarize_span(
     if isinstance(prepared, NothingToCompact):
         raise NothingToCompactError(session.session_id, prepared.message)
     summary = await asyncio.to_thread(offline_summary, prepared)
-    return {
-        "sessionId": session.session_id,
-        "summary": summary,
-        "firstKeptEntryId": prepared.first_kept_entry_id or None,
-        "summarizeEntryIds": list(prepared.summarize_entry_ids),
-        "tokensBefore": prepared.tokens_before,
-        "details": prepared.files.model_dump(exclude_none=True),
-    }
+    return SpanSummary(
+        sessionId=session.session_id,
+        summary=summary,
+        firstKeptEntryId=prepared.first_kept_entry_id or None,
+        summarizeEntryIds=list(prepared.summarize_entry_ids),
+        tokensBefore=prepared.tokens_before,
+        details=prepared.files,
+    )

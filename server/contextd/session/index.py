@@ -25,7 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from contextd.model import Settings
+from contextd import results
+from contextd.model import MirrorSource, ParentSession, Settings
 from contextd.store import (
     SESSION_ID_PATTERN,
     SessionDamaged,
@@ -99,8 +100,8 @@ def counting_key(settings: Settings) -> str:
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def listing_row(session_id: str, summary: SessionSummary, updated_at: str) -> dict[str, Any]:
-    row: dict[str, Any] = {
+def listing_row(session_id: str, summary: SessionSummary, updated_at: str) -> results.SessionSummary:
+    row: results.SessionSummary = {
         "sessionId": session_id,
         "name": summary.name,
         "workspace": summary.workspace,
@@ -109,9 +110,9 @@ def listing_row(session_id: str, summary: SessionSummary, updated_at: str) -> di
         "updatedAt": updated_at,
     }
     if summary.parentSession is not None:
-        row["parentSession"] = summary.parentSession
+        row["parentSession"] = ParentSession.model_validate(summary.parentSession)
     if summary.source is not None:
-        row["source"] = summary.source
+        row["source"] = MirrorSource.model_validate(summary.source)
     if summary.damaged is not None:
         row["damaged"] = summary.damaged
     return row
@@ -165,15 +166,15 @@ class ListingIndex:
             if cached.pop(path.stem, None) is not None:
                 self._write(directory, cached)
 
-    def rows(self, workspace: str | None, skip: Container[str] = ()) -> list[dict[str, Any]]:
+    def rows(self, workspace: str | None, skip: Container[str] = ()) -> list[results.SessionSummary]:
         """A listing row of every session of `workspace` (or of all), but those in `skip`."""
         with self._mutex:
-            rows: list[dict[str, Any]] = []
+            rows: list[results.SessionSummary] = []
             for directory in self.store.workspace_dirs(workspace):
                 rows.extend(self._directory_rows(directory, skip))
             return rows
 
-    def _directory_rows(self, directory: Path, skip: Container[str]) -> list[dict[str, Any]]:
+    def _directory_rows(self, directory: Path, skip: Container[str]) -> list[results.SessionSummary]:
         cached = self._read(directory)
         current: dict[str, IndexedSession] = {}
         rows = []

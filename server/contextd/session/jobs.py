@@ -34,6 +34,7 @@ from contextd.model import (
     PreserveData,
     SummarizerInfo,
 )
+from contextd.results import CompactPreview
 from contextd.session.errors import (
     CompactionFailed,
     CompactionRunning,
@@ -71,7 +72,7 @@ def _without_turn_prefix(prepared: CompactionPreparation) -> CompactionPreparati
 class CompactionJobs(LiveState):
     """Compaction and handoff of the live state, run as one job at a time."""
 
-    async def preview_compaction(self, instructions: str | None = None) -> dict[str, Any]:
+    async def preview_compaction(self, instructions: str | None = None) -> CompactPreview:
         """What `compact` would do, without calling a summarizer.
 
         `tokensAfter` is an estimate: the context with the summary the offline summarizer
@@ -85,18 +86,18 @@ class CompactionJobs(LiveState):
         prepared = self._prepare("manual", instructions)
         prune = plan_prune(self._path, self.entry_tokens, self.settings.pruning)
         summary = redact(await asyncio.to_thread(offline_summary, prepared))
-        return {
-            "firstKeptEntryId": prepared.first_kept_entry_id,
-            "summarizeEntryIds": list(prepared.summarize_entry_ids),
-            "keptEntryIds": list(prepared.kept_entry_ids),
-            "pruneEntryIds": list(prune.entry_ids) if prune else [],
-            "tokensBefore": prepared.tokens_before,
-            "tokensKept": prepared.tokens_kept,
-            "tokensAfter": self._estimate_tokens_after(prepared, summary),
-            "tokensAfterMax": prepared.tokens_after + self.unseen_tokens,
-            "splitTurn": prepared.is_split_turn,
-            "summary": summary,
-        }
+        return CompactPreview(
+            firstKeptEntryId=prepared.first_kept_entry_id,
+            summarizeEntryIds=list(prepared.summarize_entry_ids),
+            keptEntryIds=list(prepared.kept_entry_ids),
+            pruneEntryIds=list(prune.entry_ids) if prune else [],
+            tokensBefore=prepared.tokens_before,
+            tokensKept=prepared.tokens_kept,
+            tokensAfter=self._estimate_tokens_after(prepared, summary),
+            tokensAfterMax=prepared.tokens_after + self.unseen_tokens,
+            splitTurn=prepared.is_split_turn,
+            summary=summary,
+        )
 
     def _estimate_tokens_after(self, prepared: CompactionPreparation, offline: str) -> int:
         provider = self.settings.summarizer.provider

@@ -7,8 +7,8 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
 
+from contextd import results
 from contextd.collector import collector_paused
 from contextd.compaction.short_summary import clip
 from contextd.model import (
@@ -267,7 +267,7 @@ class SessionManager:
                 session.apply_settings(own)
                 session.events.token_usage(session.usage_body())
 
-    async def listing(self, workspace: str | None) -> list[dict[str, Any]]:
+    async def listing(self, workspace: str | None) -> list[results.SessionSummary]:
         """Every session, most recently updated first. Live sessions are listed from memory;
         the others from the index, brought up to date in a worker thread."""
         directories = set(self.store.workspace_dirs(workspace))

@@ -34,6 +34,7 @@ from contextd.model import (
     is_node,
     message_text,
 )
+from contextd.results import NavigateResult, TreeNode
 from contextd.session.errors import (
     CompactionFailed,
     CompactionRunning,
@@ -74,7 +75,20 @@ def entry_preview(entry: Entry) -> str:
         text = f"instructions ({entry.source}): {entry.text or 'withdrawn'}"
     else:
         text = entry.type
-    return clip(" ".join(text.split()), PREVIEW_CHARS)
+    return one_line(text, PREVIEW_CHARS)
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` on one line (whitespace runs as one space), clipped to `limit` characters.
+    Only as much of the text is read as the line needs: a preview of a long tool output
+    costs no more than one of a short one."""
+    size = 4 * limit
+    while True:
+        head = " ".join(text[:size].split())
+        # The words of a prefix begin the words of the whole: past `limit`, the rest is cut.
+        if len(head) > limit or size >= len(text):
+            return clip(head, limit)
+        size *= 4
 
 
 def _answers(entry: Entry, pending: dict[str, str]) -> bool:
@@ -99,32 +113,32 @@ class Navigation(CompactionJobs):
             raise EntryNotFound(entry_id)
         return entry
 
-    def tree_nodes(self) -> list[dict[str, Any]]:
+    def tree_nodes(self) -> list[TreeNode]:
         """Every node, abandoned branches and compacted history included, oldest first."""
-        nodes = []
-        for entry in self.tree.nodes():
-            node: dict[str, Any] = {
-                "id": entry.id,
-                "parentId": entry.parentId,
-                "type": entry.type,
-                "preview": entry_preview(entry),
-                "tokens": self.entry_tokens.get(entry.id, 0),
-                "timestamp": entry.timestamp,
-                "children": list(self.tree.children.get(entry.id, [])),
-            }
-            if isinstance(entry, MessageEntry):
-                node["role"] = entry.message.role
-            if isinstance(entry, (CompactionEntry, BranchSummaryEntry)):
-                node["shortSummary"] = summary_line(entry)
-            if isinstance(entry, CompactionEntry):
-                # What came before it on its path is folded into its summary.
-                node["firstKeptEntryId"] = entry.firstKeptEntryId
-                node["tokensBefore"] = entry.tokensBefore
-                node["tokensAfter"] = entry.tokensAfter
-            if entry.id in self.tree.labels:
-                node["label"] = self.tree.labels[entry.id]
-            nodes.append(node)
-        return nodes
+        return [self._tree_node(entry) for entry in self.tree.nodes()]
+
+    def _tree_node(self, entry: Entry) -> TreeNode:
+        node: TreeNode = {
+            "id": entry.id,
+            "parentId": entry.parentId,
+            "type": entry.type,
+            "preview": entry_preview(entry),
+            "tokens": self.entry_tokens.get(entry.id, 0),
+            "timestamp": entry.timestamp,
+            "children": list(self.tree.children.get(entry.id, [])),
+        }
+        if isinstance(entry, MessageEntry):
+            node["role"] = entry.message.role
+        if entry.id in self.tree.labels:
+            node["label"] = self.tree.labels[entry.id]
+        if isinstance(entry, (CompactionEntry, BranchSummaryEntry)):
+            node["shortSummary"] = summary_line(entry)
+        if isinstance(entry, CompactionEntry):
+            # What came before it on its path is folded into its summary.
+            node["firstKeptEntryId"] = entry.firstKeptEntryId
+            node["tokensBefore"] = entry.tokensBefore
+            node["tokensAfter"] = entry.tokensAfter
+        return node
 
     def set_label(self, entry_id: str, label: str | None) -> None:
         self.node(entry_id)
@@ -133,7 +147,7 @@ class Navigation(CompactionJobs):
 
     async def navigate(
         self, target_id: str, *, summarize: bool = False, instructions: str | None = None
-    ) -> dict[str, Any]:
+    ) -> NavigateResult:
         """Move the leaf to `target_id`, optionally leaving a summary of the branch behind.
 
         Navigating to a user message puts the leaf on its parent and hands the message's
@@ -163,13 +177,13 @@ class Navigation(CompactionJobs):
             if preparation is None:
                 return self._move_leaf(new_leaf, editor_text, None)
 
-            async def work(_: RunningCompaction) -> tuple[dict[str, Any], dict[str, Any]]:
+            async def work(_: RunningCompaction) -> tuple[dict[str, Any], NavigateResult]:
                 summary = redact(supplied if supplied is not None else await self._summarize_branch(preparation))
                 # Where each item came from, traced off the loop like the summary itself.
                 details = await asyncio.to_thread(branch_details, preparation, summary)
                 result = self._move_leaf(new_leaf, editor_text, (preparation, summary, details))
                 finished = {
-                    "entryId": result["branchSummaryId"],
+                    "entryId": result.branchSummaryId,
                     "tokensAfter": self.tokens,
                     "shortSummary": short_summary(summary),
                 }
@@ -210,25 +224,21 @@ class Navigation(CompactionJobs):
         new_leaf: str | None,
         editor_text: str | None,
         summary: tuple[BranchSummaryPreparation, str, FileDetails] | None,
-    ) -> dict[str, Any]:
-        result: dict[str, Any] = {}
+    ) -> NavigateResult:
+        branch_summary_id = None
         self.append_annotation(LeafEntry, targetId=new_leaf)
         if summary is not None:
             preparation, text, details = summary
-            entry = self.append_node(
+            branch_summary_id = self.append_node(
                 BranchSummaryEntry,
                 fromId=preparation.from_id,
                 summary=text + format_file_lists(preparation.files),
                 details=details,
                 shortSummary=short_summary(text),
-            )
-            result["branchSummaryId"] = entry.id
+            ).id
         self._recovering = False
         self.announce("navigate")
-        result["leafId"] = self.leaf_id
-        if editor_text is not None:
-            result["editorText"] = editor_text
-        return result
+        return NavigateResult(leafId=self.leaf_id, branchSummaryId=branch_summary_id, editorText=editor_text)
 
     def through_results(self, entry_id: str) -> str:
         """`entry_id`, or past it to the results that answer its tool calls: going back to
