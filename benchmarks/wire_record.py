@@ -75,6 +75,7 @@ def record(directory: Path, pytest_args: list[str]) -> int:
     pth = Path(sysconfig.get_paths()["purelib"]) / f"{HOOK_NAME}.pth"
     pth.write_text(f"import runpy; runpy.run_path({str(Path(__file__).resolve())!r}, run_name='wire_record_hook')\n")
     SWITCH.write_text(str(directory.resolve()))
+    (directory / "checkout").write_text(str(Path.cwd()))  # a session's default workspace
     try:
         args = pytest_args or ["tests/e2e", "tests/protocol"]
         return pytest.main(["-q", "-p", "no:cacheprovider", f"--basetemp={BASETEMP}", *args], plugins=[CurrentTest(directory)])
@@ -91,21 +92,25 @@ VARYING_TEXT = [
     (re.compile(re.escape(str(BASETEMP)) + r"/([\w.-]*?)\d+/"), r"<basetemp>/\1/"),  # pytest numbers its folders
     (re.compile(re.escape(tempfile.gettempdir()) + r"/(?!contextd-wire-basetemp)[\w.-]+"), "<tmp>"),
     (re.compile(r"process \d+"), "process <pid>"),
+    (re.compile(r"tcp-\d+\.token"), "tcp-<port>.token"),
+    (re.compile(r"/workspaces/[^/]+/"), "/workspaces/<workspace>/"),  # named after the checkout's folder
 ]
-VARYING = {"id", "pid", "startedAt", "connectedAt", "connection", "connections"}
-"""Keys whose values differ from run to run (`id`: the client's request ids)."""
+VARYING = {"id", "pid", "processId", "startedAt", "connectedAt", "connection", "connections"}
+"""Keys whose values differ from run to run (`id`: the client's request ids; the Python
+client's own messages are recorded too, as it shares the daemon's framing)."""
 
 
 class Normalizer:
     """Messages with what varies between runs replaced by stable stand-ins: random ids are
     numbered by first appearance among the replies (`numbered`), else all alike."""
 
-    def __init__(self, numbered: bool) -> None:
+    def __init__(self, checkout: str, numbered: bool) -> None:
+        self.checkout = checkout
         self.numbered = numbered
         self.ids: dict[str, str] = {}
 
     def text(self, value: str) -> str:
-        value = TIMES.sub("<time>", value)
+        value = TIMES.sub("<time>", value.replace(self.checkout, "<checkout>"))
         for pattern, stand_in in VARYING_TEXT:
             value = pattern.sub(stand_in, value)
         return IDS.sub(self._id, value)
@@ -127,11 +132,11 @@ class Normalizer:
         return value
 
 
-def normalized(log: Path) -> tuple[list[Any], list[Any]]:
+def normalized(log: Path, checkout: str) -> tuple[list[Any], list[Any]]:
     """A daemon's replies in the order it sent them, and its notifications and requests to
     the client sorted (jobs run beside requests: their order against the replies varies)."""
     sent = [json.loads(line) for line in log.read_text().splitlines()]
-    normalizer = Normalizer(numbered=True)
+    normalizer = Normalizer(checkout, numbered=True)
     replies = [normalizer.value(message) for message in sent if "method" not in message]
     normalizer.numbered = False
     others = [normalizer.value(message) for message in sent if "method" in message]
@@ -145,8 +150,9 @@ def canonical(value: Any) -> str:
 def recordings(directory: Path) -> dict[str, list[tuple[list[Any], list[Any]]]]:
     """Each test's daemons' messages, the daemons in an order independent of their pids."""
     found: dict[str, list[tuple[list[Any], list[Any]]]] = {}
+    checkout = (directory / "checkout").read_text()
     for folder in sorted(path for path in directory.iterdir() if path.is_dir()):
-        found[folder.name] = sorted((normalized(log) for log in folder.glob("*.jsonl")), key=canonical)
+        found[folder.name] = sorted((normalized(log, checkout) for log in folder.glob("*.jsonl")), key=canonical)
     return found
 
 
