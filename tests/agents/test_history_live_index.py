@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import signal
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 
 from contextd.history import INDEX_FILE, entry_text
@@ -49,6 +50,15 @@ async def until_indexed(index: Path, session_id: str, entry_ids: set[str]) -> di
     return rows
 
 
+async def append_until_indexed(
+    client: ContextdClient, index: Path, session_id: str, message: dict[str, object], *, earlier: Iterable[str] = ()
+) -> tuple[list[str], dict[str, str]]:
+    """Append `message`: its entry ids, and the session's rows in the index file once they
+    hold those and `earlier` too."""
+    entry_ids = (await client.append(session_id, [message]))["entryIds"]
+    return entry_ids, await until_indexed(index, session_id, {*entry_ids, *earlier})
+
+
 def said(text: str) -> dict[str, object]:
     return {"role": "assistant", "content": [{"type": "text", "text": text}]}
 
@@ -56,9 +66,8 @@ def said(text: str) -> dict[str, object]:
 async def test_an_appended_entry_is_in_the_index_without_a_search(client: ContextdClient, tmp_path: Path) -> None:
     index = tmp_path / "data" / INDEX_FILE
     session = (await client.session_open())["sessionId"]
-    first = await client.append(session, [user("the pelican test fails")])
-    rows = await until_indexed(index, session, set(first["entryIds"]))
-    assert "pelican" in rows[first["entryIds"][0]]
+    first, rows = await append_until_indexed(client, index, session, user("the pelican test fails"))
+    assert "pelican" in rows[first[0]]
     later = await client.append(session, [said("fixed the pelican fixture"), user("now the heron one")])
     rows = await until_indexed(index, session, set(later["entryIds"]))
     assert "heron" in rows[later["entryIds"][1]]
@@ -90,13 +99,11 @@ async def test_a_followed_transcripts_new_entries_are_indexed_as_they_are_mirror
 async def test_an_index_deleted_while_the_daemon_runs_is_made_again_whole(client: ContextdClient, tmp_path: Path) -> None:
     index = tmp_path / "data" / INDEX_FILE
     session = (await client.session_open())["sessionId"]
-    before = await client.append(session, [user("the albatross migration")])
-    await until_indexed(index, session, set(before["entryIds"]))
+    before, _ = await append_until_indexed(client, index, session, user("the albatross migration"))
     for suffix in ("", "-wal", "-shm"):
         Path(f"{index}{suffix}").unlink(missing_ok=True)
-    after = await client.append(session, [said("the cormorant schema")])
-    rows = await until_indexed(index, session, set(before["entryIds"]) | set(after["entryIds"]))
-    assert "albatross" in rows[before["entryIds"][0]]
+    _, rows = await append_until_indexed(client, index, session, said("the cormorant schema"), earlier=before)
+    assert "albatross" in rows[before[0]]
 
 
 async def test_a_damaged_index_is_made_again_when_the_daemon_starts_on_it(tmp_path: Path) -> None:
@@ -104,16 +111,14 @@ async def test_a_damaged_index_is_made_again_when_the_daemon_starts_on_it(tmp_pa
     index = data_dir / INDEX_FILE
     async with await ContextdClient.spawn(data_dir=data_dir, workspace=tmp_path, settings=SETTINGS, shared=False) as client:
         session = (await client.session_open())["sessionId"]
-        before = await client.append(session, [user("the puffin release")])
-        await until_indexed(index, session, set(before["entryIds"]))
+        before, _ = await append_until_indexed(client, index, session, user("the puffin release"))
     for suffix in ("-wal", "-shm"):
         Path(f"{index}{suffix}").unlink(missing_ok=True)
     index.write_bytes(b"\x00damaged" * 4096)
     async with await ContextdClient.spawn(data_dir=data_dir, workspace=tmp_path, settings=SETTINGS, shared=False) as client:
         await client.session_open(session_id=session)
-        after = await client.append(session, [said("the gannet release")])
-        rows = await until_indexed(index, session, set(before["entryIds"]) | set(after["entryIds"]))
-    assert "puffin" in rows[before["entryIds"][0]]
+        _, rows = await append_until_indexed(client, index, session, said("the gannet release"), earlier=before)
+    assert "puffin" in rows[before[0]]
 
 
 async def test_a_kill_mid_write_loses_nothing_the_index_is_made_from_the_sessions(tmp_path: Path) -> None:
