@@ -31,7 +31,7 @@ def whole_import(name: str) -> bytes:
 
 def followed_import(name: str) -> bytes:
     importer = STREAMING_IMPORTERS[agent_of(name)]()
-    importer.lists_dropped_fields = False
+    importer.reports_every_line = False
     feed, data, made = LineFeed(importer), read_bytes(name), []
     for start in range(0, len(data), FOLLOW_PART):
         feed.feed(data[feed.offset : start + FOLLOW_PART])

@@ -237,7 +237,7 @@ class Mirror:
                 self._feed = known.restored_feed(self.agent, self.importer_path)
             if rewritten or self._feed is None:
                 self._feed = LineFeed(STREAMING_IMPORTERS[self.agent]())
-            self._feed.importer.lists_dropped_fields = False  # only unreadable lines are logged
+            self._feed.importer.reports_every_line = False  # only unreadable lines are logged
             handle.seek(self._feed.offset)
             unread = max(size - self._feed.offset, 0)
             data = handle.read(min(unread, READ_BUDGET))

@@ -26,7 +26,6 @@ from typing import Any
 
 from contextd.importers.common import (
     PLACEHOLDER_ID,
-    EntryBuilder,
     ImportedSession,
     Problem,
     StreamingImporter,
@@ -106,7 +105,7 @@ class CodexImporter(StreamingImporter):
 
     def __init__(self) -> None:
         super().__init__()
-        self._converter = _Converter(self.builder, self.problems)
+        self._converter = _Converter(self)
 
     @property
     def workspace(self) -> str | None:
@@ -191,9 +190,10 @@ def _envelope(raw: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 
 class _Converter:
-    def __init__(self, builder: EntryBuilder, problems: list[Problem]) -> None:
-        self.builder = builder
-        self.problems = problems
+    def __init__(self, importer: CodexImporter) -> None:
+        self.importer = importer
+        self.builder = importer.builder
+        self.problems = importer.problems
         self.meta: dict[str, Any] = {}
         self.model: str | None = None
         self.model_entry: ModelChangeEntry | None = None
@@ -234,10 +234,12 @@ class _Converter:
         directory, approval and sandbox policies, reasoning effort) has no place in a
         session, so every line is reported."""
         model = payload.get("model")
-        settings = ", ".join(sorted(key for key in payload if key != "model")) or "none"
         if not (isinstance(model, str) and model and model != self.model):
-            self.problems.append(Problem(line, "skipped", f"turn_context: a turn's settings with the model unchanged ({settings})"))
+            if self.importer.reports_every_line:  # one line in seven: a follower spares it
+                settings = _settings(payload)
+                self.problems.append(Problem(line, "skipped", f"turn_context: a turn's settings with the model unchanged ({settings})"))
             return
+        settings = _settings(payload)
         self.problems.append(
             Problem(line, "dropped", f"turn_context: its model is kept as a model_change; its other settings are not ({settings})")
         )
@@ -396,7 +398,8 @@ class _Converter:
             self.note_exit_code(payload)
             if kind in TURN_ENDS:
                 self.flush_answer()  # the turn is over: its last answer is complete
-            self.problems.append(Problem(line, "skipped", f"event_msg {kind}: a UI event; the conversation is in response_item lines"))
+            if self.importer.reports_every_line:  # nearly half the lines: a follower spares it
+                self.problems.append(Problem(line, "skipped", f"event_msg {kind}: a UI event; the conversation is in response_item lines"))
             return
         info = payload.get("info")
         if not isinstance(info, dict) or not isinstance(info.get("last_token_usage"), dict):
@@ -486,6 +489,11 @@ class _Converter:
             else:
                 self.message(line, item, timestamp)
         self.flush_answer()
+
+
+def _settings(turn_context: dict[str, Any]) -> str:
+    """A turn's settings but its model, as its report names them."""
+    return ", ".join(sorted(key for key in turn_context if key != "model")) or "none"
 
 
 def _usage(usage: dict[str, Any]) -> Usage:

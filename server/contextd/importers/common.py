@@ -545,10 +545,11 @@ class StreamingImporter(ABC):
         self.problems: list[Problem] = []
         self.builder = EntryBuilder(self.problems)
         self.last_line = 0
-        self.lists_dropped_fields = True
-        """Whether the report names the fields of each record that were not kept, as
-        `contextd import` shows it (pi's records drop some on every line); a follower logs
-        only the lines it cannot read, and spares the work."""
+        self.reports_every_line = True
+        """Whether the report names every line not imported as it stood, as `contextd
+        import` shows it; a follower logs only the lines it cannot read, and spares the
+        reports that cost on every few lines (pi's dropped fields, Codex's UI events and
+        turn settings)."""
 
     def feed(self, number: int, line: str | bytes) -> None:
         self.last_line = number

@@ -215,7 +215,7 @@ class PiImporter(StreamingImporter):
             self.problems.append(Problem(line, "repaired", f"parent {parent!r} not found; attached to the entry before it"))
             parent = self._previous
         self.name = _convert(builder, line, entry_id, parent, raw, self.problems) or self.name
-        if self.lists_dropped_fields and (dropped := _dropped_fields(raw)):
+        if self.reports_every_line and (dropped := _dropped_fields(raw)):
             self.problems.append(Problem(line, "dropped", f"{raw.get('type')} imported without {', '.join(dropped)}"))
         self._previous = entry_id
 
