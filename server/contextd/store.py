@@ -32,7 +32,16 @@ from typing import cast
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from contextd.model import NON_NODE_TYPES, ColdMessageEntry, ColdRecord, Entry, MessageEntry, SessionHeader, is_node
+from contextd.model import (
+    NON_NODE_TYPES,
+    ColdMessageEntry,
+    ColdRecord,
+    Entry,
+    MessageEntry,
+    ModelChangeEntry,
+    SessionHeader,
+    is_node,
+)
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +160,10 @@ class EntryTree:
     cold: bool = False
     """Whether some entries are cold."""
     node_count: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)
+    """How many nodes of each type: a walk looking for a type the tree lacks is spared."""
+    latest_model_change: ModelChangeEntry | None = None
+    """The last `model_change` node in file order."""
 
     def add(self, entry: Entry, line: bytes | None = None) -> None:
         self.entries[entry.id] = entry
@@ -172,6 +185,9 @@ class EntryTree:
             self.children[entry.parentId] = (*self.children.get(entry.parentId, ()), entry.id)
             self.leaf_id = entry.id
             self.node_count += 1
+            self.kinds[entry.type] = self.kinds.get(entry.type, 0) + 1
+            if entry.type == "model_change":
+                self.latest_model_change = cast(ModelChangeEntry, entry)
 
     def is_node_id(self, entry_id: str) -> bool:
         entry = self.entries.get(entry_id)

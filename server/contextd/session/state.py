@@ -162,7 +162,9 @@ class LiveState(ABC):
         None for sessions clients write. Listings and workspace activity carry it."""
         self.pending_usage: Usage | None = None
         """A mirror's answer the agent is still writing: its usage stands as the figure."""
-        self._refresh_model_from(tree.nodes())
+        latest = tree.latest_model_change
+        if latest is not None:
+            self._use_model(latest.model, latest.contextWindow)
         self._count_all(tree.entries.values(), kept.counts(self.model_info.counting) if kept is not None else None)
         self.rebuild()
 
@@ -189,7 +191,7 @@ class LiveState(ABC):
         # header's, unless it was renamed after the fork point.
         parent = self.header.parentSession
         inherited_through = parent.entryId if parent else None
-        for entry in reversed(self._path):
+        for entry in reversed(self._path) if self.tree.kinds.get("session_info") else ():
             if entry.id == inherited_through:
                 break
             if entry.type == "session_info":  # a tag: this walks the whole path on each rebuild
@@ -422,7 +424,8 @@ class LiveState(ABC):
         """Recompute the path, pending tool calls and token figure from the tree (after any
         change that is not a plain append: load, compaction, prune, navigation, model)."""
         self._path = self.tree.path_to(self.tree.leaf_id)
-        self.tree.keep_cold(self._path, live_from(self._path))
+        # Without a compaction in the tree all of the path is live: no walk to find where.
+        self.tree.keep_cold(self._path, live_from(self._path) if self.tree.kinds.get("compaction") else 0)
         self._name = self._derive_name()
         if not (self._pending and self._figure_from_report()):
             visible = visible_entries(self._path)
@@ -713,14 +716,6 @@ class LiveState(ABC):
         """Stop the idle timer, if armed (see idle.py)."""
 
     # --- model ------------------------------------------------------------------------
-
-    def _refresh_model_from(self, entries: Iterable[Entry]) -> None:
-        latest = None
-        for entry in entries:
-            if entry.type == "model_change":  # a tag: every node of every load passes here
-                latest = entry
-        if latest is not None:
-            self._use_model(latest.model, latest.contextWindow)
 
     def _use_model(self, model_id: str, recorded_window: int | None = None) -> None:
         self.model_id = model_id
