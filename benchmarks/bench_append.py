@@ -97,7 +97,7 @@ def in_process_p50(entries: int, measured: list[dict[str, Any]]) -> float:
     with tempfile.TemporaryDirectory(prefix="contextd-bench-") as root:
         sessions = SessionManager(Store(Path(root)), settings, SilentEvents())
         session = sessions.create(root)
-        prefill = as_messages(prefill_messages(entries - session.state()["entries"], seed=entries))
+        prefill = as_messages(prefill_messages(entries - session.node_count, seed=entries))
         for start in range(0, len(prefill), 1000):
             session.append_messages(prefill[start : start + 1000])
         times = []

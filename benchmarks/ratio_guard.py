@@ -43,7 +43,7 @@ as_messages = TypeAdapter(list[Message]).validate_python
 
 def filled(sessions: SessionManager, workspace: str, entries: int) -> LiveSession:
     session = sessions.create(workspace)
-    prefill = as_messages(prefill_messages(entries - session.state()["entries"], seed=entries))
+    prefill = as_messages(prefill_messages(entries - session.node_count, seed=entries))
     for start in range(0, len(prefill), 1000):
         session.append_messages(prefill[start : start + 1000])
     return session

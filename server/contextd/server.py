@@ -75,7 +75,6 @@ from contextd.results import (
     SpanSummary,
     StateResult,
     StatsResult,
-    TokenUsage,
     TreeResult,
     WorkspaceWatchParams,
 )
@@ -315,10 +314,6 @@ def daemon_status(connection: ClientConnection, params: Any) -> DaemonStatus:
 # --- session methods ----------------------------------------------------------------------
 
 
-def usage_of(session: LiveSession) -> TokenUsage:
-    return TokenUsage.model_validate(session.usage_body())
-
-
 def mirror_source(session: LiveSession) -> MirrorSource | None:
     return None if session.source is None else MirrorSource.model_validate(session.source)
 
@@ -347,7 +342,7 @@ def session_open(connection: ClientConnection, params: OpenParams) -> OpenResult
         leafId=session.leaf_id,
         model=session.model_id,
         contextWindow=session.model_info.context_window,
-        usage=usage_of(session),
+        usage=session.usage(),
         path=str(session.file.path),
         source=mirror_source(session),
     )
@@ -361,7 +356,7 @@ def session_append(connection: ClientConnection, params: AppendParams) -> Append
     session = connection.daemon.sessions.get(params.sessionId)
     session.check_writable()
     entry_ids = session.append_messages(params.messages)
-    return AppendResult(entryIds=entry_ids, leafId=session.leaf_id, usage=usage_of(session))
+    return AppendResult(entryIds=entry_ids, leafId=session.leaf_id, usage=session.usage())
 
 
 def session_context(connection: ClientConnection, params: ContextParams) -> ContextResult:
@@ -380,15 +375,15 @@ def session_set_instructions(connection: ClientConnection, params: SetInstructio
     session = connection.daemon.sessions.get(params.sessionId)
     session.check_writable()
     entry_id = session.set_instructions(params.text, params.source)
-    return SetInstructionsResult(entryId=entry_id, leafId=session.leaf_id, usage=usage_of(session))
+    return SetInstructionsResult(entryId=entry_id, leafId=session.leaf_id, usage=session.usage())
 
 
 def session_state(connection: ClientConnection, params: SessionParams) -> StateResult:
-    return StateResult.model_validate(connection.daemon.sessions.get(params.sessionId).state())
+    return connection.daemon.sessions.get(params.sessionId).state()
 
 
 def session_stats(connection: ClientConnection, params: SessionParams) -> StatsResult:
-    return StatsResult.model_validate(connection.daemon.sessions.get(params.sessionId).stats())
+    return connection.daemon.sessions.get(params.sessionId).stats()
 
 
 def session_set_model(connection: ClientConnection, params: SetModelParams) -> SetModelResult:
@@ -396,7 +391,7 @@ def session_set_model(connection: ClientConnection, params: SetModelParams) -> S
     session.check_writable()
     session.set_model(params.model)
     return SetModelResult(
-        model=session.model_id, contextWindow=session.model_info.context_window, usage=usage_of(session)
+        model=session.model_id, contextWindow=session.model_info.context_window, usage=session.usage()
     )
 
 

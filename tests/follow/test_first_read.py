@@ -75,7 +75,7 @@ def answers_needing_counts(session: LiveSession) -> dict[str, Any]:
         "tree tokens": {node["id"]: node["tokens"] for node in tree},
         "preview": asyncio.run(session.preview_compaction()),
         "calibration": session.calibration,
-        "state": {key: value for key, value in session.state().items() if key != "path"},  # the data dirs differ
+        "state": session.state().model_dump(exclude={"path"}),  # the data dirs differ
     }
 
 

@@ -37,7 +37,7 @@ def counted_afresh(data_dir: Path, session_id: str) -> tuple[dict[str, int], dic
     sessions.close_all()
     session = SessionManager(Store(data_dir), Settings(), SilentEvents()).get(session_id)
     try:
-        return {node["id"]: node["tokens"] for node in session.tree_nodes()}, session.stats(), comparable(session.usage_body())
+        return {node["id"]: node["tokens"] for node in session.tree_nodes()}, session.stats().model_dump(), comparable(session.usage_body())
     finally:
         session.close()
 

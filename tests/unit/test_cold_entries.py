@@ -150,7 +150,7 @@ def answers(session: LiveSession) -> Any:
             "tree": session.tree_nodes(),
             "history": get_entries(session, nodes, None, 10**9).model_dump(),
             "stats": session.stats(),
-            "state": session.state(),
+            "state": session.state().model_dump(),
             "name": session.name,
             "pending": session._pending_calls,
             # The walks over every entry, run again over the entries as they are now (a load

@@ -38,6 +38,7 @@ from contextd.model import (
     LeafEntry,
     Message,
     MessageEntry,
+    MirrorSource,
     ModelChangeEntry,
     SessionHeader,
     Settings,
@@ -46,6 +47,15 @@ from contextd.model import (
     UserMessage,
     is_node,
     message_text,
+)
+from contextd.results import (
+    CompactionFigures,
+    FigureBreakdown,
+    Figures,
+    PruneFigures,
+    StateResult,
+    StatsResult,
+    TokenUsage,
 )
 from contextd.session.agent_settings import mirror_compaction_point
 from contextd.session.counts import Kept, cold_records, keep_counts, read_counts
@@ -759,30 +769,40 @@ class LiveState(ABC):
         """Every node of the tree, abandoned branches included (labels and leaf moves are not nodes)."""
         return sum(1 for _ in self.tree.nodes())
 
-    def state(self) -> dict[str, Any]:
-        return {
-            "sessionId": self.session_id,
-            "name": self.name,
-            "workspace": self.header.workspace,
-            "leafId": self.leaf_id,
-            "model": self.model_id,
-            "contextWindow": self.model_info.context_window,
-            "entries": self.node_count,
-            "usage": self.usage_body(),
-            "compacting": self.compacting,
-            "path": str(self.file.path),
-            **({"source": self.source} if self.source is not None else {}),
-        }
+    def usage(self) -> TokenUsage:
+        return TokenUsage.model_validate(self.usage_body())
 
-    def stats(self) -> dict[str, Any]:
+    def state(self) -> StateResult:
+        return StateResult(
+            sessionId=self.session_id,
+            name=self.name,
+            leafId=self.leaf_id,
+            model=self.model_id,
+            contextWindow=self.model_info.context_window,
+            usage=self.usage(),
+            path=str(self.file.path),
+            source=MirrorSource.model_validate(self.source) if self.source is not None else None,
+            workspace=self.header.workspace,
+            entries=self.node_count,
+            compacting=self.compacting,
+        )
+
+    def stats(self) -> StatsResult:
         """How much compaction and pruning took out of the current branch."""
         self.settle_counts()
-        figures = compression_stats(
-            self._path, self.entry_tokens, self.tokens, self._figure.calibration
-        ).as_dict()
-        return {
-            "sessionId": self.session_id,
-            "treeNodes": self.node_count,
-            **figures,
-            "breakdown": self.usage_body()["breakdown"],
-        }
+        figures = compression_stats(self._path, self.entry_tokens, self.tokens, self._figure.calibration)
+        parts = breakdown(self._counted_parts, self._figure, self._unseen_so_far())
+        return StatsResult(
+            sessionId=self.session_id,
+            treeNodes=self.node_count,
+            history=Figures(entries=figures.history_entries, tokens=figures.history_tokens),
+            context=Figures(entries=figures.context_entries, tokens=figures.context_tokens),
+            compactions=CompactionFigures(
+                count=figures.compactions,
+                tokensSaved=figures.compaction_tokens_saved,
+                summaryTokens=figures.summary_tokens,
+            ),
+            prunes=PruneFigures(count=figures.prunes, tokensSaved=figures.prune_tokens_saved),
+            ratio=figures.ratio,
+            breakdown=FigureBreakdown(**parts.as_dict()),
+        )
