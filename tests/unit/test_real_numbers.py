@@ -48,14 +48,14 @@ def preview_then_compact(session: LiveSession) -> tuple[dict[str, int], int]:
 @pytest.mark.parametrize(("name", "agent"), TRANSCRIPTS)
 def test_a_dry_run_predicts_the_compaction_of_a_real_transcript(tmp_path, name, agent):
     preview, real = preview_then_compact(imported(tmp_path, name, agent))
-    assert abs(preview["tokensAfter"] - real) <= 0.3 * real
-    assert preview["tokensAfter"] <= preview["tokensAfterMax"]
-    assert preview["tokensAfter"] < preview["tokensBefore"]
+    assert abs(preview.tokensAfter - real) <= 0.3 * real
+    assert preview.tokensAfter <= preview.tokensAfterMax
+    assert preview.tokensAfter < preview.tokensBefore
 
 
 def test_a_dry_run_predicts_the_compaction_of_the_demo_session(tmp_path):
     preview, real = preview_then_compact(demo(tmp_path))
-    assert abs(preview["tokensAfter"] - real) <= 0.3 * real
+    assert abs(preview.tokensAfter - real) <= 0.3 * real
 
 
 @pytest.mark.parametrize(("name", "agent"), TRANSCRIPTS)
