@@ -7,6 +7,7 @@ request's message and a setting look like. Field names follow the wire format
 
 from __future__ import annotations
 
+import builtins
 import os
 from functools import lru_cache
 from datetime import datetime, timezone
@@ -294,7 +295,12 @@ class ColdMessageEntry:
         "id", "parentId", "line", "role", "model", "usage", "stopReason", "errorKind", "errorMessage",
         "holds_image", "lost_result", "reasoned",
     )
-    type = "message"
+    type: ClassVar[Literal["message"]] = "message"
+    stopReason: StopReason
+    model: str | None
+    errorKind: str | None
+    errorMessage: str | None
+    usage: UsageFigures | None
 
     def __init__(self, entry: MessageEntry, line: bytes) -> None:
         self.id, self.parentId, self.line = entry.id, entry.parentId, line
@@ -338,8 +344,8 @@ class ColdMessageEntry:
     def brief(self) -> ColdMessageEntry:
         return self
 
-    @property
-    def __class__(self) -> type:  # type: ignore[override]
+    @property  # type: ignore[misc]
+    def __class__(self) -> builtins.type:  # type: ignore[override]
         return MessageEntry
 
     def parsed(self) -> MessageEntry:

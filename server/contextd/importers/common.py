@@ -325,9 +325,8 @@ class EntryBuilder:
         self, line: int, source_id: str, parent: str | None, message: Message, timestamp: str | None
     ) -> MessageEntry | None:
         parent = self.resolve(parent)
-        role = message.role
-        if role == "toolResult":
-            if message.toolCallId not in self._open_calls.get(parent, {}):  # type: ignore[union-attr]
+        if message.role == "toolResult":
+            if message.toolCallId not in self._open_calls.get(parent, {}):
                 self.problems.append(
                     Problem(
                         line,
@@ -343,9 +342,9 @@ class EntryBuilder:
             id=self.unique_id(source_id), parentId=parent, timestamp=timestamp or utc_now(), message=message
         )
         self._attach(entry, source_id)
-        if role == "assistant":
+        if message.role == "assistant":
             self._last_assistant = entry
-            if calls := message.tool_calls:  # type: ignore[union-attr]
+            if calls := message.tool_calls:
                 self._call_lines.update({call.id: line for call in calls})
             if self._awaiting_size:
                 self.note_usage(entry)

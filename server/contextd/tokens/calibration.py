@@ -144,8 +144,7 @@ def calibration_step(
     session's model at that point)."""
     # Type and role tags, not isinstance: this runs for every node of every load, and a
     # pydantic model's isinstance is slow when the answer is no.
-    kind = entry.type
-    if kind == "message":
+    if entry.type == "message":
         message = entry.brief
         if message.role == "assistant":
             return _answer_step(before, message, tokens, tokenizer_of)
@@ -155,10 +154,10 @@ def calibration_step(
             # the prior's scale, `ModelInfo.image_scale`) and by a rule the provider follows
             # only about, so the growth around it would teach the factor the prior back.
             return Since(None, 0, before.tokenizer), None
-    elif kind == "compaction" or kind == "prune":
+    elif entry.type == "compaction" or entry.type == "prune":
         # The context changed in a way the counts do not show: no growth spans this.
         return Since(None, 0, before.tokenizer), None
-    elif kind == "model_change":
+    elif entry.type == "model_change":
         tokenizer = tokenizer_of(entry.model)
         if tokenizer != before.tokenizer:  # the next prompt is counted by another tokenizer
             return Since(None, 0, tokenizer), None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from contextd.compaction.context import (
     pruned_entry_ids,
@@ -113,7 +113,7 @@ def usage_anchor(path: Sequence[Entry]) -> int | None:
     return None
 
 
-def reports_context(message: Message) -> bool:
+def reports_context(message: Message) -> TypeGuard[AssistantMessage]:
     """Whether `message` is an answer whose usage tells the context's size: a valid answer
     with usage that is not all zeros (some agents write zeros for providers that report
     nothing, e.g. Claude Code in front of GLM)."""
@@ -171,7 +171,7 @@ def turn_outputs(path: Sequence[Entry], end: int | None = None) -> dict[str, int
         # An answer without a thinking block reasoned nothing a new turn could drop,
         # whatever output it reports.
         if entry.type == "message" and reports_context(answer := entry.brief) and answer.reasoned:
-            assert answer.role == "assistant" and answer.usage is not None
+            assert answer.usage is not None
             outputs[entry.id] = answer.usage.output
     return outputs
 

@@ -122,8 +122,7 @@ def learn_unseen(
     entry but where a report asks, and entries are told apart by their type tags)."""
     counted = 0
     for index, entry in enumerate(path):
-        kind = entry.type
-        answer = entry.brief if kind == "message" and entry.brief.role == "assistant" else None
+        answer = entry.brief if entry.type == "message" and entry.brief.role == "assistant" else None
         if answer is not None and (prompt := reported_prompt(answer)) is not None:
             if not settled:
                 evidence, settled = _Evidence(path, index + 1, entry_tokens, pruned_tokens, calibration), True
@@ -132,13 +131,13 @@ def learn_unseen(
                 if _grew(prompt, evidence, taught, calibration):
                     evidence = taught
             reported, counted = _context_after(answer, prompt), 0
-        elif kind == "compaction" or kind == "prune":
+        elif entry.type == "compaction" or entry.type == "prune":
             settled, reported = False, None
-        elif kind == "model_change":
+        elif entry.type == "model_change":
             # Another model may come with another system prompt: its first report teaches.
             settled = settled and entry.model == (model or entry.model)
             model = entry.model
-        elif kind == "handoff" and entry.unseenTokens is not None:
+        elif entry.type == "handoff" and entry.unseenTokens is not None:
             evidence, settled = _known(UnseenEvidence(entry.unseenTokens, 0)), False
         elif reported is not None:
             counted += entry_tokens.get(entry.id, 0)
