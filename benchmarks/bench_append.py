@@ -46,6 +46,7 @@ from contextd.model import Message, Settings
 from contextd.session import SessionManager, SilentEvents
 from contextd.store import Store
 from contextd_client import ContextdClient
+from report import load_average, table_header
 
 SIZES = (100, 1_000, 10_000)
 TARGET_RATIO = 1.5
@@ -164,15 +165,14 @@ def report(
     clients: int,
 ) -> None:
     tokens = [message_tokens(message) for message in measured]
-    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    load = load_average()
     transport = "over stdio" if clients == 1 else f"over a Unix socket, {clients} clients appending at once"
     print(f"append latency {transport}, {len(measured)} single-message appends per size and client "
           f"({sum(tokens) / len(tokens):.0f} tokens per message on average, max {max(tokens)}); "
           f"{os.cpu_count()} cores, load average {load}; {date.today().isoformat()}")
     print(f"filling the sessions took {fill_seconds:.1f} s\n")
     base = percentile(latencies[0], 0.5)
-    print("| entries | p50 ms | p90 ms | p99 ms | max ms | p50 vs smallest | in-process p50 ms |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print(table_header("entries", "p50 ms", "p90 ms", "p99 ms", "max ms", "p50 vs smallest", "in-process p50 ms", text_columns=0))
     for size, values, own in zip(sizes, latencies, in_process):
         p50 = percentile(values, 0.5)
         print(f"| {size:,} | {p50:.2f} | {percentile(values, 0.9):.2f} | "

@@ -10,7 +10,6 @@ Target: the whole at 200k tokens under 50 ms.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import statistics
 import time
@@ -33,6 +32,7 @@ from contextd.model import (
     ToolResultMessage,
     UserMessage,
 )
+from report import load_average, table_header
 
 SIZES = (50_000, 200_000, 1_000_000)
 WORDS = "the parser token lexer returns node value error test file path config build".split()
@@ -139,12 +139,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     runs = parser.parse_args().runs
-    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    load = load_average()
     print(f"compaction core: milliseconds, median of {runs} runs (best total: the fastest run)")
     print(f"prepare includes serialize; machine load average {load}\n")
     rows = [measure(size, runs) for size in SIZES]
-    print("| " + " | ".join(rows[0]) + " |")
-    print("|" + "---:|" * len(rows[0]))
+    print(table_header(*rows[0], text_columns=0))
     for row in rows:
         print("| " + " | ".join(row.values()) + " |")
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gzip
-import os
 import statistics
 import sys
 import tempfile
@@ -33,6 +32,7 @@ from contextd.rpc.listen import socket_in_use
 from contextd.session import SessionManager, SilentEvents
 from contextd.store import Store
 from contextd_client import ContextdClient, ContextdError
+from report import load_average
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "tests" / "fixtures" / "real"
@@ -130,7 +130,7 @@ def main() -> None:
         times = asyncio.run(dry_runs(data_dir, sessions, runs))
         manager = SessionManager(Store(data_dir), Settings(), SilentEvents())
         summarizer_ms(manager, next(iter(sessions.values())))  # imports the summarizer before timing it
-        load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+        load = load_average()
         print(f"dry run over a Unix socket, {runs} runs each; load average {load}\n")
         print("| transcript | dry run ms (median) | daemon cpu ms per dry run | daemon waiting for a CPU, ms "
               "| offline summary alone, cpu ms |")

@@ -49,6 +49,7 @@ from contextd.store import Store
 from contextd_client import ContextdClient
 from live_daemon import model_settings
 from pydantic import TypeAdapter
+from report import load_average, table_header
 
 TARGET_MS = 100.0
 WINDOW = 200_000
@@ -189,12 +190,11 @@ class Figures:
 
 
 def report(count: int, turns: int, size: int, write_seconds: float, transport: str, figures: Figures) -> None:
-    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    load = load_average()
     print(f"session/list over {transport}, {count:,} sessions on disk ({turns} generated turns each, "
           f"{size / 1e6:.1f} MB in all, written in {write_seconds:.1f} s); "
           f"{os.cpu_count()} cores, load average {load}; {date.today().isoformat()}\n")
-    print("| request | n | p50 ms | p99 ms | max ms |")
-    print("|---|---:|---:|---:|---:|")
+    print(table_header("request", "n", "p50 ms", "p99 ms", "max ms"))
     warm = figures.warm
     print(f"| cold listing, the daemon's first counting (no index on disk) | 1 | {figures.cold_first_ms:.0f} | | |")
     print(f"| cold listing, the encoding already built (no index on disk) | 1 | {figures.cold_ms:.0f} | | |")

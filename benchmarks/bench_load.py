@@ -38,6 +38,7 @@ from contextd.importers import IMPORTERS, save
 from contextd.model import Settings
 from contextd.session import SessionManager, SilentEvents
 from contextd.store import Store
+from report import load_average, table_header
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.corpus
 from tests.corpus import NAMES, agent_of, read_text  # noqa: E402
@@ -203,11 +204,13 @@ def measure(sizes: list[int], rounds: int, scratch: Path, pi: PiOpener | None) -
 
 
 def report(results: list[dict[str, Any]], rounds: int, pi_note: str) -> None:
-    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    load = load_average()
     print(f"cold open, CPU ms, best of {rounds} alternating rounds; {date.today()}; load average {load}; {pi_note}")
     print()
-    print("| entries | contextd file | pi file | json.loads ms | contextd open ms | pi open ms | vs json.loads | vs pi |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(table_header(
+        "entries", "contextd file", "pi file", "json.loads ms", "contextd open ms", "pi open ms", "vs json.loads", "vs pi",
+        text_columns=0,
+    ))
     for row in results:
         pi_ms = f"{row['pi'] * 1000:,.1f}" if row["pi"] is not None else "not run"
         vs_pi = f"{row['ours'] / row['pi']:.2f}x" if row["pi"] is not None else "not run"

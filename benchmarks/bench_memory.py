@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import gc
 import json
-import os
 import sys
 import tempfile
 import tracemalloc
@@ -41,6 +40,7 @@ from contextd.importers import IMPORTERS, save
 from contextd.model import ColdMessageEntry, Settings
 from contextd.session import SessionManager, SilentEvents
 from contextd.store import Store
+from report import load_average, table_header
 
 SIZES = (1_000, 10_000)
 GOAL = 1.5
@@ -165,11 +165,10 @@ def main() -> int:
             if size > COMPACT_EVERY:
                 rows.append(measure_entry(f"coding, compacted every {COMPACT_EVERY:,}", *compacted_session(scratch, size)))
         held = bounded(scratch, max(sizes), args.sessions)
-    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    load = load_average()
     print(f"memory per entry (tracemalloc, bytes); {date.today()}; load average {load}")
     print()
-    print("| session | entries | cold | on disk | json.loads dicts | loaded | loaded vs disk |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(table_header("session", "entries", "cold", "on disk", "json.loads dicts", "loaded", "loaded vs disk"))
     for row in rows:
         print(
             f"| {row['kind']} | {row['entries']:,} | {row['cold']:.0%} | {row['disk']:,.0f} | {row['dicts']:,.0f} "

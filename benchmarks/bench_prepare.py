@@ -42,6 +42,7 @@ from contextd.importers import IMPORTERS, save
 from contextd.model import Settings
 from contextd.session import LiveSession, SessionManager, SilentEvents
 from contextd.store import Store
+from report import load_average, table_header
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.corpus
 from tests.corpus import NAMES, agent_of, read_bytes  # noqa: E402
@@ -177,15 +178,14 @@ def main() -> None:
 
 
 def report(args: argparse.Namespace, files: list[Path], mine: list[Side], theirs: list[Side] | None) -> None:
-    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    load = load_average()
     print(f"compaction preparation, keepRecentTokens {args.keep:,} on both sides; median CPU ms of "
           f"{args.rounds} alternating rounds x {args.runs} runs; load average {load}")
     if theirs is None:
         print(f"pi anchor NOT RUN: {PI_PACKAGE} is not installed in {AGENTS_DIR / 'pi'} "
               "(or node is missing); run tests/agents/install.sh")
     print()
-    print("| session | contextd ms | pi ms | ratio | summarized (contextd / pi) | serialized chars (contextd prompts / pi conversation) |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print(table_header("session", "contextd ms", "pi ms", "ratio", "summarized (contextd / pi)", "serialized chars (contextd prompts / pi conversation)"))
     for index, file in enumerate(files):
         our = mine[index]
         if theirs is None:

@@ -38,6 +38,7 @@ from live_daemon import model_settings, running_daemon
 from contextd.compaction.context import COMPACTION_PREAMBLE
 from contextd.tokens import count_text
 from contextd_client import ContextdClient, ContextdError
+from report import load_average, table_header
 
 SIZES = (60_000, 120_000, 200_000, 300_000)
 TOKENS_PER_FACT_OF_A_KIND = 25_000
@@ -165,15 +166,16 @@ def of_kind(facts: list[PlantedFact], kind: str) -> list[PlantedFact]:
 
 
 def report(runs: list[SessionRun], args: argparse.Namespace) -> None:
-    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    load = load_average()
     print(f"fact retention and token reduction, offline summarizer; window {args.window:,}, "
           f"reserveTokens {args.reserve:,}, keepRecentTokens {args.keep:,}, pruning defaults; "
           f"{os.cpu_count()} cores, load average {load}; {date.today().isoformat()}")
     print("'kept': planted facts found verbatim in the rebuilt context; 'via summary': of the "
           "facts whose own message had left the context, those the summary kept\n")
-    print("| appended tokens | messages | auto compactions | run s | context at end | kept | via summary "
-          "| after a final compact | kept | via summary | summary tokens |")
-    print("|" + "---:|" * 11)
+    print(table_header(
+        "appended tokens", "messages", "auto compactions", "run s", "context at end", "kept", "via summary",
+        "after a final compact", "kept", "via summary", "summary tokens", text_columns=0,
+    ))
     for run in runs:
         appended, end, final = run.session.total_tokens, run.at_end, run.after_final
         assert end is not None and final is not None
@@ -191,8 +193,7 @@ def report(runs: list[SessionRun], args: argparse.Namespace) -> None:
 
 def report_kinds(runs: list[SessionRun]) -> None:
     print("\nby kind, all sessions\n")
-    print("| kind | kept at end | via summary | kept after a final compact | via summary |")
-    print("|---|---:|---:|---:|---:|")
+    print(table_header("kind", "kept at end", "via summary", "kept after a final compact", "via summary"))
     for kind in FACT_KINDS:
         planted = [f for run in runs for f in of_kind(run.session.facts, kind)]
         cells = []
@@ -208,8 +209,7 @@ def report_kinds(runs: list[SessionRun]) -> None:
 def report_error_status(runs: list[SessionRun]) -> None:
     """Whether the summary calls a planted error open or not, against what happened."""
     print("\nplanted errors kept only by the summary, after a final compact: listed under Blocked\n")
-    print("| error was | listed under Blocked | elsewhere in the summary |")
-    print("|---|---:|---:|")
+    print(table_header("error was", "listed under Blocked", "elsewhere in the summary"))
     for label, fixed in (("fixed later in the session", True), ("never fixed", False)):
         errors = [f for run in runs for f in of_kind(run.after_final.kept_by_summary, "error")
                   if f.fixed is fixed]

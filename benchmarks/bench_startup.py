@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import IO, Any
+from report import load_average
 
 HEAVY = (
     "pydantic", "tiktoken", "anthropic", "openai", "httpx", "mcp", "rich", "sqlite3",
@@ -127,7 +128,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     runs = parser.parse_args().runs
-    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    load = load_average()
     print(f"start-up, median of {runs} runs; Python {sys.version.split()[0]}; load average {load}\n")
     for module in ("contextd_client.command", "contextd.server"):
         profiles = [import_profile(module) for _ in range(runs)]
