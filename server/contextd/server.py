@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from contextd import __version__
 from contextd.formats import render_context
-from contextd.model import IdleSettings, MirrorSource, Settings
+from contextd.model import IdleSettings, Settings
 from contextd.results import (
     AbortResult,
     AppendParams,
@@ -88,7 +88,6 @@ from contextd.session import (
     CompactionRunning,
     EntryNotFound,
     InvalidAppend,
-    LiveSession,
     NothingToCompactError,
 )
 from contextd.session import history
@@ -314,10 +313,6 @@ def daemon_status(connection: ClientConnection, params: Any) -> DaemonStatus:
 # --- session methods ----------------------------------------------------------------------
 
 
-def mirror_source(session: LiveSession) -> MirrorSource | None:
-    return None if session.source is None else MirrorSource.model_validate(session.source)
-
-
 def session_rows(rows: list[SessionSummary]) -> ListResult:
     """Rows the session layer typed (TypedDicts, checked by mypy): not validated again."""
     return ListResult.model_construct(sessions=rows)
@@ -336,16 +331,7 @@ def session_open(connection: ClientConnection, params: OpenParams) -> OpenResult
         session = sessions.create(workspace, name=params.name, model=model)
     connection.daemon.watch(connection, session.session_id)
     session.announce("open")
-    return OpenResult(
-        sessionId=session.session_id,
-        name=session.name,
-        leafId=session.leaf_id,
-        model=session.model_id,
-        contextWindow=session.model_info.context_window,
-        usage=session.usage(),
-        path=str(session.file.path),
-        source=mirror_source(session),
-    )
+    return session.opened()
 
 
 async def session_list(connection: ClientConnection, params: ListParams) -> ListResult:

@@ -52,6 +52,7 @@ from contextd.results import (
     CompactionFigures,
     FigureBreakdown,
     Figures,
+    OpenResult,
     PruneFigures,
     StateResult,
     StatsResult,
@@ -772,20 +773,27 @@ class LiveState(ABC):
     def usage(self) -> TokenUsage:
         return TokenUsage.model_validate(self.usage_body())
 
+    def opened(self) -> OpenResult:
+        """What session/open answers."""
+        return OpenResult(**self._open_fields())
+
     def state(self) -> StateResult:
+        """What session/open answers, and where the session stands."""
         return StateResult(
-            sessionId=self.session_id,
-            name=self.name,
-            leafId=self.leaf_id,
-            model=self.model_id,
-            contextWindow=self.model_info.context_window,
-            usage=self.usage(),
-            path=str(self.file.path),
-            source=MirrorSource.model_validate(self.source) if self.source is not None else None,
-            workspace=self.header.workspace,
-            entries=self.node_count,
-            compacting=self.compacting,
+            **self._open_fields(), workspace=self.header.workspace, entries=self.node_count, compacting=self.compacting
         )
+
+    def _open_fields(self) -> dict[str, Any]:
+        return {
+            "sessionId": self.session_id,
+            "name": self.name,
+            "leafId": self.leaf_id,
+            "model": self.model_id,
+            "contextWindow": self.model_info.context_window,
+            "usage": self.usage(),
+            "path": str(self.file.path),
+            "source": MirrorSource.model_validate(self.source) if self.source is not None else None,
+        }
 
     def stats(self) -> StatsResult:
         """How much compaction and pruning took out of the current branch."""
