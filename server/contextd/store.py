@@ -699,7 +699,7 @@ class Store:
             try:
                 if not self.holds(listing.session_id):
                     self._lock(listing.session_id)
-                    if _file_stamp(listing.path) != read_as:
+                    if file_stamp(listing.path) != read_as:
                         self.release(listing.session_id)
                         raise StorageFailed("readOnly", "the session changed on disk since it was opened read-only: close and open it again")
                 self._repair(listing, repair, header)
@@ -753,7 +753,7 @@ class Store:
     ) -> tuple[SessionFile, LoadedFile]:
         log.warning("session %s opened read-only: %s", listing.session_id, because)
         try:
-            read_as = _file_stamp(listing.path)
+            read_as = file_stamp(listing.path)
         except OSError:
             read_as = None  # reading it says why
         header, loaded = self._read(listing, known)
@@ -842,7 +842,7 @@ class Store:
         )
 
 
-def _file_stamp(path: Path) -> tuple[int, int]:
+def file_stamp(path: Path) -> tuple[int, int]:
     """Size and modification time: a file that changed since it was read differs in one."""
     info = path.stat()
     return info.st_size, info.st_mtime_ns

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ValidationError
 from contextd import model
 from contextd.compaction import context
 from contextd.model import ColdMessageEntry, ColdRecord, Entry, MessageEntry
-from contextd.store import KnownLines, write_private
+from contextd.store import KnownLines, file_stamp, write_private
 from contextd.tokens import counting, images
 
 log = logging.getLogger(__name__)
@@ -49,11 +49,6 @@ def counting_key() -> str:
 
 def counts_path(session_path: Path) -> Path:
     return session_path.with_name(session_path.name + ".counts")
-
-
-def _file_stamp(session_path: Path) -> tuple[int, int]:
-    stat = os.stat(session_path)
-    return stat.st_size, stat.st_mtime_ns
 
 
 class KeptFile(BaseModel):
@@ -100,7 +95,7 @@ def read_counts(session_path: Path, encoding: str) -> dict[str, int]:
     """The counts kept for this very file (as it is now) and encoding; {} when there are none that fit."""
     kept = read_kept(session_path)
     try:
-        return kept.counts(encoding) if kept is not None and kept.fits(_file_stamp(session_path)) else {}
+        return kept.counts(encoding) if kept is not None and kept.fits(file_stamp(session_path)) else {}
     except OSError:
         return {}
 
@@ -119,7 +114,7 @@ def keep_counts(session_path: Path, encoding: str, tokens: dict[str, int], cold:
     """Keep `tokens` and the `cold` records for the file as it is now; a failure only costs
     the next load a count and a parse."""
     try:
-        kept = KeptFile(key=counting_key(), encoding=encoding, file=_file_stamp(session_path), tokens=tokens, cold=cold)
+        kept = KeptFile(key=counting_key(), encoding=encoding, file=file_stamp(session_path), tokens=tokens, cold=cold)
         write_private(counts_path(session_path), kept.model_dump_json().encode())
     except OSError as error:
         log.info("token counts of %s not kept (%s): its next load counts them", session_path.name, error.strerror)
