@@ -194,8 +194,7 @@ def text_of(value: Any) -> str:
 
 def kind_of(entry: Entry) -> str:
     """An entry's type, with a message's role (`message:toolResult`)."""
-    kind = entry.type
-    return f"message:{entry.message.role}" if kind == "message" else kind  # type: ignore[union-attr]
+    return f"message:{entry.message.role}" if entry.type == "message" else entry.type
 
 
 class EntryBuilder:
@@ -392,9 +391,9 @@ class EntryBuilder:
             self._alias[source_id] = entry_id
         open_calls = self._open_calls.get(parent_id)
         if entry.type == "message":
-            message = entry.message  # type: ignore[union-attr]
+            message = entry.message
             if message.role == "assistant" and (calls := message.tool_calls):
-                open_calls = {**open_calls, **{call.id: call.name for call in calls}} if open_calls else {call.id: call.name for call in calls}
+                open_calls = {**(open_calls or {}), **{call.id: call.name for call in calls}}
             elif message.role == "toolResult" and open_calls and message.toolCallId in open_calls:
                 open_calls = {call_id: name for call_id, name in open_calls.items() if call_id != message.toolCallId}
         if open_calls:  # most entries have none: `_open_calls.get` stands for them
@@ -408,7 +407,7 @@ class EntryBuilder:
         self.leaf_id = entry_id
         if self._awaiting_size:
             self._grow_awaiting(entry)
-        if entry.type == "compaction" and entry.tokensAfter == 0:  # type: ignore[union-attr]  # the agent did not say
+        if entry.type == "compaction" and entry.tokensAfter == 0:  # the agent did not say
             self._awaiting_size[entry_id] = {entry_id}
 
     def _grow_awaiting(self, entry: Entry) -> None:
