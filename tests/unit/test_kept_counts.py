@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from contextd.model import AssistantMessage, Settings, TextContent, UserMessage
 from contextd.session import SessionManager, SilentEvents
+from contextd.session import counts as session_counts
 from contextd.session import state as session_state
 from contextd.session.counts import counts_path
 from contextd.store import SessionListing, Store
@@ -47,9 +48,33 @@ def test_a_file_changed_since_is_counted_again(tmp_path, monkeypatch):
     kept = json.loads(counts_path(path).read_bytes())
     kept["tokens"] = {entry_id: 1 for entry_id in kept["tokens"]}  # what a stale count would show
     counts_path(path).write_text(json.dumps(kept))
-    stat = path.stat()
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # written since
+    written_since(path)
     assert reload_counting(tmp_path, session_id, monkeypatch) == (tokens, 41)
+
+
+def written_since(path: Path) -> None:
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+
+
+def counts_reads_of_a_load(data_dir: Path, session_id: str, monkeypatch: pytest.MonkeyPatch) -> int:
+    """How many times loading the session reads its counts file."""
+    reads = []
+    real = session_counts.counts_path
+    monkeypatch.setattr(session_counts, "counts_path", lambda path: reads.append(path) or real(path))
+    sessions = SessionManager(Store(data_dir), Settings(), SilentEvents())
+    sessions.get(session_id)
+    monkeypatch.setattr(session_counts, "counts_path", real)
+    sessions.close_all()
+    return len(reads)
+
+
+@pytest.mark.parametrize("stale", [False, True])
+def test_a_load_reads_the_counts_file_once_whether_it_fits_or_not(tmp_path, monkeypatch, stale):
+    session_id, path, _ = closed_session(tmp_path)
+    if stale:
+        written_since(path)
+    assert counts_reads_of_a_load(tmp_path, session_id, monkeypatch) == 1
 
 
 @pytest.mark.parametrize("damage", ["{not json", '{"key": "other"}', "[]", '{"tokens": 3}'])

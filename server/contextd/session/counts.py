@@ -78,6 +78,11 @@ class Kept:
         return self.tokens if encoding == self.encoding else {}
 
 
+NOTHING_KEPT = Kept((-1, -1), "", {}, KnownLines((-1, -1), {}))
+"""What a load passes on when it read the counts file and none of it fits the session file:
+checked, so not read again."""
+
+
 def read_kept(session_path: Path) -> Kept | None:
     """What is kept beside the file, for the counting of this version; None when nothing fits
     (absent, damaged, another version's)."""

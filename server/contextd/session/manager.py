@@ -20,7 +20,7 @@ from contextd.model import (
     SessionInfoEntry,
     Settings,
 )
-from contextd.session.counts import read_kept
+from contextd.session.counts import NOTHING_KEPT, read_kept
 from contextd.session.events import SessionEvents, SilentEvents
 from contextd.session.index import (
     ListingIndex,
@@ -172,7 +172,7 @@ class SessionManager:
                 file, loaded = self.store.reload(listing, known)
             else:
                 file, loaded = self.store.open(listing, known)
-            kept = kept if kept is not None and kept.fits(loaded.stamp) else None
+            kept = kept if kept is not None and kept.fits(loaded.stamp) else NOTHING_KEPT
             return LiveSession(file, loaded_tree(loaded), self.settings_for(file.header.workspace), self.events, kept)
 
     def _remember(self, session: LiveSession) -> LiveSession:

@@ -135,7 +135,8 @@ class LiveState(ABC):
     def __init__(
         self, file: SessionFile, tree: EntryTree, settings: Settings, events: SessionEvents, kept: Kept | None = None
     ) -> None:
-        """`kept`: what was kept beside the file, for the file as it was read (session/counts.py)."""
+        """`kept`: what was kept beside the file, for the file as it was read (session/counts.py;
+        `NOTHING_KEPT` when none of it fits); None: not read yet, so the counts are read now."""
         self.file = file
         self.tree = tree
         self.settings = settings
