@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 from contextd.follow import mirror as mirror_module
-from contextd.follow.mirror import HEAD_BYTES, Mirror, mirror_session_id
+from contextd.follow.mirror import HEAD_BYTES, Mirror, ReadState, follower_importer, mirror_session_id
+from contextd.importers import IMPORTERS
+from contextd.importers.feed import LineFeed
 from contextd.follow.transcripts import FileStamp
 
 from tests.follow.support import (
@@ -70,6 +72,27 @@ def test_a_restart_reads_on_from_the_saved_byte_and_mirrors_what_an_uninterrupte
     uninterrupted, leaf = expected_after(agent, lines)
     assert dumped(before + change.entries) == dumped(uninterrupted)
     assert change.leaf_id == leaf
+
+
+@pytest.mark.parametrize("agent", ["codex", "pi"])
+def test_a_followers_importer_restored_after_a_restart_reports_as_a_new_one_does(tmp_path: Path, agent: str) -> None:
+    """The report of every line left out is `contextd import`'s; a follower, new or going on
+    from its saved state, spares the reports that cost on many lines (Codex's UI events and
+    turn settings, pi's dropped fields) and logs the lines it cannot read."""
+    path, lines, half, _ = first_half_followed(tmp_path, agent)
+    lines = [*lines, b"{not json\n"]
+    saved = ReadState.load(tmp_path / "follow" / f"{mirror_session_id(agent, str(path))}.json")
+    assert saved is not None
+    importer_path = tmp_path / "follow" / f"{mirror_session_id(agent, str(path))}.importer.json"
+    restored = saved.restored_feed(agent, importer_path)  # type: ignore[arg-type]
+    assert restored is not None
+    restored.feed(b"".join(lines[half:]))
+    new = LineFeed(follower_importer(agent))  # type: ignore[arg-type]
+    new.feed(b"".join(lines))
+    reported = [problem for problem in new.importer.problems if problem.line > half]
+    assert restored.importer.problems == reported and reported[-1].kind == "corrupt"
+    whole = IMPORTERS[agent]([line.decode() for line in lines])
+    assert len([problem for problem in whole.problems if problem.line > half]) > len(reported)
 
 
 @pytest.mark.parametrize(

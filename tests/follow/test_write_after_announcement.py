@@ -49,6 +49,8 @@ async def test_a_mirror_write_that_fails_after_the_announcement_is_made_again_fr
     monkeypatch.setattr("contextd.store.os.write", write)
     await follower.round()
     assert sessions.loaded_session(session_id) is None  # what only memory held is gone
+    [row] = await sessions.listing(workspace)
+    assert (row["sessionId"], row["entries"], row["tokens"]) == (session_id, 0, 0)  # listed as the file is
     assert len(sessions.get(session_id).tree.entries) == 0  # and the file holds none of it
     disk_full = False
     await follower.round()

@@ -12,7 +12,8 @@ import hashlib
 import json
 from dataclasses import astuple
 
-from contextd.importers import IMPORTERS, STREAMING_IMPORTERS
+from contextd.follow.mirror import follower_importer
+from contextd.importers import IMPORTERS
 from contextd.importers.feed import LineFeed
 from contextd.store import encode_line
 
@@ -30,8 +31,7 @@ def whole_import(name: str) -> bytes:
 
 
 def followed_import(name: str) -> bytes:
-    importer = STREAMING_IMPORTERS[agent_of(name)]()
-    importer.reports_every_line = False
+    importer = follower_importer(agent_of(name))
     feed, data, made = LineFeed(importer), read_bytes(name), []
     for start in range(0, len(data), FOLLOW_PART):
         feed.feed(data[feed.offset : start + FOLLOW_PART])

@@ -30,7 +30,7 @@ from typing import Any
 from contextd.collector import collector_paused
 from contextd.follow.transcripts import FileStamp
 from contextd.importers import STREAMING_IMPORTERS
-from contextd.importers.common import Problem, restore_importer
+from contextd.importers.common import Problem, StreamingImporter, restore_importer
 from contextd.importers.feed import LineFeed
 from contextd.model import Entry, FollowedAgent, Usage
 from contextd.store import make_private_dirs, write_private
@@ -59,10 +59,16 @@ def mirror_session_id(agent: FollowedAgent, path: str) -> str:
     return f"{agent}-{stem}-{digest}"
 
 
+def follower_importer(agent: FollowedAgent) -> StreamingImporter:
+    """A new importer as a follower uses it: its report names only the lines it cannot read
+    (the log says those), not every line left out as `contextd import` shows it."""
+    return STREAMING_IMPORTERS[agent](reports_every_line=False)
+
+
 def peek_workspace(agent: FollowedAgent, path: str) -> str | None:
     """The working directory a transcript names near its start, if it names one yet: its
     whole lines are fed to the importer one by one until one names it."""
-    importer = STREAMING_IMPORTERS[agent]()
+    importer = follower_importer(agent)
     pending, read, number = b"", 0, 0
     try:
         with open(path, "rb") as handle:
@@ -149,7 +155,7 @@ class ReadState:
         if _text_hash(text) != self.importer:
             return None
         try:
-            importer = restore_importer(STREAMING_IMPORTERS[agent], json.loads(text))
+            importer = restore_importer(STREAMING_IMPORTERS[agent], json.loads(text), reports_every_line=False)
         except ValueError:  # json's errors are ValueErrors too
             return None
         return LineFeed(importer, offset=self.offset, lines=importer.last_line)
@@ -236,8 +242,7 @@ class Mirror:
             if self._feed is None and known is not None and not rewritten:
                 self._feed = known.restored_feed(self.agent, self.importer_path)
             if rewritten or self._feed is None:
-                self._feed = LineFeed(STREAMING_IMPORTERS[self.agent]())
-            self._feed.importer.reports_every_line = False  # only unreadable lines are logged
+                self._feed = LineFeed(follower_importer(self.agent))
             handle.seek(self._feed.offset)
             unread = max(size - self._feed.offset, 0)
             data = handle.read(min(unread, READ_BUDGET))

@@ -128,8 +128,8 @@ class ClaudeCodeImporter(StreamingImporter):
 
     source = SOURCE
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, reports_every_line: bool = True) -> None:
+        super().__init__(reports_every_line=reports_every_line)
         self._waiting: list[tuple[int, dict[str, Any]]] | None = []
         self._root_id: str | None = None
         self._first: dict[str, Any] | None = None

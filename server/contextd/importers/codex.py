@@ -103,8 +103,8 @@ class CodexImporter(StreamingImporter):
 
     source = SOURCE
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, reports_every_line: bool = True) -> None:
+        super().__init__(reports_every_line=reports_every_line)
         self._converter = _Converter(self)
 
     @property

@@ -539,15 +539,15 @@ class StreamingImporter(ABC):
 
     source: str
 
-    def __init__(self) -> None:
+    def __init__(self, *, reports_every_line: bool = True) -> None:
         self.problems: list[Problem] = []
         self.builder = EntryBuilder(self.problems)
         self.last_line = 0
-        self.reports_every_line = True
+        self.reports_every_line = reports_every_line
         """Whether the report names every line not imported as it stood, as `contextd
         import` shows it; a follower logs only the lines it cannot read, and spares the
         reports that cost on every few lines (pi's dropped fields, Codex's UI events and
-        turn settings)."""
+        turn settings). Fixed when the importer is made (or restored)."""
 
     def feed(self, number: int, line: str | bytes) -> None:
         self.last_line = number
@@ -629,13 +629,16 @@ class StreamingImporter(ABC):
         """Take back what `own_state` gave (its builder is already restored)."""
 
 
-def restore_importer(importer_class: type[StreamingImporter], data: Any) -> StreamingImporter:
-    """An importer as its `snapshot` left it; ValueError when `data` is not a snapshot this
-    version of `importer_class` wrote."""
+def restore_importer(
+    importer_class: type[StreamingImporter], data: Any, *, reports_every_line: bool = True
+) -> StreamingImporter:
+    """An importer as its `snapshot` left it (the report is not in a snapshot: whether it
+    names every line is given anew); ValueError when `data` is not a snapshot this version
+    of `importer_class` wrote."""
     try:
         if data.get("version") != SNAPSHOT_VERSION or data.get("source") != importer_class.source:
             raise ValueError("a snapshot of another version or importer")
-        importer = importer_class()
+        importer = importer_class(reports_every_line=reports_every_line)
         importer.builder.restore(data["builder"])
         importer.last_line = int(data["lastLine"])
         importer.restore_own_state(data["state"])

@@ -108,8 +108,8 @@ class PiImporter(StreamingImporter):
 
     source = SOURCE
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, reports_every_line: bool = True) -> None:
+        super().__init__(reports_every_line=reports_every_line)
         self.header: dict[str, Any] | None = None
         self.header_line = 1
         self.name: str | None = None

@@ -200,7 +200,7 @@ class SessionManager:
         if session is None or session.has_pending_work():
             return False
         del self._loaded[session_id]
-        self.index.remember(session.file.path, summary_of(session))
+        self._keep_row(session)
         session.unload()
         log.info("session %s unloaded from memory (still locked); it reloads on its next request", session_id)
         return True
@@ -209,7 +209,7 @@ class SessionManager:
         """The client is done with the session: it leaves memory and its lock is released."""
         session = self._loaded.pop(session_id, None)
         if session is not None:
-            self.index.remember(session.file.path, summary_of(session))
+            self._keep_row(session)
             session.close()
             return True
         if self.store.holds(session_id):
@@ -217,6 +217,12 @@ class SessionManager:
             return True
         self.store.find_session(session_id)  # unknown ids still answer "not found"
         return False
+
+    def _keep_row(self, session: LiveSession) -> None:
+        """The listing's row of a session leaving memory, taken from memory unless memory
+        holds entries the file does not (then the row is made from the file when listed)."""
+        if not session.unsaved:
+            self.index.remember(session.file.path, summary_of(session))
 
     async def delete(self, session_id: str) -> LiveSession:
         """Delete a session's files, whether this daemon has it open or not (SessionLocked

@@ -644,10 +644,16 @@ class LiveState(ABC):
             return self._mirror(entries, leaf_id, pending)
 
     def write_mirrored(self) -> None:
-        """Append what `mirror_in_memory` took in, all or none (StorageFailed)."""
-        unwritten, self._unwritten = self._unwritten, []
-        if unwritten:
-            self.file.append_all(unwritten)
+        """Append what `mirror_in_memory` took in, all or none (StorageFailed: they stay
+        `unsaved`, and the session is to be closed)."""
+        if self._unwritten:
+            self.file.append_all(self._unwritten)
+            self._unwritten = []
+
+    @property
+    def unsaved(self) -> bool:
+        """Whether memory holds entries the file does not (a mirror's write that failed)."""
+        return bool(self._unwritten)
 
     def _mirror(self, entries: Sequence[Entry], leaf_id: str | None, pending: Usage | None) -> list[CompactionEntry]:
         self.pending_usage = pending
