@@ -52,7 +52,9 @@ def imported(data_dir: Path) -> dict[str, str]:
 def summarizer_ms(sessions: SessionManager, session_id: str) -> float | None:
     """CPU milliseconds of the offline summary alone, in this process."""
     session = sessions.get(session_id)
-    prepared = prepare_compaction(session.path, session.model_tokens(), session.settings, tokens_before=session.tokens)
+    prepared = prepare_compaction(
+        session.path, session.entry_tokens, session.settings, tokens_before=session.tokens, calibration=session.calibration
+    )
     if not isinstance(prepared, CompactionPreparation):
         return None
     began = time.process_time()

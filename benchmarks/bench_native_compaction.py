@@ -51,7 +51,7 @@ def row(file: str, scratch: Path) -> str:
     session_id, _ = save(IMPORTERS[agent_of(file)](lines), scratch, workspace="/bench", name=None)
     session = SessionManager(Store(scratch), Settings(), SilentEvents()).get(session_id)
     name = file.removesuffix(".jsonl.gz")
-    prepared = prepare_compaction(session.path, session.model_tokens(), session.settings)
+    prepared = prepare_compaction(session.path, session.entry_tokens, session.settings, calibration=session.calibration)
     if isinstance(prepared, NothingToCompact):
         return f"{name:<36} {session.tokens:>9,}  nothing to compact"
     if prepared.history_request is None:
@@ -61,9 +61,9 @@ def row(file: str, scratch: Path) -> str:
         clears = "yes" if prompt_tokens >= MIN_TRIGGER_TOKENS else "no"
         return f"{name:<36} {session.tokens:>9,}  one turn: its beginning, {prompt_tokens:,} tokens whole ({clears})"
     request = prepared.history_request
-    tokens = session.model_tokens()
+    tokens, calibration = session.entry_tokens, session.calibration
     history_ids = prepared.summarize_entry_ids[: len(request.messages)]  # then the turn's beginning
-    span = sum(tokens.get(entry_id, 0) for entry_id in history_ids)
+    span = sum(round(tokens.get(entry_id, 0) * calibration) for entry_id in history_ids)
     short_tokens = count_text(request.prompt, "o200k_base")
     prompt_tokens = count_text(whole_prompt(request), "o200k_base")
     items = compact_input(request)

@@ -110,7 +110,7 @@ class PiPreparation:
 def prepare(session: LiveSession) -> CompactionPreparation:
     """What a session's compaction prepares (`CompactionJobs._prepare`)."""
     prepared = prepare_compaction(
-        session.path, session.model_tokens(), session.settings, tokens_before=session.tokens
+        session.path, session.entry_tokens, session.settings, tokens_before=session.tokens, calibration=session.calibration
     )
     assert isinstance(prepared, CompactionPreparation), prepared
     return prepared
@@ -143,7 +143,7 @@ def compactable(files: list[Path], sessions: list[LiveSession]) -> list[tuple[Pa
     """The sessions that hold more than the kept part (the others have nothing to prepare)."""
     kept = []
     for file, session in zip(files, sessions, strict=True):
-        prepared = prepare_compaction(session.path, session.model_tokens(), session.settings)
+        prepared = prepare_compaction(session.path, session.entry_tokens, session.settings, calibration=session.calibration)
         if isinstance(prepared, CompactionPreparation):
             kept.append((file, session))
         else:

@@ -21,6 +21,7 @@ from contextd.model import (
     UserMessage,
 )
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.unit.compaction_sessions import (
     Played,
@@ -102,6 +103,20 @@ def test_latest_compaction_keeps_its_messages_while_the_session_goes_on(actions)
     assert set(latest.kept_entry_ids) <= set(now)
     summaries = [i for i in now if isinstance(played.builder.by_id[i], CompactionEntry)]
     assert len(summaries) == 1
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sessions, st.floats(0.5, 2.0), st.integers(100, 3000), st.sampled_from(["manual", "overflow"]))
+def test_a_calibrated_preparation_is_the_preparation_of_the_calibrated_counts(actions, factor, keep, reason):
+    """The cut is made in the model's tokens: calibrating inside the preparation (the visible
+    entries only) prepares what the counts of every entry, calibrated first, prepare; pruned
+    results' placeholders included."""
+    builder = play(actions).builder
+    path, settings_ = builder.path(), settings_with(keep_recent=keep)
+    calibrated = {entry_id: round(tokens * factor) for entry_id, tokens in builder.tokens.items()}
+    assert prepare_compaction(path, builder.tokens, settings_, reason=reason, calibration=factor) == prepare_compaction(
+        path, calibrated, settings_, reason=reason
+    )
 
 
 # --- repeated compactions (the bug pi shipped) --------------------------------

@@ -100,6 +100,7 @@ def prepare_compaction(
     instructions: str | None = None,
     reason: CompactionReason = "manual",
     tokens_before: int | None = None,
+    calibration: float = 1.0,
 ) -> CompactionPreparation | NothingToCompact:
     """Plan the compaction of the context at the end of `path` (root -> leaf).
 
@@ -108,8 +109,9 @@ def prepare_compaction(
     are summarized (into an update of its summary) or kept again, never dropped. About
     `settings.compaction.keepRecentTokens` of the newest context stays verbatim.
 
-    `entry_tokens` gives each entry's counted tokens. `tokens_before` is the context's
-    size as the session reports it; without it the visible entries are added up.
+    `entry_tokens` gives each entry's counted tokens and `calibration` the model's tokens
+    per counted token: the cut is made in the model's tokens. `tokens_before` is the
+    context's size as the session reports it; without it the visible entries are added up.
     Returns NothingToCompact when the path is empty, ends in a compaction, or fits in the
     kept part, even (for an `overflow`) in a quarter of it: see OVERFLOW_KEEP_DIVISORS.
     """
@@ -117,12 +119,12 @@ def prepare_compaction(
         return NothingToCompact("empty", "The session has no entries.")
     if path[-1].type == "compaction":
         return NothingToCompact("just_compacted", "Nothing was added since the last compaction.")
-    span = _span(path, entry_tokens)
+    span = _span(path, entry_tokens, calibration)
     keep_recent, cut = _cut(span, settings.compaction.keepRecentTokens, reason)
     if cut.first_kept_index == 0:
         return NothingToCompact("fits", fits_message(sum(span.sizes.values()), tokens_before, keep_recent))
     return _prepare_at(
-        span, entry_tokens, settings, cut, keep_recent,
+        span, settings, cut, keep_recent,
         instructions=instructions, reason=reason, tokens_before=tokens_before,
     )
 
@@ -164,7 +166,7 @@ def prepare_span(
     summarizes the span that agent's compaction folds away. A kept entry inside a turn makes
     the turn's beginning a split turn's prefix, as `find_cut_point` would. The preparation's
     `first_kept_entry_id` is "" when nothing is kept."""
-    span = _span(path, entry_tokens)
+    span = _span(path, entry_tokens, 1.0)
     candidates = span.candidates
     ids = [entry.id for entry in candidates]
     kept_at = ids.index(first_kept_entry_id) if first_kept_entry_id in ids else len(ids)
@@ -174,7 +176,7 @@ def prepare_span(
     if kept_at < len(candidates) and not is_turn_start(candidates[kept_at]):
         turn_start = next((i for i in range(kept_at - 1, -1, -1) if is_turn_start(candidates[i])), None)
     return _prepare_at(
-        span, entry_tokens, settings, CutPoint(kept_at, turn_start), settings.compaction.keepRecentTokens,
+        span, settings, CutPoint(kept_at, turn_start), settings.compaction.keepRecentTokens,
         instructions=None, reason="manual", tokens_before=None,
     )
 
@@ -183,27 +185,32 @@ def prepare_span(
 class _Span:
     """The context at the end of a path, worked out once per preparation: its visible entries
     and the pruned ones among them, the compaction that opens it (`previous`), the entries
-    after that compaction (`candidates`, where the cut is searched) and each visible entry's
-    size."""
+    after that compaction (`candidates`, where the cut is searched), each visible entry's
+    size and each pruned one's tokens before its prune (its placeholder says how many), in
+    the model's tokens."""
 
     visible: list[Entry]
     pruned: set[str]
     previous: CompactionEntry | None
     candidates: list[Entry]
     sizes: dict[str, int]
+    pruned_tokens: dict[str, int]
 
 
-def _span(path: Sequence[Entry], entry_tokens: Mapping[str, int]) -> _Span:
+def _span(path: Sequence[Entry], entry_tokens: Mapping[str, int], calibration: float) -> _Span:
+    # Calibrated here, for the visible entries only, in the walk that sizes them anyway:
+    # a calibrated copy of every count of the session would cost more than the cut.
     visible = visible_entries(path)
     pruned = pruned_entry_ids(path)
     previous = visible[0] if visible and isinstance(visible[0], CompactionEntry) else None
     candidates = visible[1:] if previous else visible
-    return _Span(visible, pruned, previous, candidates, entry_sizes(visible, pruned, entry_tokens))
+    sizes = entry_sizes(visible, pruned, entry_tokens, calibration)
+    pruned_tokens = {entry_id: round(entry_tokens.get(entry_id, 0) * calibration) for entry_id in pruned}
+    return _Span(visible, pruned, previous, candidates, sizes, pruned_tokens)
 
 
 def _prepare_at(
     span: _Span,
-    entry_tokens: Mapping[str, int],
     settings: Settings,
     cut: CutPoint,
     keep_recent: int,
@@ -214,7 +221,7 @@ def _prepare_at(
 ) -> CompactionPreparation:
     """The preparation of the compaction whose kept part starts at `cut` (an index into
     `span.candidates`)."""
-    messages = context_messages(span.visible, span.pruned, entry_tokens)
+    messages = context_messages(span.visible, span.pruned, span.pruned_tokens)
     history, prefix, kept = _split(span.candidates, cut, messages)
     history_messages = [messages[e.id] for e in history]
     prefix_messages = [messages[e.id] for e in prefix]

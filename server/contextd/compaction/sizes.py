@@ -24,11 +24,17 @@ def visible_sizes(path: Sequence[Entry], entry_tokens: Mapping[str, int]) -> dic
 
 
 def entry_sizes(
-    visible: Iterable[Entry], pruned: Set[str], entry_tokens: Mapping[str, int]
+    visible: Iterable[Entry], pruned: Set[str], entry_tokens: Mapping[str, int], calibration: float = 1.0
 ) -> dict[str, int]:
     """`visible_sizes` of the entries `visible_entries` gave and the prunes
-    `pruned_entry_ids` gave, for a caller that works those out once for other uses too."""
+    `pruned_entry_ids` gave, for a caller that works those out once for other uses too;
+    each count times `calibration` (rounded), the model's tokens per counted token."""
+    if calibration == 1.0:
+        return {
+            entry.id: PRUNED_RESULT_TOKENS if entry.id in pruned else entry_tokens.get(entry.id, 0)
+            for entry in visible
+        }
     return {
-        entry.id: PRUNED_RESULT_TOKENS if entry.id in pruned else entry_tokens.get(entry.id, 0)
+        entry.id: PRUNED_RESULT_TOKENS if entry.id in pruned else round(entry_tokens.get(entry.id, 0) * calibration)
         for entry in visible
     }

@@ -116,8 +116,9 @@ class CompactionJobs(LiveState):
     def _prepare(self, reason: CompactionReason, instructions: str | None) -> CompactionPreparation:
         prepared = prepare_compaction(
             self._path,
-            self.model_tokens(),
+            self.entry_tokens,
             self.settings,
+            calibration=self.calibration,
             instructions=instructions,
             reason=reason,
             tokens_before=self.tokens,

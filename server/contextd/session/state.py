@@ -348,13 +348,6 @@ class LiveState(ABC):
         info = self.model_info
         return self._ledger.factor(info.tokenizer, info.calibration_prior)
 
-    def model_tokens(self) -> dict[str, int]:
-        """Each entry's counted tokens, calibrated: the sizes a compaction cuts by."""
-        factor = self.calibration
-        if factor == 1.0:
-            return self.entry_tokens
-        return {entry_id: round(tokens * factor) for entry_id, tokens in self.entry_tokens.items()}
-
     def _pruned_tokens(self, tokens: int) -> int:
         """The tool result message that stands for a pruned one of `tokens` tokens."""
         return MESSAGE_OVERHEAD_TOKENS + count_text(pruned_placeholder(tokens), self.model_info.encoding)
@@ -681,9 +674,10 @@ class LiveState(ABC):
         return [entry for entry in entries if isinstance(entry, CompactionEntry)]
 
     def announce(self, cause: str) -> None:
+        usage = self.usage_body()  # once: a mirror's works out where its agent compacts
         self.events.session_changed(self.session_id, self.leaf_id, cause)
-        self.events.token_usage(self.usage_body())
-        self.events.workspace_activity(self.activity_body(cause))
+        self.events.token_usage(usage)
+        self.events.workspace_activity(self.activity_body(cause, usage))
 
     def announce_deletion(self) -> None:
         """The session's files are gone: whoever had it open or watches its workspace hears
@@ -699,16 +693,17 @@ class LiveState(ABC):
         except OSError:
             return timestamp(time.time_ns())
 
-    def activity_body(self, cause: str) -> dict[str, Any]:
+    def activity_body(self, cause: str, usage: dict[str, Any] | None = None) -> dict[str, Any]:
         """What a change tells the connections watching the session's workspace: which
-        session, why, its leaf and figure, and when its file was last written."""
+        session, why, its leaf and figure (`usage`: the `usage_body` already made), and when
+        its file was last written."""
         body: dict[str, Any] = {
             "sessionId": self.session_id,
             "name": self.name,
             "workspace": self.header.workspace,
             "cause": cause,
             "leafId": self.leaf_id,
-            "usage": self.usage_body(),
+            "usage": self.usage_body() if usage is None else usage,
             "updatedAt": self.updated_at(),
         }
         if self.source is not None:
