@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contextd.compaction.files import collect_files, named_paths, patched_paths
+from contextd.compaction.files import collect_files, modified_paths
 from contextd.importers import IMPORTERS, ImportedSession, save
 from contextd.importers.common import MISSING_RESULT_TEXT
 from contextd.model import (
@@ -375,7 +375,7 @@ def test_a_file_whose_every_write_failed_is_not_a_modified_file(name: str) -> No
     for message in messages:
         for call in message.tool_calls if isinstance(message, AssistantMessage) else []:
             if call.name in settings.modifyTools:
-                written[call.id not in failed].update({*named_paths(call), *patched_paths(call)})
+                written[call.id not in failed].update(modified_paths(call))
     modified = set(collect_files(messages, settings).modifiedFiles)
     assert modified == written[True]
     assert not modified & (written[False] - written[True])

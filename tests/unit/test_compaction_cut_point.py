@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from contextd.compaction.cut_point import CutPoint, find_cut_point, valid_cuts
-from contextd.model import AssistantMessage, MessageEntry, ToolResultMessage
+from contextd.compaction.cut_point import CutPoint, find_cut_point, has_message, is_turn_start, valid_cuts
+from contextd.model import AssistantMessage, FileDetails, MessageEntry, ToolCall, ToolResultMessage
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -113,3 +113,61 @@ def test_cut_is_never_at_a_tool_result_nor_between_a_call_and_its_result(case):
     assert not calls_before & results_after
     if cut.turn_start_index is not None:
         assert cut.turn_start_index < cut.first_kept_index
+
+
+def former_find_cut_point(entries, entry_tokens, keep_recent_tokens) -> CutPoint:
+    """find_cut_point as it was, every entry checked: the newest valid cut at or after the
+    index the kept tokens reach, else before it."""
+    valid = valid_cuts(entries)
+    kept, reached = 0, None
+    for index in range(len(entries) - 1, -1, -1):
+        kept += entry_tokens.get(entries[index].id, 0)
+        if kept >= keep_recent_tokens:
+            reached = index
+            break
+    if reached is None:
+        return CutPoint(0)
+    later = [index for index in range(reached, len(entries)) if valid[index]]
+    earlier = [index for index in range(reached - 1, -1, -1) if valid[index]]
+    if not later and not earlier:
+        return CutPoint(0)
+    cut = first_kept_message = (later or earlier)[0]
+    while cut > 0 and not has_message(entries[cut - 1]):
+        cut -= 1
+    if cut == 0 or is_turn_start(entries[first_kept_message]):
+        return CutPoint(cut)
+    return CutPoint(cut, next((i for i in range(cut - 1, -1, -1) if is_turn_start(entries[i])), None))
+
+
+@st.composite
+def tangled_entry_lists(draw: st.DrawFn):
+    """Entries in any order: results before or without their call, call ids used twice,
+    summaries and entries without a message anywhere."""
+    ids = st.sampled_from(["a", "b", "c", "d"])
+    builder = SessionBuilder()
+    for kind in draw(st.lists(st.sampled_from(["user", "calls", "result", "text", "model", "summary"]), max_size=30)):
+        if kind == "user":
+            builder.user("u")
+        elif kind == "text":
+            builder.assistant("t")
+        elif kind == "calls":
+            calls = [ToolCall(id=call_id, name="read", arguments={}) for call_id in draw(st.lists(ids, min_size=1, max_size=3))]
+            builder.append(MessageEntry, message=AssistantMessage(content=calls))
+        elif kind == "result":
+            builder.result(draw(ids), "read", "r")
+        elif kind == "model":
+            builder.model_change()
+        else:
+            builder.branch_summary(builder.leaf or "", "s", FileDetails())
+    entries = builder.path()
+    return entries, {e.id: draw(st.integers(0, 300)) for e in entries}, draw(st.integers(0, 3000))
+
+
+@settings(max_examples=400, deadline=None)
+@given(tangled_entry_lists())
+def test_checking_the_newest_entries_alone_finds_the_cut_every_entry_checked_finds(case):
+    entries, tokens, keep = case
+    valid = valid_cuts(entries)
+    for start in range(len(entries) + 1):
+        assert valid_cuts(entries, start) == valid[start:]
+    assert find_cut_point(entries, tokens, keep) == former_find_cut_point(entries, tokens, keep)

@@ -58,6 +58,16 @@ def test_apply_patch_headers_name_modified_files():
     assert files.modifiedFiles == ["src/app.py", "src/new.py", "src/old.py"]
 
 
+def test_a_call_that_names_its_file_modifies_that_file_only():
+    """Writing a patch to a file, or editing one that holds a patch, changes that file: the
+    files its headers name are untouched."""
+    files = collect_files(
+        [calls(("write", {"path": "fix.patch", "content": PATCH}), ("Edit", {"file_path": "docs/a.md", "new_string": PATCH}))],
+        CompactionSettings(),
+    )
+    assert files.modifiedFiles == ["docs/a.md", "fix.patch"]
+
+
 def test_read_list_excludes_modified_files_and_lists_are_sorted_and_unique():
     message = calls(
         ("read", {"path": "z.py"}),

@@ -49,20 +49,23 @@ def is_turn_start(entry: Entry) -> bool:
     return entry.type in SUMMARY_ENTRY_TYPES
 
 
-def valid_cuts(entries: Sequence[Entry]) -> list[bool]:
-    """For each index, whether the kept part may begin there.
+def valid_cuts(entries: Sequence[Entry], start: int = 0) -> list[bool]:
+    """For each index from `start` on, whether the kept part may begin there.
 
     It may begin at a message other than a tool result, provided no tool call before it has
     its result at or after it; otherwise the kept part would hold a result whose call was
-    summarized away.
+    summarized away. From a `start` past 0 the entries before it are read only for the
+    calls of results from `start` on (`find_cut_point` needs the newest entries alone).
     """
     # Entries are told apart by their `type` and `role` tags rather than isinstance: a
     # pydantic model's isinstance costs a call into its metaclass whenever it says no.
     valid: list[bool] = []
     # +1 / -1 marks around each call..result span; a running sum > 0 means "inside a span".
-    spans = [0] * (len(entries) + 1)
+    spans = [0] * (len(entries) - start + 1)
     call_index: dict[str, int] = {}
-    for index, entry in enumerate(entries):
+    called_earlier: dict[str, int] = {}  # call id -> the latest result whose call is not from `start` on
+    for index in range(start, len(entries)):
+        entry = entries[index]
         if entry.type != "message":
             valid.append(entry.type in SUMMARY_ENTRY_TYPES)
             continue
@@ -72,15 +75,39 @@ def valid_cuts(entries: Sequence[Entry]) -> list[bool]:
             for block in message.content:
                 if block.type == "toolCall":
                     call_index[block.id] = index
-        elif message.role == "toolResult" and (called := call_index.get(message.toolCallId)) is not None:
-            spans[called + 1] += 1
-            spans[index + 1] -= 1
+        elif message.role == "toolResult":
+            called = call_index.get(message.toolCallId)
+            if called is not None:
+                spans[called - start + 1] += 1
+                spans[index - start + 1] -= 1
+            else:
+                called_earlier[message.toolCallId] = index
+    # A result whose call came before `start` is inside its span from `start` on.
+    for result_index in _results_called_before(entries, start, called_earlier):
+        spans[0] += 1
+        spans[result_index - start + 1] -= 1
     inside = 0
-    for index in range(len(entries)):
-        inside += spans[index]
+    for offset in range(len(valid)):
+        inside += spans[offset]
         if inside > 0:
-            valid[index] = False
+            valid[offset] = False
     return valid
+
+
+def _results_called_before(entries: Sequence[Entry], start: int, results: dict[str, int]) -> list[int]:
+    """Of `results` (call id -> result index), those whose call is among `entries[:start]`,
+    searched from `start` back only until every one is found (a call is most often just
+    before its result)."""
+    found: list[int] = []
+    index = start
+    while results and index > 0:
+        index -= 1
+        entry = entries[index]
+        if entry.type == "message" and entry.message.role == "assistant":
+            for block in entry.message.content:
+                if block.type == "toolCall" and block.id in results:
+                    found.append(results.pop(block.id))
+    return found
 
 
 def find_cut_point(
@@ -97,13 +124,17 @@ def find_cut_point(
 
     `first_kept_index == 0` means everything fits: there is nothing to summarize.
     """
-    valid = valid_cuts(entries)
     reached = _index_reaching(entries, entry_tokens, keep_recent_tokens)
     if reached is None:
         return CutPoint(0)
-    cut = _nearest_valid_cut(valid, reached)
+    # Only the entries from `reached` on are checked, as a rule: the history before them
+    # is read only when none of them may begin the kept part.
+    cut = next((reached + offset for offset, ok in enumerate(valid_cuts(entries, reached)) if ok), None)
     if cut is None:
-        return CutPoint(0)
+        valid = valid_cuts(entries)
+        cut = next((index for index in range(reached - 1, -1, -1) if valid[index]), None)
+        if cut is None:
+            return CutPoint(0)
     first_kept_message = cut
     while cut > 0 and not has_message(entries[cut - 1]):
         cut -= 1
@@ -120,16 +151,6 @@ def _index_reaching(
     for index in range(len(entries) - 1, -1, -1):
         kept += entry_tokens.get(entries[index].id, 0)
         if kept >= budget:
-            return index
-    return None
-
-
-def _nearest_valid_cut(valid: list[bool], reached: int) -> int | None:
-    for index in range(reached, len(valid)):
-        if valid[index]:
-            return index
-    for index in range(reached - 1, -1, -1):
-        if valid[index]:
             return index
     return None
 

@@ -41,6 +41,14 @@ def named_paths(call: ToolCall) -> list[str]:
     return paths
 
 
+def modified_paths(call: ToolCall) -> list[str]:
+    """Files a modifying call writes: those its file arguments name, else those its patch
+    headers name (apply_patch's input names its files in them). A call that names its file
+    writes that file, whatever its content says: a whole file written whose text holds a
+    patch does not modify the patch's files, and is not searched for headers."""
+    return named_paths(call) or patched_paths(call)
+
+
 def patched_paths(call: ToolCall) -> list[str]:
     """Paths named by patch headers in any of the call's string arguments."""
     return [
@@ -121,8 +129,7 @@ def collect_files(
         if call.name in modify_tools:
             if call.id in failed:
                 continue
-            modified.update(named_paths(call))
-            modified.update(patched_paths(call))
+            modified.update(modified_paths(call))
         elif call.name in read_tools:
             read.update(named_paths(call))
         else:
