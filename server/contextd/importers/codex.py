@@ -405,14 +405,16 @@ class _Converter:
         if not isinstance(info, dict) or not isinstance(info.get("last_token_usage"), dict):
             self.problems.append(Problem(line, "skipped", "token_count with rate limits only, no usage"))
             return
-        usage = _usage(info["last_token_usage"])
+        figures, last = _usage_figures(info["last_token_usage"]), self.last_usage
+        if last is not None and figures == (last.input, last.output, last.cacheRead, last.total):
+            # Codex repeats the last count when a new request starts: no new response. (Told
+            # by its figures: half the counts are repeats, and a Usage would be built for nothing.)
+            self.problems.append(Problem(line, "skipped", "token_count repeating the one before"))
+            return
+        usage = Usage(input=figures[0], output=figures[1], cacheRead=figures[2], total=figures[3])
         if usage.input + usage.cacheRead == 0:
             # Codex writes these around a compaction: no model call stands behind them.
             self.problems.append(Problem(line, "skipped", "token_count with no prompt tokens, a placeholder"))
-            return
-        if usage == self.last_usage:
-            # Codex repeats the last count when a new request starts: no new response.
-            self.problems.append(Problem(line, "skipped", "token_count repeating the one before"))
             return
         self.last_usage = usage
         window = info.get("model_context_window")
@@ -496,14 +498,15 @@ def _settings(turn_context: dict[str, Any]) -> str:
     return ", ".join(sorted(key for key in turn_context if key != "model")) or "none"
 
 
-def _usage(usage: dict[str, Any]) -> Usage:
-    """OpenAI counts cached input inside input_tokens; contextd keeps them apart."""
+def _usage_figures(usage: dict[str, Any]) -> tuple[int, int, int, int | None]:
+    """A count's input, output, cached input and total, as a `Usage` holds them: OpenAI
+    counts cached input inside input_tokens; contextd keeps them apart."""
     cached = int(usage.get("cached_input_tokens") or 0)
-    return Usage(
-        input=max(int(usage.get("input_tokens") or 0) - cached, 0),
-        output=int(usage.get("output_tokens") or 0),
-        cacheRead=cached,
-        total=int(usage["total_tokens"]) if usage.get("total_tokens") else None,
+    return (
+        max(int(usage.get("input_tokens") or 0) - cached, 0),
+        int(usage.get("output_tokens") or 0),
+        cached,
+        int(usage["total_tokens"]) if usage.get("total_tokens") else None,
     )
 
 

@@ -39,6 +39,7 @@ from contextd.model import (
 
 MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
 ENTRY_ADAPTER: TypeAdapter[Entry] = TypeAdapter(Entry)
+_MESSAGE_VALIDATOR = MESSAGE_ADAPTER.validator.validate_python
 
 SNAPSHOT_VERSION = 1
 """Of an importer's saved state: a snapshot of another version is not restored (the file is
@@ -176,7 +177,7 @@ def validation_summary(error: ValidationError) -> str:
 
 def to_message(data: dict[str, Any]) -> Message:
     """A contextd message from neutral-shaped data; raises ValidationError."""
-    return MESSAGE_ADAPTER.validate_python(data)
+    return _MESSAGE_VALIDATOR(data)  # every message of an import: without TypeAdapter's Python layer
 
 
 def text_of(value: Any) -> str:
@@ -283,6 +284,8 @@ class EntryBuilder:
 
     def resolve(self, source_id: str | None) -> str | None:
         """The entry that stands for `source_id`: itself, or the nearest kept ancestor."""
+        if source_id not in self._alias:  # most ids are kept as they are: no walk
+            return source_id
         seen: set[str] = set()
         while source_id is not None and source_id in self._alias and source_id not in seen:
             seen.add(source_id)
@@ -420,7 +423,10 @@ class EntryBuilder:
     def close_open_calls(self, parent: str | None, line: int, timestamp: str | None) -> str | None:
         """Give every tool call still open at `parent` a result saying none was recorded;
         each repair is reported at the line of its call."""
-        for call_id, tool_name in list(self._open_calls.get(parent, {}).items()):
+        open_calls = self._open_calls.get(parent)
+        if not open_calls:  # most entries: nothing to close
+            return parent
+        for call_id, tool_name in list(open_calls.items()):
             self.problems.append(
                 Problem(
                     self._call_lines.get(call_id, line),
@@ -551,9 +557,14 @@ class StreamingImporter(ABC):
 
     def feed(self, number: int, line: str | bytes) -> None:
         self.last_line = number
-        raw = json_line(number, line, self.problems)
-        if raw is None:
-            return
+        try:
+            raw = from_json(line)  # the common case in one call: a line holding an object
+        except ValueError:
+            raw = None
+        if type(raw) is not dict:  # blank, unreadable, not an object: json_line says which
+            raw = json_line(number, line, self.problems)
+            if raw is None:
+                return
         try:
             self.record(number, raw)
         except RecursionError:  # a line nested deeply enough to parse, not to walk: skipped

@@ -24,7 +24,8 @@ class LineFeed:
         end = data.rfind(b"\n") + 1
         if end == 0:
             return 0
-        for line in data[: end - 1].split(b"\n"):
+        lines = data.split(b"\n")  # its last part is the partial line (or b""): not fed
+        for line in lines[: len(lines) - 1]:  # no copy of `data` cut short first
             self.lines += 1
             self.importer.feed(self.lines, line)  # bytes: the importer's reader takes UTF-8
         self.offset += end

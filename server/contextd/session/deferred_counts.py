@@ -10,7 +10,7 @@ text), so the mirror answers in the time its entries take to read and write.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from contextd.model import Entry, is_node
@@ -35,10 +35,11 @@ class PendingCounts:
     def __bool__(self) -> bool:
         return bool(self.unledgered or self.uncounted or self.relearn)
 
-    def add(self, entry: Entry) -> None:
-        self.uncounted[entry.id] = entry
-        if is_node(entry):
-            self.unledgered.append(entry)
+    def add_all(self, entries: Iterable[Entry]) -> None:
+        """Entries in file order (a mirror's first read brings thousands at once)."""
+        entries = list(entries)
+        self.uncounted.update((entry.id, entry) for entry in entries)
+        self.unledgered.extend(filter(is_node, entries))
 
     def batch(self) -> list[Entry]:
         """The next entries for the worker thread (file order)."""

@@ -254,8 +254,7 @@ class LiveState(ABC):
 
     def _count_later(self, entries: Iterable[Entry]) -> None:
         """`entries`, just taken into the tree, counted when first needed (a mirror's write)."""
-        for entry in entries:
-            self._pending.add(entry)
+        self._pending.add_all(entries)
 
     def _recount_later(self) -> None:
         """Every entry counted again when first needed, and the calibration learned again
@@ -458,7 +457,7 @@ class LiveState(ABC):
         tokens_of = context_tokens_of(self._path, counts, self._pruned_tokens, calibration=calibration)
         self._counted_parts = counted_parts(self._path, tokens_of)
         self._figure = context_size(
-            self._path, counts, self._pruned_tokens, calibration=calibration, exact=self.model_info.exact
+            self._path, counts, self._pruned_tokens, calibration=calibration, exact=self.model_info.exact, tokens_of=tokens_of
         )
         return True
 
@@ -655,7 +654,7 @@ class LiveState(ABC):
         latest_change = None
         for entry in entries:
             self.tree.add(entry)
-            if isinstance(entry, ModelChangeEntry):
+            if entry.type == "model_change":  # the tag: a pydantic isinstance that says no is slow
                 latest_change = entry
         self._count_later(entries)  # the figure counts only what follows the latest report
         if latest_change is not None:
