@@ -23,11 +23,12 @@ renamed on the way.
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
 
-from pydantic import JsonValue
+if TYPE_CHECKING:  # for the type checker only: importing pydantic took most of a command's start
+    from pydantic import JsonValue
 
-Message = dict[str, JsonValue]
+Message = dict[str, "JsonValue"]
 """A neutral message (`role` user | assistant | toolResult), see protocol.md; the daemon
 validates it."""
 '''

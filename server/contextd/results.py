@@ -28,7 +28,7 @@ from pydantic import (
 )
 from pydantic._internal._docs_extraction import extract_docstrings_from_cls
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
-from typing_extensions import TypeAliasType, TypedDict, is_typeddict
+from typing_extensions import TypeAliasType, TypedDict
 
 from contextd.formats import Format
 from contextd.model import (
@@ -51,10 +51,16 @@ MAX_MESSAGES_PER_APPEND = 10_000
 # --- params -------------------------------------------------------------------------------
 
 
+# Every model here is built at its first use (`defer_build`), not at import: a daemon uses a
+# few of them, and building all (about 80) was most of the 130 ms this module took to import.
+# The fields' docstrings are read only where they are shown, in the JSON Schema (`_WireSchema`):
+# pydantic's `use_attribute_docstrings` read each class's source at import, half of that time.
+
+
 class Params(BaseModel):
     """A request's params: a field it does not have is an error naming it (-32602)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
 
 SessionId = Field(min_length=1, max_length=128)
@@ -222,7 +228,7 @@ class Result(BaseModel):
     On the wire (`to_wire`) a field that defaults to None is sent only when it was given;
     one declared `absent_if_none()` is never sent as null either."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", strict=True)
     _absent_if_none: ClassVar[frozenset[str]] = frozenset()
     _sent_as_is: ClassVar[frozenset[str]] = frozenset()
 
@@ -276,7 +282,7 @@ def _not_null(schema: dict[str, Any]) -> None:
     schema.update(kept)
 
 
-ROW = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
+ROW = ConfigDict(defer_build=True, extra="forbid", strict=True)
 """A row of a long list (tree nodes, listed sessions, history entries) is a TypedDict under
 a result: its producer builds it as a plain dict (mypy checks it), which costs nothing, where
 a model per row cost more than encoding it. A key left out is a field not sent."""
@@ -792,7 +798,7 @@ class BeforeCompactParams(Result):
 class BeforeCompactAnswer(BaseModel):
     """A client's answer to contextd/beforeCompact; null or {} lets the compaction proceed."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid")
     cancel: bool = False
     summary: str | None = Field(default=None, min_length=1, max_length=400_000)
     """Used instead of the summarizer's."""
@@ -817,7 +823,7 @@ class BeforeNavigateParams(Result):
 class BeforeNavigateAnswer(BaseModel):
     """A client's answer to contextd/beforeNavigate; null or {} lets the navigation proceed."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid")
     cancel: bool = False
     summary: str | None = Field(default=None, min_length=1, max_length=400_000)
     """The branch summary, used instead of asking the summarizer."""
@@ -834,12 +840,13 @@ CLIENT_REQUESTS: dict[str, tuple[type[Result], type[BaseModel]]] = {
 
 
 class WorkspaceFolder(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     uri: str
     name: str | None = None
 
 
 class ClientInfo(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(defer_build=True, extra="allow")
     name: str
     version: str | None = None
 
@@ -847,7 +854,7 @@ class ClientInfo(BaseModel):
 class InitializeParams(BaseModel):
     """The parts of LSP's InitializeParams contextd reads; the rest is allowed and ignored."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(defer_build=True, extra="allow")
     processId: int | None = None
     clientInfo: ClientInfo | None = None
     capabilities: dict[str, Any] = Field(default_factory=dict)
@@ -936,20 +943,29 @@ class ProgressParams(Result):
 
 
 class _WireSchema(GenerateJsonSchema):
-    """Fields keep their names only: a title on each would become a TypeScript alias."""
+    """Fields keep their names only: a title on each would become a TypeScript alias; and
+    their docstrings, as descriptions."""
 
     def field_title_should_be_set(self, schema: Any) -> bool:
         return False
 
+    def model_schema(self, schema: Any) -> Any:
+        return _described(super().model_schema(schema), schema["cls"].__mro__)
+
     def typed_dict_schema(self, schema: Any) -> Any:
-        """A TypedDict's fields keep the docstrings its bases gave them (pydantic reads a
-        TypedDict's own body only)."""
-        json_schema = super().typed_dict_schema(schema)
-        for base in getattr(schema["cls"], "__orig_bases__", ()):
-            if is_typeddict(base):
-                for name, doc in extract_docstrings_from_cls(base, use_inspect=True).items():
+        cls = schema["cls"]
+        return _described(super().typed_dict_schema(schema), (cls, *getattr(cls, "__orig_bases__", ())))
+
+
+def _described(json_schema: dict[str, Any], classes: tuple[type, ...]) -> dict[str, Any]:
+    """Each field's docstring as its description: the nearest class's of this module that
+    gives it one (a TypedDict's bases are in `__orig_bases__`, not its `__mro__`)."""
+    for cls in classes:
+        if cls.__module__ == __name__:
+            for name, doc in extract_docstrings_from_cls(cls, use_inspect=True).items():
+                if name in json_schema.get("properties", {}):
                     json_schema["properties"][name].setdefault("description", doc)
-        return json_schema
+    return json_schema
 
 
 def json_schema() -> dict[str, Any]:

@@ -17,14 +17,11 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import ValidationError
 
 from contextd.deprecations import warn_deprecated_models
-from contextd.follow import Follower
-from contextd.follow.transcripts import DEFAULT_ROOTS, agent_root
-from contextd.history import IndexWriter, history_writer_for
 from contextd.model import MAX_CONTENT_DEPTH, FollowedAgent, Settings, too_deep_setting
 from contextd.results import (
     BeforeCompactAnswer,
@@ -71,6 +68,10 @@ from contextd.rpc.messages import INVALID_PARAMS, RpcError
 from contextd.session import HookAnswer, LiveSession, SessionManager
 from contextd.store import Store, default_data_dir
 from contextd.tokens import get_encoding, resolve_model
+
+if TYPE_CHECKING:  # imported when used: a daemon that follows nothing never loads them
+    from contextd.follow import Follower
+    from contextd.history import IndexWriter
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,8 @@ def check_follow_roots(requested: dict[FollowedAgent, str], owner: Settings) -> 
     ones the agents' variables name in the daemon's environment, or inside them) or roots
     the owner's own settings name: any other folder could be one only
     the daemon's user can read, whose files a mirror would then show. -32602 naming it."""
+    from contextd.follow.transcripts import DEFAULT_ROOTS, agent_root
+
     own = [agent_root(agent, os.environ) for agent in DEFAULT_ROOTS]  # $CODEX_HOME/sessions and the like
     allowed = [real_path(root) for root in (*DEFAULT_ROOTS.values(), *own, *owner.follow.roots.values())]
     for agent, root in requested.items():
@@ -250,10 +253,7 @@ class Daemon:
         self._sessions: SessionManager | None = None
         self._history: IndexWriter | None = None
         self.events = DaemonEvents(self)
-        self.follower = Follower(
-            data_dir=lambda: self.data_dir, sessions=lambda: self.sessions,
-            watched_workspaces=self.watched_workspaces, delete_session=self.delete_session,
-        )
+        self._follower: Follower | None = None
 
     # --- sessions ---------------------------------------------------------------------
 
@@ -275,8 +275,28 @@ class Daemon:
     def history(self) -> IndexWriter:
         """The writer of the data dir's history index (contextd/history/search)."""
         if self._history is None:
+            from contextd.history import history_writer_for
+
             self._history = history_writer_for(self.data_dir)
         return self._history
+
+    @property
+    def follower(self) -> Follower:
+        """What follows the agents' transcripts: made (and its importers imported) when
+        following is first turned on or asked about."""
+        if self._follower is None:
+            from contextd.follow import Follower
+
+            self._follower = Follower(
+                data_dir=lambda: self.data_dir, sessions=lambda: self.sessions,
+                watched_workspaces=self.watched_workspaces, delete_session=self.delete_session,
+            )
+        return self._follower
+
+    def follow_as_set(self) -> None:
+        """Start, change or stop following as the settings say."""
+        if self._follower is not None or self.settings.follow.enabled:
+            self.follower.apply(self.settings.follow)
 
     def index_change(self, session_id: str, cause: str) -> None:
         """Hand a session's change to the history index's writer, which writes it on its own
@@ -309,7 +329,8 @@ class Daemon:
         """Delete a session for every connection: each that had it open is told (sessionChanged
         `deleted`) and detached from it."""
         deleted = await self.sessions.delete(session_id)
-        self.follower.session_deleted(session_id)
+        if self._follower is not None:
+            self._follower.session_deleted(session_id)
         for connection in self.connections:
             connection.open_sessions.pop(session_id, None)
         return deleted
@@ -452,7 +473,7 @@ class Daemon:
         try:
             if self._sessions is not None:
                 self._sessions.apply_settings(self.settings)
-            self.follower.apply(self.settings.follow)
+            self.follow_as_set()
         finally:
             current_connection.reset(requester)
 
@@ -503,7 +524,7 @@ class Daemon:
         if self._watching_user_file is None:
             self._watching_user_file = asyncio.ensure_future(self.watch_user_file())
         log.info("%s attached (%d connected)", connection, len(self.connections))
-        self.follower.apply(self.settings.follow)  # a daemon started with following on starts it here
+        self.follow_as_set()  # a daemon started with following on starts it here
         return connection
 
     def _detach(self, connection: Connection) -> None:
@@ -516,7 +537,8 @@ class Daemon:
             self.on_idle()
 
     def close_sessions(self) -> None:
-        self.follower.stop()
+        if self._follower is not None:
+            self._follower.stop()
         if self._sessions is not None:
             self._sessions.close_all()
         if self._history is not None:
