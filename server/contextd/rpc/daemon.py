@@ -68,6 +68,7 @@ from contextd.rpc.messages import INVALID_PARAMS, RpcError
 from contextd.session import HookAnswer, LiveSession, SessionManager
 from contextd.store import Store, default_data_dir
 from contextd.tokens import get_encoding, resolve_model
+from contextd.tokens.encodings import cache_ranks_in
 
 if TYPE_CHECKING:  # imported when used: a daemon that follows nothing never loads them
     from contextd.follow import Follower
@@ -240,6 +241,7 @@ class Daemon:
             log.error("%s; built-in settings apply instead", self.user_file.error)
         self.settings = resolve(self.owner_layers())
         warn_deprecated_models(self.settings)
+        cache_ranks_in(self.data_dir / "cache")
         self._watching_user_file: asyncio.Task[None] | None = None
         self.dedicated = dedicated
         self.max_frame_bytes = max_frame_bytes

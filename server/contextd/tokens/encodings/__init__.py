@@ -88,6 +88,31 @@ def read_ranks(spec: EncodingSpec) -> dict[bytes, int]:
     return {a2b_base64(token): int(rank) for token, rank in (line.split() for line in content.splitlines())}
 
 
+_cache_directory: Path | None = None
+
+
+def cache_ranks_in(directory: Path) -> None:
+    """Keep each encoding's parsed ranks in `directory` (the daemon's data directory, its
+    user's alone) for the processes after this one (see cache.py); without it, nothing is kept."""
+    global _cache_directory
+    _cache_directory = directory
+
+
+def ranks_of(spec: EncodingSpec) -> dict[bytes, int]:
+    """The ranks of a shipped encoding: from the cache when one is kept and holds them, else
+    parsed (and then kept)."""
+    if _cache_directory is None:
+        return read_ranks(spec)
+    from contextd.tokens.encodings.cache import cache_key, read_cached_ranks, write_cached_ranks
+
+    key = cache_key(spec.expected_sha256)
+    ranks = read_cached_ranks(_cache_directory, spec.name, key)
+    if ranks is None:
+        ranks = read_ranks(spec)
+        write_cached_ranks(_cache_directory, spec.name, key, ranks)
+    return ranks
+
+
 @cache
 def load_encoding(name: str) -> tiktoken.Encoding:
     """The shipped encoding `name`, built once per process, never downloaded."""
@@ -97,6 +122,6 @@ def load_encoding(name: str) -> tiktoken.Encoding:
     return tiktoken.Encoding(
         name=spec.name,
         pat_str=spec.pat_str,
-        mergeable_ranks=read_ranks(spec),
+        mergeable_ranks=ranks_of(spec),
         special_tokens=spec.special_tokens,
     )
