@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
-from contextd.model import AssistantMessage, Message, ToolCall, UserBlock
+from contextd.model import AssistantMessage, Message, UserBlock
 
 TOOL_TEXT_MAX_CHARS = 2_000
 """How much of one tool result (or one tool-call argument) the summarizer reads.
@@ -61,7 +61,8 @@ def _assistant_lines(message: AssistantMessage, tool_text_max_chars: int | None)
             if block.thinking:  # an empty one only says the answer reasoned (encrypted, unseen)
                 thinking.append(block.thinking)
         else:
-            calls.append(_call_text(block, tool_text_max_chars))
+            arguments = [f"{key}={_json_text(value, tool_text_max_chars)}" for key, value in block.arguments.items()]
+            calls.append(f"{block.name}({', '.join(arguments)})")
     lines: list[str] = []
     if thinking:
         lines.append("[Assistant thinking]: " + "\n".join(thinking))
@@ -72,11 +73,6 @@ def _assistant_lines(message: AssistantMessage, tool_text_max_chars: int | None)
     if message.failed:
         lines.append(f"[Assistant error]: {message.errorMessage or message.stopReason}")
     return lines
-
-
-def _call_text(call: ToolCall, max_chars: int | None) -> str:
-    arguments = ", ".join([f"{key}={_json_text(value, max_chars)}" for key, value in call.arguments.items()])
-    return f"{call.name}({arguments})"
 
 
 _JSON_CHUNKS = c_make_encoder(
@@ -101,7 +97,7 @@ def _json_text(value: Any, max_chars: int | None) -> str:
         return truncate(json_text(value), max_chars)
     if max_chars is None or len(value) <= max_chars:
         escaped = encode_basestring_ascii(value) if value.isascii() and "\x7f" not in value else encode_basestring(value)
-        return truncate(escaped, max_chars)
+        return escaped if max_chars is None or len(escaped) <= max_chars else truncate(escaped, max_chars)
     # JSON escapes a string character by character, so the escaped beginning of the string
     # begins its escaped whole; only the whole's length is needed beyond it.
     beginning = _json_string(value[:max_chars])[:max_chars]
@@ -130,4 +126,6 @@ def _json_string_length(text: str) -> int:
 def _content_text(content: str | list[UserBlock]) -> str:
     if isinstance(content, str):
         return content
-    return "\n".join(block.text if block.type == "text" else f"[image: {block.mimeType}]" for block in content)
+    if len(content) == 1 and content[0].type == "text":  # most results: one text, no join
+        return content[0].text
+    return "\n".join([block.text if block.type == "text" else f"[image: {block.mimeType}]" for block in content])
