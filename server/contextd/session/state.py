@@ -650,14 +650,13 @@ class LiveState(ABC):
     def _mirror(self, entries: Sequence[Entry], leaf_id: str | None, pending: Usage | None) -> list[CompactionEntry]:
         self.pending_usage = pending
         counting, model_before = self.model_info.counting, self.model_id
+        change_before = self.tree.latest_model_change
         self._unwritten.extend(entries)
-        latest_change = None
         for entry in entries:
             self.tree.add(entry)
-            if entry.type == "model_change":  # the tag: a pydantic isinstance that says no is slow
-                latest_change = entry
         self._count_later(entries)  # the figure counts only what follows the latest report
-        if latest_change is not None:
+        latest_change = self.tree.latest_model_change
+        if latest_change is not None and latest_change is not change_before:
             # The last model only: each switch walks the whole tree for its reports (pi's
             # transcripts switch hundreds of times), and only the last one stands.
             self._use_model(latest_change.model, latest_change.contextWindow)
@@ -670,7 +669,7 @@ class LiveState(ABC):
             self._unwritten.append(move)
             self.tree.add(move)
         self.rebuild()
-        return [entry for entry in entries if isinstance(entry, CompactionEntry)]
+        return [entry for entry in entries if entry.type == "compaction"]  # tags: isinstance is slow on a no
 
     def announce(self, cause: str) -> None:
         usage = self.usage_body()  # once: a mirror's works out where its agent compacts
