@@ -61,10 +61,9 @@ def test_long_tool_results_are_truncated_with_a_note():
 
 
 def test_long_tool_call_arguments_are_truncated_too():
-    call = ToolCall(id="1", name="write", arguments={"content": "c" * 10_000})
+    call = ToolCall(id="1", name="write", arguments={"path": "a.txt", "content": 'line "one"\n' + "c" * 10_000})
     text = serialize_conversation([AssistantMessage(content=[call])])
-    assert "more characters truncated]" in text
-    assert len(text) < TOOL_TEXT_MAX_CHARS + 200
+    assert text.endswith(f'content="line \\"one\\"\\n{"c" * (TOOL_TEXT_MAX_CHARS - 11)}\n[... 8011 more characters truncated])')
 
 
 def test_user_blocks_and_images():
@@ -87,9 +86,15 @@ escape_prone_text = st.text(
 
 
 @given(value=json_values | escape_prone_text, max_chars=st.integers(1, 40))
-def test_tool_call_arguments_read_as_their_json_cut_to_the_limit(value, max_chars):
-    """Long arguments are not escaped whole to keep their beginning, and read the same."""
+def test_tool_call_arguments_read_as_their_json_a_long_string_cut_in_its_own_characters(value, max_chars):
+    """A string argument is cut as a tool result's text is, in its own characters, then
+    escaped (its quote left open); any other value's JSON is cut to the limit."""
     call = ToolCall(id="1", name="write", arguments={"content": value})
     text = serialize_conversation([AssistantMessage(content=[call])], tool_text_max_chars=max_chars)
-    expected = truncate(json.dumps(value, ensure_ascii=False), max_chars)
+    if isinstance(value, str) and len(value) > max_chars:
+        expected = json.dumps(value[:max_chars], ensure_ascii=False)[:-1] + f"\n[... {len(value) - max_chars} more characters truncated]"
+    elif isinstance(value, str):
+        expected = json.dumps(value, ensure_ascii=False)
+    else:
+        expected = truncate(json.dumps(value, ensure_ascii=False), max_chars)
     assert text == f"[Assistant tool calls]: write(content={expected})"

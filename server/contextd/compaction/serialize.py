@@ -86,22 +86,19 @@ def json_text(value: Any) -> str:
     """`json.dumps(value, ensure_ascii=False)`: tool arguments as the model wrote them."""
     return "".join(_JSON_CHUNKS(value, 0))
 
-_UNESCAPED_BYTES = bytes(byte for byte in range(256) if byte >= 0x20 and byte not in b'"\\')
-_SHORT_ESCAPES = b'"\\\n\r\t\b\f'
-
 
 def _json_text(value: Any, max_chars: int | None) -> str:
-    """`truncate(json.dumps(value, ensure_ascii=False), max_chars)`, without escaping all of
-    a long string only to keep its beginning: tool calls that write files carry whole files."""
+    """A tool-call argument's JSON (`json.dumps(value, ensure_ascii=False)`) as the summarizer
+    reads it. A string longer than `max_chars` is cut as a tool result's text is, to its first
+    `max_chars` characters (escaped, its quote left open) and a note of how many more it holds;
+    any other value's JSON is cut to `max_chars`."""
     if not isinstance(value, str):
         return truncate(json_text(value), max_chars)
     if max_chars is None or len(value) <= max_chars:
-        escaped = encode_basestring_ascii(value) if value.isascii() and "\x7f" not in value else encode_basestring(value)
-        return escaped if max_chars is None or len(escaped) <= max_chars else truncate(escaped, max_chars)
-    # JSON escapes a string character by character, so the escaped beginning of the string
-    # begins its escaped whole; only the whole's length is needed beyond it.
-    beginning = _json_string(value[:max_chars])[:max_chars]
-    return f"{beginning}\n[... {_json_string_length(value) - max_chars} more characters truncated]"
+        return _json_string(value)
+    # Counted in the string's own characters: the escaped length of what is left out would
+    # take escaping or counting all of it, and a write carries a whole file.
+    return f"{_json_string(value[:max_chars])[:-1]}\n[... {len(value) - max_chars} more characters truncated]"
 
 
 def _json_string(text: str) -> str:
@@ -110,17 +107,6 @@ def _json_string(text: str) -> str:
     if text.isascii() and "\x7f" not in text:
         return encode_basestring_ascii(text)
     return encode_basestring(text)
-
-
-def _json_string_length(text: str) -> int:
-    """`len(json.dumps(text, ensure_ascii=False))`, counted instead of built.
-
-    JSON escapes `"`, `\\` and the control characters: seven as two characters (`\\n`), the
-    rest as six (`\\u001b`). All of them are ASCII, which UTF-8 writes as themselves and
-    never inside another character's bytes, so they can be counted in the UTF-8 bytes."""
-    escaped = text.encode("utf-8", "surrogatepass").translate(None, _UNESCAPED_BYTES)
-    six_long = len(escaped.translate(None, _SHORT_ESCAPES))
-    return 2 + len(text) + len(escaped) + 4 * six_long
 
 
 def _content_text(content: str | list[UserBlock]) -> str:
