@@ -8,12 +8,13 @@ request's message and a setting look like. Field names follow the wire format
 from __future__ import annotations
 
 import builtins
+import json
 import os
 from functools import lru_cache
 from datetime import datetime, timezone
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 MAX_TEXT_CHARS = 4_000_000
 """The largest single text a client may send; beyond it the request is refused."""
@@ -274,9 +275,27 @@ ColdRecord = tuple[
 kind and message, holds an image, is a lost result, reasoned."""
 
 
+Read = TypeVar("Read")
+
+
+def read_line(line: bytes, kind: TypeAdapter[Read]) -> Read:
+    """A line of a session file read as `kind`: parsed and validated in one pass by pydantic's
+    JSON reader, else by `json.loads` and then validated. pydantic's reader refuses the
+    escape of a lone surrogate, which `store.encode_line` writes for one in free-form data
+    (a tool call's arguments): read by the first alone, such an entry was lost on reload.
+    ValueError (a ValidationError) when the line is no `kind`."""
+    try:
+        return kind.validate_json(line)
+    except ValueError:
+        return kind.validate_python(json.loads(line))
+
+
+_MESSAGE_ENTRY: TypeAdapter[MessageEntry] = TypeAdapter(MessageEntry)
+
+
 @lru_cache(maxsize=COLD_PARSED_KEPT)
 def _parsed(line: bytes) -> MessageEntry:
-    return MessageEntry.model_validate_json(line)
+    return read_line(line, _MESSAGE_ENTRY)
 
 
 class ColdMessageEntry:

@@ -29,7 +29,7 @@ from functools import cache
 from pathlib import Path
 from typing import cast
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import TypeAdapter
 from pydantic_core import PydanticSerializationError
 
 from contextd.model import (
@@ -41,11 +41,13 @@ from contextd.model import (
     ModelChangeEntry,
     SessionHeader,
     is_node,
+    read_line,
 )
 
 log = logging.getLogger(__name__)
 
 ENTRY_ADAPTER: TypeAdapter[Entry] = TypeAdapter(Entry)
+HEADER_ADAPTER: TypeAdapter[SessionHeader] = TypeAdapter(SessionHeader)
 SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 WORKSPACE_FILE = "workspace.json"
 LOCK_FILE = "sessions.lock"
@@ -301,12 +303,10 @@ def _parse_line(raw: bytes, want_header: bool) -> SessionHeader | Entry | None:
     if raw.isspace() or not raw:
         return None
     try:
-        # Parsed and validated in one pass by pydantic's own JSON reader: faster than
-        # json.loads and then validating the dicts it made.
         if want_header:
-            return SessionHeader.model_validate_json(raw)
-        return ENTRY_ADAPTER.validate_json(raw)
-    except (ValueError, ValidationError, RecursionError):  # RecursionError: nested too deeply
+            return read_line(raw, HEADER_ADAPTER)
+        return read_line(raw, ENTRY_ADAPTER)
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply
         return None
 
 

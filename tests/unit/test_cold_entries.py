@@ -86,8 +86,10 @@ def turn(index: int, shape: int, prompt: int) -> list[Any]:
     if shape == 3:
         request = UserMessage(content=[TextContent(text=f"see {index}"), ImageContent(data="aGk=", mimeType="image/png")])
     thinking = [ThinkingContent(thinking="pondering " * 5)] if shape == 1 else []
+    # A lone surrogate in free-form arguments is written as an escape pydantic's reader refuses.
+    arguments = {"path": f"f{index}", **({"pattern": "\ud800"} if shape == 1 else {})}
     answer = AssistantMessage(
-        content=[*thinking, TextContent(text="reading"), ToolCall(id=call, name="read", arguments={"path": f"f{index}"})],
+        content=[*thinking, TextContent(text="reading"), ToolCall(id=call, name="read", arguments=arguments)],
         stopReason="toolUse",
         usage=Usage(input=prompt, output=2_000 if thinking else 40, cacheRead=shape * 10) if shape != 2 else None,
         model="claude-opus-4-1" if shape == 4 else None,

@@ -39,7 +39,9 @@ words = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)
 operations = st.lists(
     st.one_of(
         st.tuples(st.just("user"), words),
-        st.tuples(st.just("tool_turn"), words),
+        # A tool call's arguments are free-form: a lone surrogate there (as JSON can send one:
+        # a high one, never followed by a low one, with which it would read as a pair) is stored.
+        st.tuples(st.just("tool_turn"), st.tuples(words, st.text(alphabet=st.sampled_from("a é😀\ud800"), max_size=6))),
         st.tuples(st.just("move_leaf"), st.integers(min_value=0, max_value=10_000)),
         st.tuples(st.just("label"), words),
     ),
@@ -55,13 +57,14 @@ def apply(session, operation: tuple[str, Any], counter: list[int]) -> None:
         session.append_messages([UserMessage(content=value or "hi")])
     elif kind == "tool_turn":
         call_id = f"call-{counter[0]}"
+        text, argument = value
         session.append_messages(
             [
                 AssistantMessage(
-                    content=[TextContent(text=value), ToolCall(id=call_id, name="read", arguments={"p": value})],
+                    content=[TextContent(text=text), ToolCall(id=call_id, name="read", arguments={"p": argument})],
                     stopReason="toolUse",
                 ),
-                ToolResultMessage(toolCallId=call_id, toolName="read", content=value),
+                ToolResultMessage(toolCallId=call_id, toolName="read", content=text),
             ]
         )
     elif kind == "move_leaf":
