@@ -253,11 +253,66 @@ class MessageEntry(EntryBase):
     type: Literal["message"] = "message"
     message: Message
 
+    def share_field_names(self) -> None:
+        """The entry, its message, its blocks and usage made to share their sets of given
+        field names with every model of their kind given the same (`SharedFieldNames`): what
+        a session keeps in memory. Every entry of a load passes here, so it is one loop."""
+        message = self.message
+        content = message.content
+        models: list[BaseModel] = [self, message, *content] if type(content) is list else [self, message]
+        if message.role == "assistant" and message.usage is not None:
+            models.append(message.usage)
+        latest = _LATEST_SHARED
+        for model in models:
+            names = model.__pydantic_fields_set__
+            shared = latest.get(type(model))
+            if shared is None or shared != names:  # most models of a kind are given the same
+                shared = latest[type(model)] = _shared_field_names(names)
+            _set_attribute(model, "__pydantic_fields_set__", shared)
+
     @property
     def brief(self) -> Message:
         """What the walks over every entry read (role, usage, model, whether it failed, holds
         an image, reasoned, is a lost result): the message itself, or a cold entry's record."""
         return self.message
+
+
+class SharedFieldNames(set[str]):
+    """The names of the fields a model was given (pydantic's `__pydantic_fields_set__`), one
+    set shared by every model given the same names: pydantic makes a set per model, 200-730
+    bytes each, which was about half of a loaded entry's memory beyond its strings.
+
+    It refuses to change. pydantic changes a model's set in place only when a field is
+    assigned to (entries and messages are never assigned to: that raises here, loudly),
+    and copies it first in `model_copy` and `copy` (`__copy__`: a plain set again)."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: object) -> None:
+        raise TypeError("a model kept in a session is not changed in place: model_copy it")
+
+    add = update = discard = remove = pop = clear = _refuse  # type: ignore[assignment]
+    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse  # type: ignore[assignment]
+
+    def __copy__(self) -> set[str]:
+        return set(self)
+
+    def __deepcopy__(self, memo: object) -> set[str]:
+        return set(self)
+
+
+_SHARED_FIELD_NAMES: dict[frozenset[str], SharedFieldNames] = {}
+_LATEST_SHARED: dict[type[BaseModel], SharedFieldNames] = {}
+"""The set each kind of model was last given: the next is most likely the same."""
+_set_attribute = object.__setattr__
+
+
+def _shared_field_names(names: set[str]) -> SharedFieldNames:
+    key = frozenset(names)
+    shared = _SHARED_FIELD_NAMES.get(key)
+    if shared is None:
+        shared = _SHARED_FIELD_NAMES[key] = SharedFieldNames(key)
+    return shared
 
 
 COLD_PARSED_KEPT = 256

@@ -173,7 +173,9 @@ class EntryTree:
             if type(entry) is ColdMessageEntry:
                 self.cold = True
             elif line is not None:
-                self.lines[entry.id] = line
+                self.lines[entry.id] = line  # its fields' names shared by keep_cold, if it stays parsed
+            else:
+                cast(MessageEntry, entry).share_field_names()
         # Type tags, not isinstance (slow on a pydantic model when the answer is no): every
         # entry of every load passes here.
         if entry.type == "label":
@@ -213,24 +215,31 @@ class EntryTree:
         return (entry for entry in self.entries.values() if entry.type not in NON_NODE_TYPES)  # is_node, inline: every load walks them
 
     def keep_cold(self, path: list[Entry], live_from: int) -> None:
-        """Message entries loaded from the file that are not in `path[live_from:]` (the live
-        context: what came before its latest compaction kept nothing of, and other branches)
-        are kept as their lines (`ColdMessageEntry`); cold entries in it are parsed again (a
-        navigation to another branch); `path` is brought up to date in place."""
-        if self.lines and (live_from > 0 or len(path) < self.node_count):  # else every node is live
+        """Message entries that are not in `path[live_from:]` (the live context: what came
+        before its latest compaction kept nothing of, and other branches) are kept as their
+        lines (`ColdMessageEntry`): those just loaded as the line they were read from, those
+        appended since (a compaction in this daemon) as the line `encode_line` wrote for
+        them. Cold entries in it are parsed again (a navigation to another branch); `path`
+        is brought up to date in place."""
+        if live_from > 0 or len(path) < self.node_count:  # else every node is live
             live = {entry.id for entry in path[live_from:]}
-            for entry_id, line in self.lines.items():
-                entry = self.entries[entry_id]
-                if entry_id not in live and type(entry) is MessageEntry:
-                    self.entries[entry_id] = cast(Entry, ColdMessageEntry(entry, line))
-                    self.cold = True
+            leaving = [entry_id for entry_id, entry in self.entries.items() if type(entry) is MessageEntry and entry_id not in live]
+            for entry_id in leaving:
+                parsed = cast(MessageEntry, self.entries[entry_id])
+                line = self.lines.pop(entry_id, None)
+                self.entries[entry_id] = cast(Entry, ColdMessageEntry(parsed, encode_line(parsed)[:-1] if line is None else line))
+            self.cold = self.cold or bool(leaving)
+        for entry_id in self.lines:  # loaded, and stays parsed
+            cast(MessageEntry, self.entries[entry_id]).share_field_names()
         self.lines.clear()
         if not self.cold:
             return
         for index, entry in enumerate(path):
             current = self.entries[entry.id]
             if index >= live_from and type(current) is ColdMessageEntry:
-                current = self.entries[entry.id] = current.parsed()
+                parsed = current.parsed()
+                parsed.share_field_names()
+                current = self.entries[entry.id] = parsed
             path[index] = current
 
 

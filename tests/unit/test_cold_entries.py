@@ -59,6 +59,7 @@ def parsed_whole() -> Iterator[None]:
     with (
         mock.patch("contextd.session.manager.loaded_tree", lambda loaded: tree_of(loaded.entries)),
         mock.patch("contextd.session.manager.read_kept", lambda path: None),
+        mock.patch.object(store.EntryTree, "keep_cold", lambda tree, path, live_from: None),
     ):
         yield
 
@@ -209,16 +210,28 @@ def test_a_session_with_cold_entries_answers_as_one_parsed_whole(tmp_path_factor
     data_dir = tmp_path_factory.mktemp("data")
     sessions = manager(data_dir)
 
-    async def written() -> str:
+    async def written() -> LiveSession:
         session = sessions.create("/ws", model="claude-sonnet-4-6")
         await run(session, script)
-        return session.session_id
+        return session
 
-    session_id = asyncio.run(written())
+    session = asyncio.run(written())
+    went_cold = cold_lines(session)
     sessions.close_all()
-    loaded = loads(data_dir, session_id, tmp_path_factory.mktemp("scratch"))
+    loaded = loads(data_dir, session.session_id, tmp_path_factory.mktemp("scratch"))
+    # What went cold in the running daemon (compacted, navigated away from) is what a load
+    # keeps cold, each as the very line of the file.
+    assert went_cold == cold_lines(loaded["parsed, then cold"]) == cold_lines(loaded["kept records"])
     same_answers(loaded, answers)
     same_answers(loaded, lambda session: asyncio.run(navigated(session, target, summarize)))
+
+
+def cold_lines(session: LiveSession) -> dict[str, bytes]:
+    """Each cold entry's line, checked against the session file's line of that entry."""
+    in_file = {json.loads(line)["id"]: line for line in session.file.path.read_bytes().splitlines()[1:]}
+    cold = {entry.id: entry.line for entry in session.tree.entries.values() if type(entry) is ColdMessageEntry}
+    assert all(line == in_file[entry_id] for entry_id, line in cold.items())
+    return cold
 
 
 def branched_and_compacted(data_dir: Path) -> str:

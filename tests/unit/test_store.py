@@ -287,3 +287,34 @@ def test_memory_holds_at_most_max_loaded_entries_and_unloaded_sessions_come_back
     for session_id, texts in written.items():
         assert [message.content for message in sessions.get(session_id).context_messages()] == texts
     sessions.close_all()
+
+
+def test_loaded_entries_share_their_field_names_and_dump_copy_and_compare_as_freshly_read(tmp_path):
+    """A session's parsed entries share pydantic's sets of given field names (most of a
+    parsed entry's memory beyond its text): every reading of them is as before."""
+    from contextd.model import MessageEntry, SharedFieldNames, Usage
+    from contextd.store import ENTRY_ADAPTER, encode_line
+
+    sessions = manager(tmp_path)
+    session = sessions.create("/ws")
+    for index in range(3):
+        apply(session, ("user", f"request {index}"), [index])
+        apply(session, ("tool_turn", (f"reading {index}", "a")), [index])
+        session.append_messages([AssistantMessage(content=[TextContent(text="done")], usage=Usage(input=9, output=2))])
+    appended = [entry for entry in session.tree.entries.values() if isinstance(entry, MessageEntry)]
+    session_id = session.session_id
+    sessions.close_all()
+    lines = {line.split(b'"id":"')[1][:8].decode(): line for line in session.file.path.read_bytes().splitlines()[1:]}
+    loaded = [entry for entry in manager(tmp_path).get(session_id).tree.entries.values() if isinstance(entry, MessageEntry)]
+    for entry, was_read in [(entry, False) for entry in appended] + [(entry, True) for entry in loaded]:
+        fresh = ENTRY_ADAPTER.validate_json(lines[entry.id])
+        models = [entry, entry.message, *([] if isinstance(entry.message.content, str) else entry.message.content)]
+        assert all(type(model.__pydantic_fields_set__) is SharedFieldNames for model in models)
+        assert entry == fresh
+        if was_read:  # those appended were given fewer fields than a line holds
+            assert entry.model_dump(exclude_unset=True) == fresh.model_dump(exclude_unset=True)
+        assert encode_line(entry) == lines[entry.id] + b"\n"
+        copied = entry.model_copy(update={"parentId": "other"})
+        assert copied.parentId == "other" and entry.parentId != "other" and "parentId" in entry.model_fields_set
+    shapes = {(type(entry.message), frozenset(entry.message.model_fields_set)) for entry in loaded}
+    assert len({id(entry.message.__pydantic_fields_set__) for entry in loaded}) == len(shapes)  # one set per shape
