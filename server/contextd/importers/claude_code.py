@@ -127,6 +127,7 @@ class ClaudeCodeImporter(StreamingImporter):
     """
 
     source = SOURCE
+    asks_shapes = True  # parallel tool results: see _results_since
 
     def __init__(self, *, reports_every_line: bool = True) -> None:
         super().__init__(reports_every_line=reports_every_line)

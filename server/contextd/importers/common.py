@@ -18,7 +18,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
@@ -207,8 +207,10 @@ class EntryBuilder:
     still open when the conversation moves on gets a result that says none was recorded.
     """
 
-    def __init__(self, problems: list[Problem]) -> None:
+    def __init__(self, problems: list[Problem], *, keeps_shapes: bool = False) -> None:
         self.problems = problems
+        self.keeps_shapes = keeps_shapes
+        """Whether the shapes of entries let go are kept, for an importer that asks them."""
         self.entries: list[Entry] = []
         self.leaf_id: str | None = None
         self._ids: set[str] = set()
@@ -225,7 +227,8 @@ class EntryBuilder:
         self._taken = 0
         """Entries handed over (`take_settled`) and let go: `entries` holds those after them."""
         self._shapes: dict[str, tuple[str | None, str]] = {}
-        """Of each entry let go, what later records still ask: its parent and its kind."""
+        """Of each entry let go, what later records still ask: its parent and its kind (only
+        where `keeps_shapes`: an entry and an id more each, at every line of a transcript)."""
         self._open_ends: dict[str, str] = {}
         """Entries let go with tool calls open and no child yet: their timestamps (`finish`
         gives those calls their placeholder results)."""
@@ -258,7 +261,8 @@ class EntryBuilder:
         self._taken += count
         for entry in taken:
             self._position.pop(entry.id, None)
-            self._shapes[entry.id] = (entry.parentId, kind_of(entry))
+            if self.keeps_shapes:
+                self._shapes[entry.id] = (entry.parentId, kind_of(entry))
             if entry.id not in self._has_children and self._open_calls.get(entry.id):
                 self._open_ends[entry.id] = entry.timestamp
         if self._last_assistant is not None and self._last_assistant.id not in self._position:
@@ -298,7 +302,8 @@ class EntryBuilder:
         return self.entries[position - self._taken] if position is not None else None
 
     def shape(self, entry_id: str | None) -> tuple[str | None, str] | None:
-        """An entry's parent and kind (`kind_of`), whether it was let go or not."""
+        """An entry's parent and kind (`kind_of`), whether it was let go or not (then only
+        where the builder `keeps_shapes`)."""
         entry = self.entry(entry_id)
         if entry is not None:
             return entry.parentId, kind_of(entry)
@@ -544,10 +549,12 @@ class StreamingImporter(ABC):
     """
 
     source: str
+    asks_shapes: ClassVar[bool] = False
+    """Whether a later line asks the builder the shape of an entry it let go (`shape`)."""
 
     def __init__(self, *, reports_every_line: bool = True) -> None:
         self.problems: list[Problem] = []
-        self.builder = EntryBuilder(self.problems)
+        self.builder = EntryBuilder(self.problems, keeps_shapes=self.asks_shapes)
         self.last_line = 0
         self.reports_every_line = reports_every_line
         """Whether the report names every line not imported as it stood, as `contextd
