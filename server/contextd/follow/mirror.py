@@ -25,7 +25,6 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from contextd.collector import collector_paused
 from contextd.follow.transcripts import FileStamp
@@ -107,8 +106,9 @@ class ReadState:
     head: str
     importer: str | None = None
     """A hash of the importer's state at `offset` (None: none was saved)."""
-    importer_state: dict[str, Any] | None = None
-    """That state, until it is saved (made JSON only then: after the mirror is announced)."""
+    unsaved_importer: StreamingImporter | None = None
+    """The importer whose state goes with `offset`, until it is saved: its state is taken
+    then, after the mirror is announced (nothing feeds it in between)."""
 
     @classmethod
     def load(cls, path: Path) -> ReadState | None:
@@ -128,11 +128,11 @@ class ReadState:
         """The importer's state first, then the offset naming it: a crash between the two
         leaves an offset whose state does not match, and the file is read from the start."""
         make_private_dirs(path.parent)
-        if self.importer_state is not None:
-            text = json.dumps(self.importer_state)
+        if self.unsaved_importer is not None:
+            text = json.dumps(self.unsaved_importer.snapshot())
             self.importer = _text_hash(text)
             _write_atomically(importer_path, text)
-            self.importer_state = None  # saved: not kept in memory
+            self.unsaved_importer = None
         body = {
             "path": transcript,
             "offset": self.offset,
@@ -258,7 +258,7 @@ class Mirror:
         entries = importer.take_settled()
         self._read = ReadState(self._feed.offset, stamp, _head_hash(head, self._feed.offset))
         if len(data) == unread:  # a file read in parts is read again from its start after a restart
-            self._read.importer_state = importer.snapshot()
+            self._read.unsaved_importer = importer
         return Change(
             self, entries, importer.leaf_id, reset=rewritten, from_start=from_start, pending_usage=importer.pending_usage()
         )
