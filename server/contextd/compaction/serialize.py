@@ -39,9 +39,9 @@ def serialize_conversation(
     parts: list[str] = []
     for message in messages:  # told apart by tag: a model's isinstance is slow to say no
         if message.role == "assistant":
-            parts += _assistant_lines(message, tool_text_max_chars)
+            _add_assistant_lines(parts, message, tool_text_max_chars)
         elif message.role == "toolResult":
-            label = f"Tool result {message.toolName}" + (" (error)" if message.isError else "")
+            label = f"Tool result {message.toolName} (error)" if message.isError else f"Tool result {message.toolName}"
             parts.append(f"[{label}]: {truncate(_content_text(message.content), tool_text_max_chars)}")
         else:
             text = _content_text(message.content)
@@ -50,7 +50,7 @@ def serialize_conversation(
     return "\n\n".join(parts)
 
 
-def _assistant_lines(message: AssistantMessage, tool_text_max_chars: int | None) -> list[str]:
+def _add_assistant_lines(parts: list[str], message: AssistantMessage, tool_text_max_chars: int | None) -> None:
     thinking: list[str] = []
     text: list[str] = []
     calls: list[str] = []
@@ -63,16 +63,14 @@ def _assistant_lines(message: AssistantMessage, tool_text_max_chars: int | None)
         else:
             arguments = [f"{key}={_json_text(value, tool_text_max_chars)}" for key, value in block.arguments.items()]
             calls.append(f"{block.name}({', '.join(arguments)})")
-    lines: list[str] = []
     if thinking:
-        lines.append("[Assistant thinking]: " + "\n".join(thinking))
+        parts.append("[Assistant thinking]: " + "\n".join(thinking))
     if text:
-        lines.append("[Assistant]: " + "\n".join(text))
+        parts.append("[Assistant]: " + "\n".join(text))
     if calls:
-        lines.append("[Assistant tool calls]: " + "; ".join(calls))
+        parts.append("[Assistant tool calls]: " + "; ".join(calls))
     if message.failed:
-        lines.append(f"[Assistant error]: {message.errorMessage or message.stopReason}")
-    return lines
+        parts.append(f"[Assistant error]: {message.errorMessage or message.stopReason}")
 
 
 _JSON_CHUNKS = c_make_encoder(
