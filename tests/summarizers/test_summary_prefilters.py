@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from contextd.summarizers.extract import _PROBE, probe_answers
 from contextd.summarizers.outcomes import may_hold_noise
+from contextd.summarizers.user_messages import picked_options
 
 CASE_BLIND_NOISE = re.compile(r"debugger|nodejs\.org", re.IGNORECASE)
 """The search may_hold_noise stands for."""
@@ -38,3 +39,29 @@ PROBE_PIECES = st.sampled_from(["HTTP", "CSS", "api v2", ":", ": ", ":\t", "200"
 @given(text=st.lists(PROBE_PIECES | st.text(max_size=4), max_size=16).map("".join))
 def test_probe_answers_are_every_probe_line(text: str):
     assert probe_answers(text) == _PROBE.findall(text)
+
+
+TRANSLATED_PICK = re.compile(
+    r"^(?:(?:let'?s |i'?ll |we'?ll )?(?:go with |do |take |use |pick )?(?:option |choice |number )?"
+    r"([0-9]|[a-d])|([0-9])\s*(?:and|&|,)\s*([0-9]))[.!)]?$",
+    re.IGNORECASE,
+)
+"""The pick as it was read: after every fullwidth or Arabic-Indic digit of the reply was
+translated to its ASCII digit."""
+WIDE_DIGITS = str.maketrans("０１２３４５６７８９٠١٢٣٤٥٦٧٨٩", "01234567890123456789")
+PICK_PIECES = st.sampled_from(
+    ["2", "B", "b", "e", "٢", "３", "option ", "Go with ", "let's ", " and ", "&", ",", ".", ")", " ", "\n", "\u3000"]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(said=st.lists(PICK_PIECES | st.text(max_size=2), max_size=8).map("".join))
+def test_a_reply_picks_what_it_picked_with_its_digits_translated_first(said: str):
+    match = TRANSLATED_PICK.match(said.strip().translate(WIDE_DIGITS))
+    assert picked_options(said) == ([group.upper() for group in match.groups() if group] if match else [])
+
+
+def test_wide_digits_pick_their_options():
+    assert picked_options("٢") == ["2"]
+    assert picked_options("option ３ and") == []
+    assert picked_options("１ and ２") == ["1", "2"]

@@ -208,18 +208,20 @@ def rejects(said: str) -> bool:
 
 _OPTION_PICK = re.compile(
     r"^(?:(?:let'?s |i'?ll |we'?ll )?(?:go with |do |take |use |pick )?(?:option |choice |number )?"
-    r"([0-9]|[a-d])|([0-9])\s*(?:and|&|,)\s*([0-9]))[.!)]?$",
+    r"([0-9０-９٠-٩]|[a-d])|([0-9０-９٠-٩])\s*(?:and|&|,)\s*([0-9０-９٠-٩]))[.!)]?$",
     re.IGNORECASE,
 )
+"""Its digits fullwidth or Arabic-Indic too, read as the ASCII ones (`_FULLWIDTH_DIGITS`)
+once picked: translating every reply first cost a whole pasted log's worth of `translate`."""
 _FULLWIDTH_DIGITS = str.maketrans("０１２３４５６７８９٠١٢٣٤٥٦٧٨٩", "01234567890123456789")
 
 
 def picked_options(said: str) -> list[str]:
-    """The options a short reply picks ("2", "B", "Go with option A", "1 and 2")."""
-    match = _OPTION_PICK.match(said.strip().translate(_FULLWIDTH_DIGITS))
+    """The options a short reply picks ("2", "B", "Go with option A", "1 and 2", "٢")."""
+    match = _OPTION_PICK.match(said.strip())
     if not match:
         return []
-    return [group.upper() for group in match.groups() if group]
+    return [group.translate(_FULLWIDTH_DIGITS).upper() for group in match.groups() if group]
 
 
 _OPTION_LINE = re.compile(r"^\s*(?:\*\*)?(?:option\s+)?([0-9]|[A-Da-d])[.)]\*{0,2}\s+(.+)$", re.IGNORECASE)
