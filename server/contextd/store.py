@@ -167,14 +167,16 @@ class EntryTree:
     latest_model_change: ModelChangeEntry | None = None
     """The last `model_change` node in file order."""
 
-    def add(self, entry: Entry, line: bytes | None = None) -> None:
+    def add(self, entry: Entry, line: bytes | None = None, *, unwritten: bool = False) -> None:
+        """`line`: the file's line of a message entry just loaded; `unwritten`: an entry not
+        in the file yet (a mirror's, announced first), whose line `lines` gets once written."""
         self.entries[entry.id] = entry
         if entry.type == "message":
             if type(entry) is ColdMessageEntry:
                 self.cold = True
             elif line is not None:
                 self.lines[entry.id] = line  # its fields' names shared by keep_cold, if it stays parsed
-            else:
+            elif not unwritten:
                 cast(MessageEntry, entry).share_field_names()
         # Type tags, not isinstance (slow on a pydantic model when the answer is no): every
         # entry of every load passes here.
@@ -420,10 +422,13 @@ class SessionFile:
     def append(self, entry: Entry) -> None:
         self.append_all([entry])
 
-    def append_all(self, entries: Sequence[Entry]) -> None:
-        """Every entry or none: one write, cut back whole when it fails (StorageFailed)."""
+    def append_all(self, entries: Sequence[Entry]) -> list[bytes]:
+        """Every entry or none: one write, cut back whole when it fails (StorageFailed);
+        returns the lines written."""
         handles = self._handles or self._become_writable()
-        handles.write(self.path, b"".join(encode_line(entry) for entry in entries))
+        lines = [encode_line(entry) for entry in entries]
+        handles.write(self.path, b"".join(lines))
+        return lines
 
     def _become_writable(self) -> AppendHandles:
         """A session opened read-only because its data directory could not be written is

@@ -5,6 +5,7 @@ agent's latest report plus the count of what came after it, and whatever needs t
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from contextd.importers import STREAMING_IMPORTERS
 from contextd.importers.feed import LineFeed
-from contextd.model import Entry, MirrorSource, ModelOverride, Settings
+from contextd.model import ColdMessageEntry, Entry, MessageEntry, MirrorSource, ModelOverride, Settings, SharedFieldNames
 from contextd.session import LiveSession, SessionManager, SilentEvents
 from contextd.session.counts import counts_path
 from contextd.store import Store
@@ -66,6 +67,25 @@ def test_a_first_read_leaves_the_counting_for_later_where_a_report_anchors_the_f
     session.settle_counts()
     assert not session.counts_pending
     sessions.close_all()
+
+
+def test_a_first_read_keeps_in_memory_what_a_load_of_its_file_keeps(tmp_path: Path) -> None:
+    """The entries out of the live context go cold as the very lines written, once written
+    (the figure is announced first); the others stay parsed, their field names shared."""
+    agent, entries, leaf = imported("codex-knearme-two-compactions.jsonl.gz")
+    sessions = SessionManager(Store(tmp_path), Settings(), SilentEvents())
+    session = sessions.create_mirror("mirror", "/ws", MirrorSource(agent=agent, path="/t/rollout"))  # type: ignore[arg-type]
+    session.mirror_in_memory(entries, leaf, None)
+    assert not any(type(entry) is ColdMessageEntry for entry in session.tree.entries.values())
+    session.write_mirrored()
+    lines = {json.loads(line)["id"]: line for line in session.file.path.read_bytes().splitlines()[1:]}
+    cold = {entry.id: entry for entry in session.tree.entries.values() if type(entry) is ColdMessageEntry}
+    assert len(cold) > len(entries) / 2 and all(entry.line == lines[entry_id] for entry_id, entry in cold.items())
+    parsed = [entry for entry in session.tree.entries.values() if type(entry) is MessageEntry]
+    assert parsed and all(type(entry.__pydantic_fields_set__) is SharedFieldNames for entry in parsed)
+    loaded = reloaded(sessions)
+    assert {entry.id for entry in loaded.tree.entries.values() if type(entry) is ColdMessageEntry} == set(cold)
+    loaded.close()
 
 
 def answers_needing_counts(session: LiveSession) -> dict[str, Any]:

@@ -428,8 +428,8 @@ class LiveState(ABC):
         """Recompute the path, pending tool calls and token figure from the tree (after any
         change that is not a plain append: load, compaction, prune, navigation, model)."""
         self._path = self.tree.path_to(self.tree.leaf_id)
-        # Without a compaction in the tree all of the path is live: no walk to find where.
-        self.tree.keep_cold(self._path, live_from(self._path) if self.tree.kinds.get("compaction") else 0)
+        if not self._unwritten:  # a mirror's entries go cold once written (`write_mirrored`)
+            self._keep_cold()
         self._name = self._derive_name()
         if not (self._pending and self._figure_from_report()):
             visible = visible_entries(self._path)
@@ -444,6 +444,11 @@ class LiveState(ABC):
             self._figure = TokenFigure(
                 self.pending_usage.context_tokens, 0, self._calibration_so_far(), anchored=True, exact=self.model_info.exact
             )
+
+    def _keep_cold(self) -> None:
+        """Entries out of the live context kept as their lines (see EntryTree.keep_cold)."""
+        # Without a compaction in the tree all of the path is live: no walk to find where.
+        self.tree.keep_cold(self._path, live_from(self._path) if self.tree.kinds.get("compaction") else 0)
 
     def _figure_from_report(self) -> bool:
         """A mirror's figure before its entries are counted: the agent's latest report after
@@ -637,10 +642,15 @@ class LiveState(ABC):
 
     def write_mirrored(self) -> None:
         """Append what `mirror_in_memory` took in, all or none (StorageFailed: they stay
-        `unsaved`, and the session is to be closed)."""
+        `unsaved`, and the session is to be closed); then those out of the live context go
+        cold as the lines written, after the announcement (a first read's figure waits for
+        none of it, and each entry is encoded once)."""
         if self._unwritten:
-            self.file.append_all(self._unwritten)
+            lines = self.file.append_all(self._unwritten)
+            written = zip(self._unwritten, lines)
+            self.tree.lines.update((entry.id, line[:-1]) for entry, line in written if entry.type == "message")
             self._unwritten = []
+            self._keep_cold()
 
     @property
     def unsaved(self) -> bool:
@@ -653,7 +663,7 @@ class LiveState(ABC):
         change_before = self.tree.latest_model_change
         self._unwritten.extend(entries)
         for entry in entries:
-            self.tree.add(entry)
+            self.tree.add(entry, unwritten=True)  # made light or cold once written
         self._count_later(entries)  # the figure counts only what follows the latest report
         latest_change = self.tree.latest_model_change
         if latest_change is not None and latest_change is not change_before:
