@@ -293,6 +293,7 @@ class Daemon:
                 data_dir=lambda: self.data_dir, sessions=lambda: self.sessions,
                 watched_workspaces=self.watched_workspaces, delete_session=self.delete_session,
             )
+            self._follower.apply(self.settings.follow)  # what it describes is what is set
         return self._follower
 
     def follow_as_set(self) -> None:
