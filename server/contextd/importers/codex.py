@@ -18,7 +18,6 @@ message: it is the compaction's summary, not imported twice.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -556,7 +555,7 @@ def _output(output: Any) -> tuple[str | list[dict[str, Any]], bool]:
         # failure, and most outputs are plain text, which a parse would refuse at a cost.
         return text, _failed_text(text)
     try:
-        decoded = json.loads(text)
+        decoded = json_value(text)  # pydantic's reader first, as for the lines
     except ValueError:
         return text, _failed_text(text)
     if isinstance(decoded, dict) and isinstance(decoded.get("metadata"), dict):
