@@ -97,7 +97,7 @@ def valid_cuts(entries: Sequence[Entry], start: int = 0) -> list[bool]:
 def _results_called_before(entries: Sequence[Entry], start: int, results: dict[str, int]) -> list[int]:
     """Of `results` (call id -> result index), those whose call is among `entries[:start]`,
     searched from `start` back only until every one is found (a call is most often just
-    before its result)."""
+    before its result); `results` is emptied of those found."""
     found: list[int] = []
     index = start
     while results and index > 0:
