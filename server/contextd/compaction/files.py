@@ -15,7 +15,7 @@ from contextd.model import (
     ToolCall,
 )
 
-FILE_ARGUMENT_KEYS = ("path", "file_path", "filePath", "file", "filename")
+FILE_ARGUMENT_KEYS = frozenset({"path", "file_path", "filePath", "file", "filename"})
 """Argument names that tools use for the file they act on."""
 
 PATCH_FILE_HEADER = re.compile(
@@ -30,15 +30,19 @@ FILE_LIST_BLOCK = re.compile(r"\n*<(read-files|modified-files)>.*?</\1>", re.DOT
 
 
 def named_paths(call: ToolCall) -> list[str]:
-    """Paths a tool call names through its file arguments (a string or a list of strings)."""
+    """Paths a tool call names through its file arguments (a string or a list of strings),
+    in the order of its arguments."""
     paths: list[str] = []
-    for key in FILE_ARGUMENT_KEYS:
-        value = call.arguments.get(key)
-        if isinstance(value, str) and value:
-            paths.append(value)
+    for key, value in call.arguments.items():  # a call has fewer arguments than there are file keys
+        if key not in FILE_ARGUMENT_KEYS:
+            continue
+        if isinstance(value, str):
+            if value:
+                paths.append(value)
         elif isinstance(value, list):
             paths += [item for item in value if isinstance(item, str) and item]
     return paths
+
 
 
 def modified_paths(call: ToolCall) -> list[str]:
