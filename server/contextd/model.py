@@ -280,7 +280,7 @@ class MessageEntry(EntryBase):
 class SharedFieldNames(set[str]):
     """The names of the fields a model was given (pydantic's `__pydantic_fields_set__`), one
     set shared by every model given the same names: pydantic makes a set per model, 200-730
-    bytes each, which was about half of a loaded entry's memory beyond its strings.
+    bytes each, which was nearly half of a parsed entry's memory beyond its text.
 
     It refuses to change. pydantic changes a model's set in place only when a field is
     assigned to (entries and messages are never assigned to: that raises here, loudly),

@@ -158,7 +158,8 @@ class EntryTree:
     labels: dict[str, str] = field(default_factory=dict)
     leaf_id: str | None = None
     lines: dict[str, bytes] = field(default_factory=dict)
-    """The file lines of message entries just loaded, until `keep_cold` sorts them."""
+    """The file lines of message entries just loaded, until `keep_cold` sorts them (and
+    shares the field names of those that stay parsed: `MessageEntry.share_field_names`)."""
     cold: bool = False
     """Whether some entries are cold."""
     node_count: int = 0

@@ -73,6 +73,7 @@ from contextd.tokens import (
 )
 from contextd.tokens.calibration import CalibrationLedger, learn
 from contextd.tokens.context_size import (
+    SUMMARIES,
     TokenFigure,
     breakdown,
     context_size,
@@ -432,12 +433,16 @@ class LiveState(ABC):
             self._keep_cold()
         self._name = self._derive_name()
         if not (self._pending and self._figure_from_report()):
-            visible = visible_entries(self._path)
+            kinds = self.tree.kinds
+            # A tree without compactions and instructions shows its whole path, and one
+            # without instructions and summaries has no counted parts: no walks to find them.
+            visible = visible_entries(self._path) if kinds.get("compaction") or kinds.get("instructions") else self._path
             # The context's messages without building it: prunes and summaries call no tools.
             self._pending_calls = open_tool_calls(entry.message for entry in visible if entry.type == "message")
             self._learn_unseen()
             tokens_of = self._tokens_of(self._path)
-            self._counted_parts = counted_parts(self._path, tokens_of, visible)
+            parts = any(kinds.get(kind) for kind in ("instructions", *SUMMARIES))
+            self._counted_parts = counted_parts(self._path, tokens_of, visible) if parts else (0, 0)
             self._figure = self.figure_of(self._path, tokens_of)
             self._widen_window(self._answered_context())
         if self.pending_usage is not None:
