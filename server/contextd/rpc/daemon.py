@@ -583,8 +583,8 @@ class DaemonEvents:
         for connection in self.daemon.watchers(body.sessionId):
             connection.notify(method, body)
 
-    def token_usage(self, body: dict[str, Any]) -> None:
-        self._tell("contextd/tokenUsage", TokenUsage.model_validate(body))
+    def token_usage(self, usage: TokenUsage) -> None:
+        self._tell("contextd/tokenUsage", usage)
 
     def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None:
         self.daemon.index_change(session_id, cause)
@@ -609,10 +609,9 @@ class DaemonEvents:
     def idle_timer(self, body: dict[str, Any]) -> None:
         self._tell("contextd/idleTimer", IdleTimer.model_validate(body))
 
-    def workspace_activity(self, body: dict[str, Any]) -> None:
+    def workspace_activity(self, activity: WorkspaceActivity) -> None:
         """To every connection watching the session's workspace, whoever caused the change
         (one notification each, however many of its watches match)."""
-        activity = WorkspaceActivity.model_validate(body)
         for connection in self.daemon.workspace_watchers(activity.workspace):
             connection.notify("contextd/workspace/activity", activity)
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, TypeGuard
 
 from contextd.rpc.framing import FrameReader, FramingError, encode_frame
@@ -167,14 +168,18 @@ def encode(message: Any) -> bytes:
 
 
 def _wire_form(value: Any) -> Any:
-    # Imported here: only the daemon sends models; the client's plain dicts never need them.
-    from pydantic import BaseModel
+    if hasattr(value, "__pydantic_serializer__"):  # a model: only the daemon sends them
+        return _to_wire()(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
+
+@cache
+def _to_wire() -> Callable[[Any], Any]:
+    """`contextd.results.to_wire`, imported at the first model sent (the client never sends
+    one), and not again at each: importing it per message cost half of encoding a small one."""
     from contextd.results import to_wire
 
-    if isinstance(value, BaseModel):
-        return to_wire(value)
-    raise TypeError(f"{type(value).__name__} is not JSON")
+    return to_wire
 
 
 def framed(message: Any) -> bytes:

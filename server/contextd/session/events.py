@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from contextd.results import TokenUsage, WorkspaceActivity
 
 
 class SessionEvents(Protocol):
     """What a live session tells the outside world; the server turns these into notifications."""
 
-    def token_usage(self, body: dict[str, Any]) -> None: ...
+    def token_usage(self, usage: TokenUsage) -> None: ...
 
     def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None: ...
 
@@ -25,9 +28,9 @@ class SessionEvents(Protocol):
 
     def idle_timer(self, body: dict[str, Any]) -> None: ...
 
-    def workspace_activity(self, body: dict[str, Any]) -> None:
+    def workspace_activity(self, activity: WorkspaceActivity) -> None:
         """Any change of the session, for whoever watches its workspace (see
-        `LiveState.activity_body`): sent after sessionChanged and tokenUsage."""
+        `LiveState.activity`): sent after sessionChanged and tokenUsage."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ class HookAnswer:
 class SilentEvents:
     """For sessions nobody watches: read-only views and tests."""
 
-    def token_usage(self, body: dict[str, Any]) -> None:
+    def token_usage(self, usage: TokenUsage) -> None:
         pass
 
     def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None:
@@ -67,5 +70,5 @@ class SilentEvents:
     def idle_timer(self, body: dict[str, Any]) -> None:
         pass
 
-    def workspace_activity(self, body: dict[str, Any]) -> None:
+    def workspace_activity(self, activity: WorkspaceActivity) -> None:
         pass

@@ -271,7 +271,7 @@ class SessionManager:
             own = self.settings_for(session.header.workspace)
             if own != session.settings:
                 session.apply_settings(own)
-                session.events.token_usage(session.usage_body())
+                session.events.token_usage(session.usage())
 
     async def listing(self, workspace: str | None) -> list[results.SessionSummary]:
         """Every session, most recently updated first. Live sessions are listed from memory;

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections import ChainMap
 from dataclasses import replace
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextd.collector import collector_paused
 from contextd.compaction.agent_points import ModelWindow
@@ -49,6 +49,7 @@ from contextd.model import (
     message_text,
 )
 from contextd.results import (
+    ChangeCause,
     CompactionFigures,
     FigureBreakdown,
     Figures,
@@ -57,6 +58,7 @@ from contextd.results import (
     StateResult,
     StatsResult,
     TokenUsage,
+    WorkspaceActivity,
 )
 from contextd.session.agent_settings import mirror_compaction_point
 from contextd.session.counts import Kept, cold_records, keep_counts, read_counts
@@ -283,7 +285,7 @@ class LiveState(ABC):
                 self._ledger.add(entry, self._entry_tokens[entry.id])
         self.rebuild()
         if self._usage_parts() != shown:
-            self.events.token_usage(self.usage_body())
+            self.events.token_usage(self.usage())
 
     def _usage_parts(self) -> tuple[object, ...]:
         """What `usage_body` is made of that counting can change."""
@@ -687,16 +689,16 @@ class LiveState(ABC):
         return [entry for entry in entries if entry.type == "compaction"]  # tags: isinstance is slow on a no
 
     def announce(self, cause: str) -> None:
-        usage = self.usage_body()  # once: a mirror's works out where its agent compacts
+        usage = self.usage()  # once: a mirror's works out where its agent compacts
         self.events.session_changed(self.session_id, self.leaf_id, cause)
         self.events.token_usage(usage)
-        self.events.workspace_activity(self.activity_body(cause, usage))
+        self.events.workspace_activity(self.activity(cause, usage, self.leaf_id))
 
     def announce_deletion(self) -> None:
         """The session's files are gone: whoever had it open or watches its workspace hears
         it once, with the figure it had (no leaf any more, no tokenUsage)."""
         self.events.session_changed(self.session_id, None, "deleted")
-        self.events.workspace_activity({**self.activity_body("deleted"), "leafId": None})
+        self.events.workspace_activity(self.activity("deleted", self.usage(), None))
 
     def updated_at(self) -> str:
         """The time the file was last written, as `session/list` shows it (now, for a file
@@ -706,22 +708,20 @@ class LiveState(ABC):
         except OSError:
             return timestamp(time.time_ns())
 
-    def activity_body(self, cause: str, usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    def activity(self, cause: str, usage: TokenUsage, leaf_id: str | None) -> WorkspaceActivity:
         """What a change tells the connections watching the session's workspace: which
-        session, why, its leaf and figure (`usage`: the `usage_body` already made), and when
+        session, why, its leaf and figure (`usage`, the one its tokenUsage sends), and when
         its file was last written."""
-        body: dict[str, Any] = {
-            "sessionId": self.session_id,
-            "name": self.name,
-            "workspace": self.header.workspace,
-            "cause": cause,
-            "leafId": self.leaf_id,
-            "usage": self.usage_body() if usage is None else usage,
-            "updatedAt": self.updated_at(),
-        }
-        if self.source is not None:
-            body["source"] = self.source
-        return body
+        return WorkspaceActivity(
+            sessionId=self.session_id,
+            name=self.name,
+            workspace=self.header.workspace,
+            cause=cast(ChangeCause, cause),  # validated: a cause the model does not know is refused
+            leafId=leaf_id,
+            usage=usage,
+            source=MirrorSource.model_validate(self.source) if self.source else None,
+            updatedAt=self.updated_at(),
+        )
 
     @property
     def compacting(self) -> bool:
