@@ -93,6 +93,8 @@ class Connection:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._pending: dict[str, asyncio.Future[Any]] = {}
         self._request_ids = itertools.count(1)
+        self._outgoing: list[bytes] = []
+        """Messages sent in this turn of the loop, not written yet (`_flush`)."""
         self._reading: asyncio.Task[Any] | None = None
         self.initialized = False
         self.shut_down = False
@@ -104,10 +106,20 @@ class Connection:
     # --- sending ----------------------------------------------------------------------
 
     def send(self, message: dict[str, Any] | list[dict[str, Any]]) -> None:
-        """Write one message; a message to a peer that left is dropped."""
+        """Send one message, in order, written with the others sent in the same turn of the
+        event loop: an append's reply and its notifications go in one write, which wakes the
+        peer once instead of once each. A message to a peer that left is dropped."""
         if self.closed or self._writer.is_closing():
             return
-        self._writer.write(framed(message))
+        if not self._outgoing:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._outgoing.append(framed(message))
+
+    def _flush(self) -> None:
+        outgoing, self._outgoing = self._outgoing, []
+        if not outgoing or self.closed or self._writer.is_closing():
+            return
+        self._writer.write(b"".join(outgoing))
         unsent = self._writer.transport.get_write_buffer_size()
         if unsent > self._max_write_buffer_bytes:
             log.warning(
@@ -364,6 +376,7 @@ class Connection:
         waiting for one sees its cancellation first: `wait_for` would give it the error)."""
         if self.closed:
             return
+        self._flush()  # what was sent before it closed still goes, as before the close
         self.closed = True
         try:
             self._writer.close()
