@@ -36,9 +36,11 @@ OUTPUT_RESERVE_TOKENS = 4096
 SUMMARY_LINES_SHOWN = 40
 
 
-def demo_messages() -> ReplayFile:
+def demo_messages(check: bool = False) -> ReplayFile:
+    """The shipped session's messages, not checked one by one here (120 ms of the demo's
+    start, pydantic imported for it): tests/cli check them (`check=True`)."""
     text = resources.files("contextd").joinpath("demo", DEMO_FILE).read_text(encoding="utf-8")
-    return read_messages(text.splitlines(), source=DEMO_FILE)
+    return read_messages(text.splitlines(), source=DEMO_FILE, check=check)
 
 
 def demo_settings(user_settings: dict[str, Any], window: int) -> dict[str, Any]:

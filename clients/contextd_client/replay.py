@@ -55,12 +55,11 @@ def _message_adapter() -> Any:
     return TypeAdapter(Message)
 
 
-def read_messages(lines: Iterable[str], *, keep_usage: bool = True, source: str = "") -> ReplayFile:
+def read_messages(lines: Iterable[str], *, keep_usage: bool = True, source: str = "", check: bool = True) -> ReplayFile:
     """Messages checked against the daemon's own model, so a bad line is reported with its
-    number before any session exists."""
-    from pydantic import ValidationError
-
-    adapter = _message_adapter()
+    number before any session exists; `check=False` for a file contextd ships, which its
+    tests check (the daemon checks every message it is sent anyway)."""
+    adapter = _message_adapter() if check else None
     where = f"{source} " if source else ""
     found = ReplayFile(source, [], [])
     for number, line in enumerate(lines, start=1):
@@ -78,17 +77,25 @@ def read_messages(lines: Iterable[str], *, keep_usage: bool = True, source: str 
             continue  # a session header or a non-message entry of a session file
         if not keep_usage:
             value = {key: item for key, item in value.items() if key != "usage"}
-        try:
-            adapter.validate_python(value)
-        except ValidationError as error:
-            problems = "; ".join(
-                f"{'.'.join(str(part) for part in item['loc']) or 'message'}: {item['msg']}"
-                for item in error.errors(include_url=False, include_input=False)[:3]
-            )
-            raise ReplayFileError(f"{where}line {number}: not a message ({problems})") from None
+        if adapter is not None and (problems := _problems(adapter, value)):
+            raise ReplayFileError(f"{where}line {number}: not a message ({problems})")
         found.messages.append(value)
         found.lines.append(number)
     return found
+
+
+def _problems(adapter: Any, value: Any) -> str | None:
+    """Why `value` is not a message (its first three problems), or None."""
+    from pydantic import ValidationError
+
+    try:
+        adapter.validate_python(value)
+    except ValidationError as error:
+        return "; ".join(
+            f"{'.'.join(str(part) for part in item['loc']) or 'message'}: {item['msg']}"
+            for item in error.errors(include_url=False, include_input=False)[:3]
+        )
+    return None
 
 
 def read_file(path: Path, *, keep_usage: bool = True) -> ReplayFile:

@@ -35,3 +35,8 @@ def test_a_daemon_that_follows_nothing_loads_no_follow_machinery_and_builds_no_p
     )
     found = imported_by(statement, "contextd.follow", "contextd.follow.follower", "contextd.importers")
     assert found == dict.fromkeys(found, False)
+
+
+def test_the_demo_reads_its_shipped_session_without_pydantic():
+    found = imported_by("from contextd_client.demo import demo_messages; demo_messages()", "pydantic", "contextd.model")
+    assert found == dict.fromkeys(found, False)
