@@ -7,9 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from contextd.compaction.context import COMPACTION_PREAMBLE, HANDOFF_PREAMBLE
 from contextd.importers import IMPORTERS, STREAMING_IMPORTERS, ImportedSession, save
+from contextd.follow.mirror import follower_importer
 from contextd.importers.common import restore_importer
+from contextd.importers.feed import LineFeed
 from contextd.model import (
     AssistantMessage,
     BranchSummaryEntry,
@@ -403,6 +407,46 @@ def test_junk_lines_are_reported_with_their_line_number_never_fatal(case: str, j
     reported = {problem.line for problem in imported.problems}
     assert junk_lines <= reported
     assert imported.entries
+
+
+def with_field(line: str, path: list[str], value: Any) -> str:
+    """`line`'s record with the field at `path` set to `value`."""
+    record = json.loads(line)
+    holder = record
+    for key in path[:-1]:
+        holder = holder[key]
+    holder[path[-1]] = value
+    return json.dumps(record)
+
+
+BAD_FIELDS = {
+    # agent: the marker of the lines whose field is set, and where the field is
+    "codex": ('"last_token_usage"', ["payload", "info", "last_token_usage", "input_tokens"]),
+    "claude-code": ('"input_tokens"', ["message", "usage", "input_tokens"]),
+    "pi": ('"type": "compaction"', ["tokensBefore"]),
+}
+
+
+@pytest.mark.parametrize("bad", ["many", [1]])
+@pytest.mark.parametrize("agent", sorted(BAD_FIELDS))
+def test_a_count_no_agent_writes_is_said_by_name_and_the_import_goes_on(agent: str, bad: Any) -> None:
+    """A count of another type is said, naming it, at its line (a Codex or pi record is
+    skipped; a Claude Code answer stays, without its usage); every line after it is imported,
+    whole and followed (a follower that raised there would read the same line again at
+    every round, and nothing after it)."""
+    marker, path = BAD_FIELDS[agent]
+    lines = [with_field(line, path, bad) if marker in line else line for line in fixture_lines(agent)]
+    changed = {number for number, line in enumerate(fixture_lines(agent), start=1) if marker in line}
+    whole = IMPORTERS[agent](lines)
+    followed = follower_importer(agent)  # type: ignore[arg-type]
+    LineFeed(followed).feed("".join(line + "\n" for line in lines).encode())
+    for problems in (whole.problems, followed.problems):
+        said = [problem for problem in problems if path[-1] in problem.message]
+        assert said and {problem.line for problem in said} <= changed
+    assert load(agent).entries[-1].id in by_id(whole)
+    reference = follower_importer(agent)  # type: ignore[arg-type]
+    LineFeed(reference).feed("".join(line + "\n" for line in fixture_lines(agent)).encode())
+    assert followed.leaf_id == reference.leaf_id is not None
 
 
 # --- through the daemon -------------------------------------------------------------------

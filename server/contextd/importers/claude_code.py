@@ -33,6 +33,7 @@ from contextd.importers.common import (
     StreamingImporter,
     import_lines,
     message_or_problem,
+    number_field,
     text_of,
 )
 from contextd.model import (
@@ -171,7 +172,10 @@ class ClaudeCodeImporter(StreamingImporter):
         answer = self._converter.answer
         if answer is None or answer.error or not isinstance(answer.last.get("usage"), dict):
             return None
-        usage = Usage(**_usage(answer.last["usage"]))
+        try:
+            usage = Usage(**_usage(answer.last["usage"]))
+        except ValueError:  # said when the answer is written (flush_answer)
+            return None
         return usage if usage.context_tokens > 0 else None
 
     def attach_point(self, line: int, raw: dict[str, Any]) -> str | None:
@@ -467,8 +471,12 @@ class _Converter:
             data["stopReason"] = "error"
             data["errorMessage"] = text_of(answer.blocks) or "API error"
         elif isinstance(message.get("usage"), dict):
-            data["usage"] = _usage(message["usage"])
-            self.last_context_tokens = sum(data["usage"].values())
+            try:
+                data["usage"] = _usage(message["usage"])
+            except ValueError as error:  # a count of another type: the answer stays, without it
+                self.problems.append(Problem(answer.line, "dropped", f"assistant message's usage: {error}"))
+            else:
+                self.last_context_tokens = sum(data["usage"].values())
         if message.get("model") not in (None, SYNTHETIC_MODEL):
             data["model"] = message["model"]
         converted = message_or_problem(data, answer.line, self.problems, "assistant message")
@@ -597,10 +605,10 @@ def _is_claude_md(text: Any) -> bool:
 
 def _usage(usage: dict[str, Any]) -> dict[str, int]:
     return {
-        "input": int(usage.get("input_tokens") or 0),
-        "output": int(usage.get("output_tokens") or 0),
-        "cacheRead": int(usage.get("cache_read_input_tokens") or 0),
-        "cacheWrite": int(usage.get("cache_creation_input_tokens") or 0),
+        "input": number_field(usage, "input_tokens", "message.usage"),
+        "output": number_field(usage, "output_tokens", "message.usage"),
+        "cacheRead": number_field(usage, "cache_read_input_tokens", "message.usage"),
+        "cacheWrite": number_field(usage, "cache_creation_input_tokens", "message.usage"),
     }
 
 

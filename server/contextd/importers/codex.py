@@ -30,6 +30,7 @@ from contextd.importers.common import (
     StreamingImporter,
     import_lines,
     json_value,
+    number_field,
     message_or_problem,
     text_of,
 )
@@ -500,13 +501,16 @@ def _settings(turn_context: dict[str, Any]) -> str:
 def _usage_figures(usage: dict[str, Any]) -> tuple[int, int, int, int | None]:
     """A count's input, output, cached input and total, as a `Usage` holds them: OpenAI
     counts cached input inside input_tokens; contextd keeps them apart."""
-    cached = int(usage.get("cached_input_tokens") or 0)
+    cached = number_field(usage, "cached_input_tokens", USAGE_FIELD)
     return (
-        max(int(usage.get("input_tokens") or 0) - cached, 0),
-        int(usage.get("output_tokens") or 0),
+        max(number_field(usage, "input_tokens", USAGE_FIELD) - cached, 0),
+        number_field(usage, "output_tokens", USAGE_FIELD),
         cached,
-        int(usage["total_tokens"]) if usage.get("total_tokens") else None,
+        number_field(usage, "total_tokens", USAGE_FIELD) if usage.get("total_tokens") else None,
     )
+
+
+USAGE_FIELD = "token_count.info.last_token_usage"
 
 
 def _text(item: dict[str, Any]) -> str:

@@ -169,6 +169,23 @@ def _json_value(number: int, line: str | bytes, problems: list[Problem]) -> Any:
     return _UNREADABLE
 
 
+def number_field(record: Mapping[str, Any], key: str, where: str) -> int:
+    """A count a record holds (0 where it holds none); ValueError naming the field where it
+    holds something else."""
+    value = record.get(key)
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}.{key} is not a number: {value!r}") from None
+
+
+def reason_of(error: Exception) -> str:
+    """What a record's field holds that could not be read, as a problem says it."""
+    if isinstance(error, ValidationError):
+        return validation_summary(error)
+    return f"{error} missing" if isinstance(error, KeyError) else str(error)
+
+
 def validation_summary(error: ValidationError) -> str:
     first = error.errors()[0]
     where = ".".join(str(part) for part in first["loc"])
@@ -576,6 +593,10 @@ class StreamingImporter(ABC):
             self.record(number, raw)
         except RecursionError:  # a line nested deeply enough to parse, not to walk: skipped
             self.problems.append(Problem(number, "corrupt", "nested too deeply to import"))
+        except (KeyError, TypeError, ValueError) as error:
+            # A field of a type or value no agent writes ("input_tokens": "many"): the line is
+            # skipped and said, and the import (a follower's too) goes on with the next.
+            self.problems.append(Problem(number, "corrupt", f"a field could not be read ({reason_of(error)})"))
 
     @abstractmethod
     def record(self, number: int, raw: dict[str, Any]) -> None:

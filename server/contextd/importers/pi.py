@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import ValidationError
 
 from contextd.importers.common import (
     PLACEHOLDER_ID,
@@ -21,7 +20,8 @@ from contextd.importers.common import (
     StreamingImporter,
     import_lines,
     message_or_problem,
-    validation_summary,
+    number_field,
+    reason_of,
 )
 from contextd.model import (
     BranchSummaryEntry,
@@ -288,8 +288,8 @@ def _convert(
     except (KeyError, TypeError) as error:
         problems.append(Problem(line, "corrupt", f"{kind} entry lacks {error}"))
         builder.skip(entry_id, parent)
-    except ValidationError as error:
-        problems.append(Problem(line, "corrupt", f"{kind} entry: {validation_summary(error)}"))
+    except ValueError as error:  # a ValidationError, or a count number_field names
+        problems.append(Problem(line, "corrupt", f"{kind} entry: {reason_of(error)}"))
         builder.skip(entry_id, parent)
     return None
 
@@ -301,7 +301,7 @@ def _compaction(raw: dict[str, Any], builder: EntryBuilder) -> CompactionEntry:
         parentId=None,
         summary=raw["summary"],
         firstKeptEntryId=builder.resolve(first_kept) if first_kept else None,
-        tokensBefore=int(raw.get("tokensBefore") or 0),
+        tokensBefore=number_field(raw, "tokensBefore", "compaction"),
         tokensAfter=0,
         reason="threshold",
         summarizer=SummarizerInfo(provider=SOURCE, model=None),
