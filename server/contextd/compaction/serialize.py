@@ -20,11 +20,12 @@ Old tool output is mostly raw data; its beginning says what it was, the assistan
 messages say what came of it."""
 
 
-def truncate(text: str, max_chars: int | None = TOOL_TEXT_MAX_CHARS) -> str:
-    """`text` cut to `max_chars` (None: whole), with a note of how much was left out."""
+def truncate(text: str, max_chars: int | None = TOOL_TEXT_MAX_CHARS, label: str = "") -> str:
+    """`label` then `text` cut to `max_chars` (None: whole), with a note of how much was left
+    out (the label joined in the same copy: a kept beginning is thousands of characters)."""
     if max_chars is None or len(text) <= max_chars:
-        return text
-    return f"{text[:max_chars]}\n[... {len(text) - max_chars} more characters truncated]"
+        return label + text
+    return f"{label}{text[:max_chars]}\n[... {len(text) - max_chars} more characters truncated]"
 
 
 def serialize_conversation(
@@ -41,8 +42,8 @@ def serialize_conversation(
         if message.role == "assistant":
             _add_assistant_lines(parts, message, tool_text_max_chars)
         elif message.role == "toolResult":
-            label = f"Tool result {message.toolName} (error)" if message.isError else f"Tool result {message.toolName}"
-            parts.append(f"[{label}]: {truncate(_content_text(message.content), tool_text_max_chars)}")
+            label = f"[Tool result {message.toolName} (error)]: " if message.isError else f"[Tool result {message.toolName}]: "
+            parts.append(truncate(_content_text(message.content), tool_text_max_chars, label))
         else:
             text = _content_text(message.content)
             if text:
