@@ -66,7 +66,7 @@ def row(file: str, scratch: Path) -> str:
     span = sum(round(tokens.get(entry_id, 0) * calibration) for entry_id in history_ids)
     short_tokens = count_text(request.prompt, "o200k_base")
     prompt_tokens = count_text(whole_prompt(request), "o200k_base")
-    items = compact_input(request)
+    items = compact_input(request, session.model_id)
     size_kb = len(json.dumps(items).encode()) / 1024
     readable = count_text(summarize_offline(request), "o200k_base")
     clears = "yes" if prompt_tokens >= MIN_TRIGGER_TOKENS else "no"
