@@ -8,12 +8,14 @@ import os
 from pathlib import Path
 
 import pytest
+from contextd.importers import IMPORTERS, save
 from contextd.model import AssistantMessage, Settings, TextContent, UserMessage
 from contextd.session import SessionManager, SilentEvents
 from contextd.session import counts as session_counts
 from contextd.session import state as session_state
 from contextd.session.counts import counts_path
 from contextd.store import SessionListing, Store
+from tests.corpus import agent_of, read_text
 
 
 def closed_session(data_dir: Path) -> tuple[str, Path, int]:
@@ -89,3 +91,50 @@ def test_deleting_a_session_deletes_its_counts(tmp_path):
     assert counts_path(path).exists()
     Store(tmp_path).remove(SessionListing(session_id, path, "/ws"))
     assert not path.exists() and not counts_path(path).exists()
+
+
+def imported_and_closed(data_dir: Path, name: str) -> tuple[str, Path]:
+    """A real transcript imported and opened once, then closed as a daemon leaves it."""
+    lines = read_text(name).splitlines(keepends=True)
+    session_id, _ = save(IMPORTERS[agent_of(name)](iter(lines)), data_dir, workspace="/ws", name=None)
+    sessions = SessionManager(Store(data_dir), Settings(), SilentEvents())
+    sessions.get(session_id)
+    sessions.close_all()
+    return session_id, next(data_dir.glob(f"workspaces/*/sessions/{session_id}.jsonl"))
+
+
+def figures_of_a_reload(data_dir: Path, session_id: str, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> tuple[object, int]:
+    """What the reloaded session shows of its calibration and unseen part, and how many of
+    their walks (the calibration's over every node, the unseen part's over the path) it ran."""
+    walks = []
+    for name in ("learn", "learn_unseen"):
+        real = getattr(session_state, name)
+        monkeypatch.setattr(session_state, name, lambda *args, real=real, **named: walks.append(real) or real(*args, **named))
+    sessions = SessionManager(Store(data_dir), settings, SilentEvents())
+    session = sessions.get(session_id)
+    shown = (session.tokens, session.calibration, session.unseen_tokens, session._ledger.evidence, session.usage_body())
+    sessions.close_all()
+    monkeypatch.undo()
+    return shown, len(walks)
+
+
+@pytest.mark.parametrize("name", ["claude-code-atlas-short.jsonl.gz", "pi-coffee-model-switches.jsonl.gz"])
+def test_a_reload_takes_the_kept_calibration_and_unseen_part_and_shows_the_same(tmp_path, monkeypatch, name):
+    session_id, path = imported_and_closed(tmp_path, name)
+    kept, walks = figures_of_a_reload(tmp_path, session_id, Settings(), monkeypatch)
+    assert walks == 0
+    tokens, calibration, unseen, evidence, _ = kept
+    assert evidence and unseen > 0  # the session teaches both
+    without = json.loads(counts_path(path).read_bytes())
+    del without["figures"]  # the counts and records alone, for the very same file
+    counts_path(path).write_text(json.dumps(without))
+    assert figures_of_a_reload(tmp_path, session_id, Settings(), monkeypatch) == (kept, 2)
+
+
+def test_kept_figures_learned_with_another_default_model_are_learned_again(tmp_path, monkeypatch):
+    session_id, path = imported_and_closed(tmp_path, "claude-code-atlas-short.jsonl.gz")
+    other = Settings(defaultModel="gpt-5.1")  # another root tokenizer
+    relearned = figures_of_a_reload(tmp_path, session_id, other, monkeypatch)
+    assert relearned[1] == 2
+    counts_path(path).unlink()
+    assert figures_of_a_reload(tmp_path, session_id, other, monkeypatch)[0] == relearned[0]

@@ -61,7 +61,7 @@ from contextd.results import (
     WorkspaceActivity,
 )
 from contextd.session.agent_settings import mirror_compaction_point
-from contextd.session.counts import Kept, cold_records, keep_counts, read_counts
+from contextd.session.counts import Kept, KeptFigures, cold_records, keep_counts, read_counts
 from contextd.session.deferred_counts import CountsOnDemand, PendingCounts, count_entries
 from contextd.session.errors import InvalidAppend, ReadOnlyMirror
 from contextd.session.events import SessionEvents
@@ -73,7 +73,7 @@ from contextd.tokens import (
     count_text,
     resolve_model,
 )
-from contextd.tokens.calibration import CalibrationLedger, learn
+from contextd.tokens.calibration import CalibrationLedger, Evidence, Since, learn
 from contextd.tokens.context_size import (
     SUMMARIES,
     TokenFigure,
@@ -88,7 +88,14 @@ from contextd.tokens.context_size import (
     usage_anchor,
 )
 from contextd.tokens.registry import best_match
-from contextd.tokens.unseen import UnseenState, grew_past_counting, learn_unseen, reported_prompt, unseen_prior
+from contextd.tokens.unseen import (
+    UnseenEvidence,
+    UnseenState,
+    grew_past_counting,
+    learn_unseen,
+    reported_prompt,
+    unseen_prior,
+)
 
 if TYPE_CHECKING:
     from contextd.session.running import RunningCompaction
@@ -162,6 +169,10 @@ class LiveState(ABC):
         self._ledger: CalibrationLedger  # learned by _count_all, once every entry is counted
         self._figure = TokenFigure(0, 0, 1.0, anchored=False, exact=True)
         self._unseen = UnseenState(None, settled=True)
+        self._unseen_learned_at: tuple[str | None, float] | None = None
+        """The leaf and calibration factor `_unseen` was last learned whole at (by `learn_unseen`)."""
+        self._kept_unseen: UnseenState | None = None
+        """The unseen part as kept beside the file, for the load's first rebuild."""
         self._counted_parts = (0, 0)
         self._running: RunningCompaction | None = None
         self._recovering = False
@@ -180,8 +191,10 @@ class LiveState(ABC):
         latest = tree.latest_model_change
         if latest is not None:
             self._use_model(latest.model, latest.contextWindow)
-        self._count_all(tree.entries.values(), kept.counts(self.model_info.counting) if kept is not None else None)
+        counting = self.model_info.counting
+        self._count_all(tree.entries.values(), kept.counts(counting) if kept else None, kept.figures_for(counting) if kept else None)
         self.rebuild()
+        self._kept_unseen = None  # for this rebuild only
 
     # --- identity ---------------------------------------------------------------------
 
@@ -244,16 +257,22 @@ class LiveState(ABC):
         """Whether entries a mirror's write took in are still to be counted."""
         return bool(self._pending)
 
-    def _count_all(self, entries: Iterable[Entry], kept: dict[str, int] | None = None) -> None:
+    def _count_all(self, entries: Iterable[Entry], kept: dict[str, int] | None = None, figures: KeptFigures | None = None) -> None:
         """Every entry counted, or its count taken from those kept beside this very file
-        (`kept`: those read with the file, else read now)."""
+        (`kept`: those read with the file, else read now), and the calibration learned, or
+        taken from the `figures` kept with them where they hold."""
         self._pending.clear()
         if kept is None:
             kept = read_counts(self.file.path, self.model_info.counting)
         for entry in entries:
             tokens = kept.get(entry.id)
             self._entry_tokens[entry.id] = self._count(entry) if tokens is None else tokens
-        self._ledger = self._learn()
+        kept_ledger = self._kept_ledger(figures) if figures is not None else None
+        self._ledger = kept_ledger or self._learn()
+        if kept_ledger is not None and figures is not None and figures.unseen is not None:
+            calibration, evidence, settled = figures.unseen
+            if calibration == self._calibration_so_far():  # what the unseen part was learned with
+                self._kept_unseen = UnseenState(UnseenEvidence(*evidence) if evidence else None, settled)
 
     def _count_later(self, entries: Iterable[Entry]) -> None:
         """`entries`, just taken into the tree, counted when first needed (a mirror's write)."""
@@ -316,7 +335,7 @@ class LiveState(ABC):
         if self.file.writable:
             live = {entry.id for entry in self._path[live_from(self._path) :]}
             cold = cold_records(self.tree.entries.values(), live)
-            keep_counts(self.file.path, self.model_info.counting, self._entry_tokens, cold)
+            keep_counts(self.file.path, self.model_info.counting, self._entry_tokens, cold, self._figures_to_keep())
 
     def _count(self, entry: Entry) -> int:
         info = self.model_info
@@ -329,6 +348,41 @@ class LiveState(ABC):
         ledger = learn(self.tree.nodes(), self.entry_tokens, self._tokenizer_of, root)
         ledger.keep_only(self.tree.leaf_id, self.tree.path_to, self.entry_tokens)
         return ledger
+
+    def _kept_ledger(self, figures: KeptFigures) -> CalibrationLedger | None:
+        """The ledger as the session had it when it left memory (session/counts.py), where
+        learning it again would give the same: the same leaf, and every model id resolved
+        to the same tokenizer; None otherwise."""
+        root = resolve_model(self.settings.defaultModel, self.settings.models).tokenizer
+        if figures.leaf != self.tree.leaf_id or figures.rootTokenizer != root:
+            return None
+        evidence = {tokenizer: Evidence(*growth) for tokenizer, growth in figures.evidence.items()}
+        leaf = (figures.leaf, Since(*figures.since)) if figures.leaf is not None and figures.since is not None else None
+        ledger = CalibrationLedger.restored(self._tokenizer_of, root, dict(figures.resolved), evidence, leaf)
+        if not ledger.resolves_alike(self._tokenizer_of):
+            return None
+        ledger.keep_only(self.tree.leaf_id, self.tree.path_to, self.entry_tokens)
+        return ledger
+
+    def _figures_to_keep(self) -> KeptFigures | None:
+        """What the next load of the file as it is may take instead of its walks (None: a
+        mirror's entries not all counted or written, or the settings changed how a model
+        resolves since the calibration was learned)."""
+        ledger = self._ledger
+        if self._pending or self._unwritten or not ledger.resolves_alike(self._tokenizer_of):
+            return None
+        leaf, calibration = self.tree.leaf_id, self._calibration_so_far()
+        since = ledger.state_at(leaf)
+        unseen = self._unseen
+        evidence = (unseen.evidence.prompt, unseen.evidence.counted) if unseen.evidence is not None else None
+        return KeptFigures(
+            leaf=leaf,
+            rootTokenizer=ledger.root_tokenizer,
+            resolved=ledger.resolved,
+            evidence={tokenizer: (growth.reported, growth.counted) for tokenizer, growth in ledger.evidence.items()},
+            since=(since.prompt, since.counted, since.tokenizer) if leaf is not None else None,
+            unseen=(calibration, evidence, unseen.settled) if self._unseen_learned_at == (leaf, calibration) else None,
+        )
 
     def _tokenizer_of(self, model_id: str) -> str:
         # Asked for every answer on load: resolved once per model (until the settings change).
@@ -373,7 +427,10 @@ class LiveState(ABC):
         return context_tokens_of(path, self.entry_tokens, self._pruned_tokens, calibration=self.calibration)
 
     def _learn_unseen(self) -> None:
-        self._unseen = learn_unseen(self._path, self.entry_tokens, self._pruned_tokens, calibration=self.calibration)
+        kept, self._kept_unseen = self._kept_unseen, None  # a load's first rebuild: as kept, if it holds
+        calibration = self.calibration
+        self._unseen = kept or learn_unseen(self._path, self.entry_tokens, self._pruned_tokens, calibration=calibration)
+        self._unseen_learned_at = (self.tree.leaf_id, calibration)
 
     def figure_of(self, path: Sequence[Entry], tokens_of: Callable[[Entry], int] | None = None) -> TokenFigure:
         return context_size(

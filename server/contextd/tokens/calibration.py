@@ -213,26 +213,47 @@ class CalibrationLedger:
     path_to: Callable[[str], Sequence[Entry]] | None = None
     tokens: Mapping[str, int] = field(default_factory=dict)
     """The nodes' counted tokens, for the states worked out again."""
+    resolved: dict[str, str] = field(default_factory=dict)
+    """The tokenizer each model id named was first resolved to: the evidence holds for
+    `tokenizer_of` only while it resolves them alike (a load may take the ledger as kept)."""
 
     @classmethod
     def start(cls, tokenizer_of: Callable[[str], str], root_tokenizer: str) -> CalibrationLedger:
         return cls(tokenizer_of, root_tokenizer, {}, {})
 
+    @classmethod
+    def restored(
+        cls, tokenizer_of: Callable[[str], str], root_tokenizer: str, resolved: dict[str, str],
+        evidence: dict[str, Evidence], leaf: tuple[str, Since] | None,
+    ) -> CalibrationLedger:
+        """A ledger as `learn` made it before, from its evidence, resolutions and the leaf's
+        state (the other states are worked out again when asked, as after `keep_only`)."""
+        return cls(tokenizer_of, root_tokenizer, dict([leaf]) if leaf else {}, evidence, resolved=resolved)
+
+    def resolves_alike(self, tokenizer_of: Callable[[str], str]) -> bool:
+        """Whether `tokenizer_of` resolves every model id this ledger met as it was resolved then."""
+        return all(tokenizer_of(model_id) == tokenizer for model_id, tokenizer in self.resolved.items())
+
+    def _tokenizer(self, model_id: str) -> str:
+        tokenizer = self.tokenizer_of(model_id)
+        self.resolved.setdefault(model_id, tokenizer)
+        return tokenizer
+
     def add(self, entry: Entry, tokens: int) -> Observation | None:
         before = self.since.get(entry.parentId) if entry.parentId else None  # the parent's, mostly
-        after, observation = calibration_step(before or self._state_at(entry.parentId), entry, tokens, self.tokenizer_of)
+        after, observation = calibration_step(before or self.state_at(entry.parentId), entry, tokens, self._tokenizer)
         self.since[entry.id] = after
         if observation is not None:
             known = self.evidence.get(observation.tokenizer, NO_EVIDENCE)
             self.evidence[observation.tokenizer] = known.add(observation.reported, observation.counted)
         return observation
 
-    def _state_at(self, node_id: str | None) -> Since:
+    def state_at(self, node_id: str | None) -> Since:
         state = self.since.get(node_id) if node_id else None
         if state is None and node_id and self.path_to is not None:
             state = Since(None, 0, self.root_tokenizer)
             for node in self.path_to(node_id):
-                state, _ = calibration_step(state, node, self.tokens.get(node.id, 0), self.tokenizer_of)
+                state, _ = calibration_step(state, node, self.tokens.get(node.id, 0), self._tokenizer)
             self.since[node_id] = state
         return state or Since(None, 0, self.root_tokenizer)
 
