@@ -167,6 +167,9 @@ class EntryTree:
     """How many nodes of each type: a walk looking for a type the tree lacks is spared."""
     latest_model_change: ModelChangeEntry | None = None
     """The last `model_change` node in file order."""
+    glance: bool = False
+    """A tree read to be looked at once and let go (a listing's row): its entries are neither
+    kept cold nor made to share their field names, work that pays only for a tree kept."""
 
     def add(self, entry: Entry, line: bytes | None = None, *, unwritten: bool = False) -> None:
         """`line`: the file's line of a message entry just loaded; `unwritten`: an entry not
@@ -177,7 +180,7 @@ class EntryTree:
                 self.cold = True
             elif line is not None:
                 self.lines[entry.id] = line  # its fields' names shared by keep_cold, if it stays parsed
-            elif not unwritten:
+            elif not unwritten and not self.glance:
                 cast(MessageEntry, entry).share_field_names()
         # Type tags, not isinstance (slow on a pydantic model when the answer is no): every
         # entry of every load passes here.
@@ -224,6 +227,8 @@ class EntryTree:
         appended since (a compaction in this daemon) as the line `encode_line` wrote for
         them. Cold entries in it are parsed again (a navigation to another branch); `path`
         is brought up to date in place."""
+        if self.glance:
+            return
         if live_from > 0 or len(path) < self.node_count:  # else every node is live
             live = {entry.id for entry in path[live_from:]}
             leaving = [entry_id for entry_id, entry in self.entries.items() if type(entry) is MessageEntry and entry_id not in live]

@@ -318,3 +318,33 @@ def test_loaded_entries_share_their_field_names_and_dump_copy_and_compare_as_fre
         assert copied.parentId == "other" and entry.parentId != "other" and "parentId" in entry.model_fields_set
     shapes = {(type(entry.message), frozenset(entry.message.model_fields_set)) for entry in loaded}
     assert len({id(entry.message.__pydantic_fields_set__) for entry in loaded}) == len(shapes)  # one set per shape
+
+
+def test_a_listing_looks_at_a_file_without_keeping_its_entries_and_shows_the_loaded_row(tmp_path):
+    """A listing reads a file for its row and lets it go: its entries are neither kept cold
+    nor made to share their field names (work that pays only for a session kept)."""
+    import asyncio
+
+    from contextd.model import ColdMessageEntry, MessageEntry, Usage
+    from contextd.session.manager import summary_of
+
+    small = Settings.model_validate({"compaction": {"keepRecentTokens": 150}, "pruning": {"enabled": False}})
+    sessions = SessionManager(Store(tmp_path), small, SilentEvents())
+
+    async def compacted() -> str:
+        session = sessions.create("/ws")
+        for index in range(6):
+            answer = AssistantMessage(content=[TextContent(text="done " * 40)], usage=Usage(input=120 * index + 60, output=45))
+            session.append_messages([UserMessage(content=f"request {index} " * 40), answer])
+        await session.compact("manual")
+        return session.session_id
+
+    session_id = asyncio.run(compacted())
+    sessions.close_all()
+    listing = sessions.store.find_session(session_id)
+    glanced = [entry for entry in sessions.peek(listing).tree.entries.values() if entry.type == "message"]
+    assert glanced and all(type(entry) is MessageEntry and type(entry.__pydantic_fields_set__) is set for entry in glanced)
+    loaded = sessions.get(session_id)
+    assert any(type(entry) is ColdMessageEntry for entry in loaded.tree.entries.values())
+    assert sessions.summarize_file(listing) == summary_of(loaded)
+    sessions.close_all()

@@ -245,7 +245,7 @@ class SessionManager:
         still be deleted)."""
         try:
             file, loaded = self.store.peek(listing)
-            tree = loaded_tree(loaded)
+            tree = glanced_tree(loaded)
         except SessionDamaged:
             file = SessionFile.read_only(listing.path, SessionHeader(id=listing.session_id, workspace=listing.workspace))
             tree = EntryTree()
@@ -293,7 +293,7 @@ class SessionManager:
     def peek(self, listing: SessionListing) -> LiveSession:
         """A session read from disk without taking its lock, to read its figures only."""
         file, loaded = self.store.peek(listing)
-        return LiveSession(file, loaded_tree(loaded), self.settings, SilentEvents())
+        return LiveSession(file, glanced_tree(loaded), self.settings, SilentEvents())
 
 
 def summary_of(session: LiveSession) -> SessionSummary:
@@ -320,6 +320,14 @@ def loaded_tree(loaded: LoadedFile) -> EntryTree:
     tree = EntryTree()
     for entry, line in zip(loaded.entries, loaded.lines):
         tree.add(entry, line)
+    return tree
+
+
+def glanced_tree(loaded: LoadedFile) -> EntryTree:
+    """The tree of a file read to be looked at and let go (`EntryTree.glance`)."""
+    tree = EntryTree(glance=True)
+    for entry in loaded.entries:
+        tree.add(entry)
     return tree
 
 
