@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from contextd.importers import STREAMING_IMPORTERS
 from contextd.importers.feed import LineFeed
-from contextd.model import ColdMessageEntry, Entry, MessageEntry, MirrorSource, ModelOverride, Settings, SharedFieldNames
+from contextd.model import NON_NODE_TYPES, ColdMessageEntry, Entry, MessageEntry, MirrorSource, ModelOverride, Settings, SharedFieldNames
 from contextd.session import LiveSession, SessionManager, SilentEvents
 from contextd.session.counts import counts_path
 from contextd.store import Store
@@ -165,3 +165,50 @@ def test_contextd_import_still_reports_the_fields_pi_records_drop() -> None:
     importer = STREAMING_IMPORTERS["pi"]()
     LineFeed(importer).feed(corpus.read_bytes("pi-coffee-single-task.jsonl.gz"))
     assert any(problem.kind == "dropped" for problem in importer.problems)
+
+
+IN_PARTS = ["pi-coffee-model-switches.jsonl.gz", "claude-code-flow-lock-scheduler.jsonl.gz", "codex-knearme-two-compactions.jsonl.gz"]
+"""Model switches (pi), a conversation that goes on from an earlier entry (Claude Code),
+compactions (Codex)."""
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    name=st.sampled_from(IN_PARTS),
+    cuts=st.lists(st.tuples(st.floats(min_value=0, max_value=1), st.booleans()), max_size=6),
+)
+@example(name=IN_PARTS[0], cuts=[(0.5, True)])
+@example(name=IN_PARTS[1], cuts=[(0.5, False)])
+def test_a_transcript_mirrored_in_parts_stands_as_one_mirrored_at_once_and_as_its_file_loaded(
+    tmp_path_factory: pytest.TempPathFactory, name: str, cuts: list[tuple[float, bool]]
+) -> None:
+    """Each part's write grows the path and the reports per model from the last part's
+    (no walk of the whole tree) unless it went on elsewhere: the path, the model, its window
+    and the counted figure are those of the whole transcript written at once, and of the
+    mirror's file loaded again. A part may leave the leaf back on an earlier entry (the
+    agent's user went back there), and the next part go on from where the conversation was."""
+    agent, entries, leaf = imported(name)
+    nodes = [entry.id for entry in entries if entry.type not in NON_NODE_TYPES]
+    ends = sorted({(round(cut * len(entries)), back) for cut, back in cuts if round(cut * len(entries)) > 2})
+    sessions = SessionManager(Store(tmp_path_factory.mktemp("parts")), Settings(), SilentEvents())
+    session = sessions.create_mirror("mirror", "/ws", MirrorSource(agent=agent, path=f"/t/{name}"))  # type: ignore[arg-type]
+    start = 0
+    for end, back in [*ends, (len(entries), False)]:
+        part_leaf = leaf if end == len(entries) else nodes[1] if back else None
+        session.mirror(entries[start:end], part_leaf, None)
+        assert [entry.id for entry in session.path] == [entry.id for entry in session.tree.path_to(session.leaf_id)]
+        start = end
+    at_once_sessions, at_once = first_read(tmp_path_factory.mktemp("once"), name)
+    assert shown(session) == shown(at_once)
+    session.settle_counts()  # a part's figure uses the calibration learned so far: counted, they agree
+    at_once.settle_counts()
+    assert session.usage_body() == at_once.usage_body()
+    at_once_sessions.close_all()
+    loaded = reloaded(sessions)
+    assert shown(loaded) == shown(session)
+    loaded.close()
+
+
+def shown(session: LiveSession) -> tuple[list[str], str, int]:
+    """The path a session shows, its model and that model's window."""
+    return [entry.id for entry in session.path], session.model_id, session.model_info.context_window

@@ -38,6 +38,7 @@ from contextd.model import (
     LeafEntry,
     Message,
     MessageEntry,
+    NON_NODE_TYPES,
     MirrorSource,
     ModelChangeEntry,
     SessionHeader,
@@ -84,6 +85,7 @@ from contextd.tokens.context_size import (
     counted_parts,
     dropped_reasoning,
     largest_report,
+    largest_reports,
     reports_context,
     usage_anchor,
 )
@@ -188,6 +190,9 @@ class LiveState(ABC):
         None for sessions clients write. Listings and workspace activity carry it."""
         self.pending_usage: Usage | None = None
         """A mirror's answer the agent is still writing: its usage stands as the figure."""
+        self._reports: tuple[dict[str | None, int], str | None, int] = ({}, None, -1)
+        """A mirror's largest report per model (`largest_reports`), the model in force at its
+        last node and how many nodes they cover: each write adds what it brings."""
         latest = tree.latest_model_change
         if latest is not None:
             self._use_model(latest.model, latest.contextWindow)
@@ -488,10 +493,11 @@ class LiveState(ABC):
 
     # --- the context ------------------------------------------------------------------
 
-    def rebuild(self) -> None:
+    def rebuild(self, path: list[Entry] | None = None) -> None:
         """Recompute the path, pending tool calls and token figure from the tree (after any
-        change that is not a plain append: load, compaction, prune, navigation, model)."""
-        self._path = self.tree.path_to(self.tree.leaf_id)
+        change that is not a plain append: load, compaction, prune, navigation, model).
+        `path`: the path to the leaf, where the caller knows it without a walk."""
+        self._path = path if path is not None else self.tree.path_to(self.tree.leaf_id)
         if not self._unwritten:  # a mirror's entries go cold once written (`write_mirrored`)
             self._keep_cold()
         self._name = self._derive_name()
@@ -728,16 +734,18 @@ class LiveState(ABC):
     def _mirror(self, entries: Sequence[Entry], leaf_id: str | None, pending: Usage | None) -> list[CompactionEntry]:
         self.pending_usage = pending
         counting, model_before = self.model_info.counting, self.model_id
-        change_before = self.tree.latest_model_change
+        change_before, leaf_before = self.tree.latest_model_change, self.tree.leaf_id
+        reports, model_at_end = self._reports_so_far()
         self._unwritten.extend(entries)
         for entry in entries:
             self.tree.add(entry, unwritten=True)  # made light or cold once written
         self._count_later(entries)  # the figure counts only what follows the latest report
+        self._reports = reports, largest_reports(entries, reports, model_at_end), self.tree.node_count
         latest_change = self.tree.latest_model_change
         if latest_change is not None and latest_change is not change_before:
-            # The last model only: each switch walks the whole tree for its reports (pi's
-            # transcripts switch hundreds of times), and only the last one stands.
-            self._use_model(latest_change.model, latest_change.contextWindow)
+            # The last model only (pi's transcripts switch hundreds of times), with the
+            # reports found so far: no walk of the whole tree for them.
+            self._use_model(latest_change.model, latest_change.contextWindow, reports.get(latest_change.model, 0))
         self._widen_window(largest_report(entries, self.model_id, model_before))
         if self.model_info.counting != counting:
             self._recount_later()
@@ -746,8 +754,33 @@ class LiveState(ABC):
             move = LeafEntry(id=f"leaf-{new_entry_id(self.tree.entries)}", parentId=self.tree.leaf_id, targetId=leaf_id)
             self._unwritten.append(move)
             self.tree.add(move)
-        self.rebuild()
+        self.rebuild(self._path_grown(leaf_before, entries))
         return [entry for entry in entries if entry.type == "compaction"]  # tags: isinstance is slow on a no
+
+    def _reports_so_far(self) -> tuple[dict[str | None, int], str | None]:
+        """The largest reports per model of the nodes the tree holds, and the model in force
+        after them: those the last write left, unless nodes came another way (a load, a
+        navigation's summary), then from one walk of the tree."""
+        reports, model_at_end, covered = self._reports
+        if covered == self.tree.node_count:
+            return reports, model_at_end
+        reports = {}
+        return reports, largest_reports(self.tree.nodes(), reports, None)
+
+    def _path_grown(self, leaf_before: str | None, entries: Sequence[Entry]) -> list[Entry] | None:
+        """The path to the leaf where `entries` only continued the path to `leaf_before` (a
+        transcript's usual growth: no walk from the root); None where they went elsewhere."""
+        if (self._path[-1].id if self._path else None) != leaf_before:
+            return None
+        grown, parent = list(self._path), leaf_before
+        for entry in entries:
+            if entry.type in NON_NODE_TYPES:
+                continue  # labels and leaf moves grow no path (a move shows in the leaf below)
+            if entry.parentId != parent:
+                return None
+            grown.append(entry)
+            parent = entry.id
+        return grown if parent == self.tree.leaf_id else None
 
     def announce(self, cause: str) -> None:
         usage = self.usage()  # once: a mirror's works out where its agent compacts
@@ -804,12 +837,14 @@ class LiveState(ABC):
 
     # --- model ------------------------------------------------------------------------
 
-    def _use_model(self, model_id: str, recorded_window: int | None = None) -> None:
+    def _use_model(self, model_id: str, recorded_window: int | None = None, reported: int | None = None) -> None:
+        """`reported`: the largest report while the session talked to `model_id`, where the
+        caller knows it (else the tree is walked for it)."""
         self.model_id = model_id
         self._recorded_window = recorded_window
         info = resolve_model(model_id, self.settings.models, recorded_window)
         self.model_info = info
-        self._widen_window(largest_report(self.tree.nodes(), model_id))
+        self._widen_window(largest_report(self.tree.nodes(), model_id) if reported is None else reported)
 
     def _widen_window(self, answered: int) -> None:
         """A window smaller than a context the model answered is wrong, where contextd

@@ -82,18 +82,31 @@ def largest_report(entries: Iterable[Entry], model_id: str, model_before: str | 
     the session talked to `model_id` (0 with none), entries in file order, `model_before`
     in force before them. A window smaller than that is plainly wrong: the model took that
     much, or its provider says so ("exceeds the model's maximum context length 202750")."""
-    largest, current = 0, model_before
+    reports: dict[str | None, int] = {}
+    largest_reports(entries, reports, model_before)
+    return reports.get(model_id, 0)
+
+
+def largest_reports(entries: Iterable[Entry], reports: dict[str | None, int], model_before: str | None) -> str | None:
+    """`largest_report` of every model at once, taken into `reports` (so a mirror adds what
+    each write brings to what it found before, without walking the whole tree again);
+    returns the model in force after `entries`."""
+    current = model_before
     for entry in entries:
         if entry.type == "model_change":
             current = entry.model
-        elif current == model_id and entry.type == "message" and entry.brief.role == "assistant":
+        elif entry.type == "message" and entry.brief.role == "assistant":
             answer = entry.brief  # tags and the brief: this walks every node of a load
             if reports_context(answer):
                 assert answer.usage is not None
-                largest = max(largest, answer.usage.context_tokens)
+                size = answer.usage.context_tokens
             elif answer.failed:
-                largest = max(largest, stated_window(answer.errorMessage) or 0)
-    return largest
+                size = stated_window(answer.errorMessage) or 0
+            else:
+                continue
+            if size > reports.get(current, 0):
+                reports[current] = size
+    return current
 
 
 def usage_anchor(path: Sequence[Entry]) -> int | None:
