@@ -2,6 +2,7 @@
 
     python benchmarks/bench_follow.py [--files 200] [--seconds 30] [--intervals 1.0,0.25]
     python benchmarks/bench_follow.py --first-read [--only NAME]
+    python benchmarks/bench_follow.py --next-reads
 
 `--first-read` measures instead, in-process, the first read of each real transcript (and
 of pi's own sessions of bench_load.py at 10,000 entries): the follower's two steps, the
@@ -9,7 +10,8 @@ file read and imported (`Mirror.catch_up`, 8 MiB at a time) and its entries writ
 a new mirror session (`LiveSession.mirror_in_memory`: the tree and the figure; the file
 written after the answer), against
 `json.loads` of the same lines; CPU time, best of 3. Goal (issue 28): ≥ 50% of json.loads's
-speed.
+speed. `--next-reads` measures the rounds after it, on pi's sessions of 1,000 and 10,000
+entries growing two lines at a time: what a round costs should not grow with the transcript.
 
 Writes FILES transcripts under a throwaway HOME (the 12 real ones of tests/fixtures/real,
 cut to their first 150 lines and copied round-robin into each agent's folder, the way
@@ -36,7 +38,7 @@ from typing import Any
 
 from contextd.follow.mirror import Mirror
 from contextd.model import MirrorSource, Settings
-from contextd.session import SessionManager, SilentEvents
+from contextd.session import LiveSession, SessionManager, SilentEvents
 from contextd.store import Store
 from contextd_client import ContextdClient
 
@@ -113,32 +115,79 @@ def first_read(agent: str, path: Path, scratch: Path) -> dict[str, float]:
     mirror's file, how far the transcript was read saved, and the rest of its entries
     counted (the follower's background task)."""
     mirror = Mirror(agent, str(path), "/bench", scratch / "state")  # type: ignore[arg-type]
-    stat = path.stat()
-    stamp = (stat.st_size, stat.st_mtime_ns)
     sessions = SessionManager(Store(scratch / "data"), Settings(), SilentEvents())
-    session, reading, writing, saving = None, 0.0, 0.0, 0.0
     try:
-        while mirror.seen != stamp:
-            spent, change = cpu(lambda: mirror.catch_up(stamp))
-            reading += spent
-            if change is None:
-                break
-            began = time.process_time()
-            if session is None:
-                session = sessions.create_mirror(mirror.session_id, "/bench", MirrorSource(agent=agent, path=str(path)))  # type: ignore[arg-type]
-            fresh = [entry for entry in change.entries if entry.id not in session.tree.entries]
-            session.mirror_in_memory(fresh, change.leaf_id, change.pending_usage)
-            session.usage_body()
-            writing += time.process_time() - began
-            saving += cpu(session.write_mirrored)[0] + cpu(mirror.written)[0]
-        assert session is not None
+        session, spent = follow_round(agent, path, mirror, sessions, None)
         counting, _ = cpu(session.settle_counts)
-        counting += saving
         figure = session.usage_body()
         assert figure["tokens"] == session.tokens
     finally:
         sessions.close_all()
-    return {"read": reading, "write": writing, "counting": counting, "tokens": figure["tokens"]}
+    return {**spent, "counting": counting + spent["file"] + spent["state"], "tokens": figure["tokens"]}
+
+
+def follow_round(
+    agent: str, path: Path, mirror: Mirror, sessions: SessionManager, session: LiveSession | None
+) -> tuple[LiveSession, dict[str, float]]:
+    """What the follower does when `path` grew: read and import, the entries taken into the
+    mirror (`session`, made if None) until it answers with its figure, then the entries
+    appended to its file and how far the transcript was read saved (CPU seconds of each)."""
+    stat = path.stat()
+    stamp = (stat.st_size, stat.st_mtime_ns)
+    spent = {"read": 0.0, "write": 0.0, "file": 0.0, "state": 0.0}
+    while mirror.seen != stamp:
+        reading, change = cpu(lambda: mirror.catch_up(stamp))
+        spent["read"] += reading
+        if change is None:
+            break
+        began = time.process_time()
+        if session is None:
+            session = sessions.create_mirror(mirror.session_id, "/bench", MirrorSource(agent=agent, path=str(path)))  # type: ignore[arg-type]
+        fresh = [entry for entry in change.entries if entry.id not in session.tree.entries]
+        session.mirror_in_memory(fresh, change.leaf_id, change.pending_usage)
+        session.usage_body()
+        spent["write"] += time.process_time() - began
+        spent["file"] += cpu(session.write_mirrored)[0]
+        spent["state"] += cpu(mirror.written)[0]
+    assert session is not None
+    return session, spent
+
+
+def next_reads(rounds: int = 20) -> None:
+    """The follower's rounds after a first read, on pi's own sessions of bench_load.py: two
+    lines appended at a time (the next ones pi would write), each read, mirrored and saved
+    as the follower does; medians of CPU ms, and the size of the importer's saved state."""
+    from bench_load import pi_lines
+
+    print(f"a follower's round after the first read (two lines), CPU ms, median of {rounds}; load average {os.getloadavg()[0]:.1f}")
+    print()
+    print("| entries | read+import | to the figure | file | saved state | saved state KB |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for size in (1_000, 10_000):
+        lines = [line + "\n" for line in pi_lines(size + 2 * rounds)]
+        with tempfile.TemporaryDirectory(prefix="contextd-next-read-") as root:
+            scratch = Path(root)
+            path = scratch / "pi.jsonl"
+            path.write_text("".join(lines[: size + 1]), encoding="utf-8")  # the header, then `size` entries
+            mirror = Mirror("pi", str(path), "/bench", scratch / "state")
+            sessions = SessionManager(Store(scratch / "data"), Settings(), SilentEvents())
+            session, _ = follow_round("pi", path, mirror, sessions, None)
+            session.settle_counts()
+            spent: dict[str, list[float]] = {}
+            for start in range(size + 1, size + 1 + 2 * rounds, 2):
+                with open(path, "a", encoding="utf-8") as transcript:
+                    transcript.write("".join(lines[start : start + 2]))
+                session, times = follow_round("pi", path, mirror, sessions, session)
+                session.settle_counts()
+                for step, seconds in times.items():
+                    spent.setdefault(step, []).append(seconds * 1000)
+            medians = {step: sorted(values)[len(values) // 2] for step, values in spent.items()}
+            state_kb = mirror.importer_path.stat().st_size / 1000
+            sessions.close_all()
+        print(
+            f"| {size:,} | {medians['read']:.2f} | {medians['write']:.2f} | {medians['file']:.2f} "
+            f"| {medians['state']:.2f} | {state_kb:,.0f} |"
+        )
 
 
 def first_reads(only: str | None) -> None:
@@ -194,9 +243,13 @@ def main() -> None:
     parser.add_argument("--intervals", default="1.0,0.25")
     parser.add_argument("--first-read", action="store_true", help="measure the first read of each transcript instead")
     parser.add_argument("--only", help="with --first-read: only the transcripts whose name holds this")
+    parser.add_argument("--next-reads", action="store_true", help="measure a follower's rounds after a first read instead")
     args = parser.parse_args()
     if args.first_read:
         first_reads(args.only)
+        return
+    if args.next_reads:
+        next_reads()
         return
     print(
         f"{'files':>5}  {'interval s':>10}  {'mirrored in s':>13}  {'rounds':>6}  {'CPU at rest':>11}  "
