@@ -510,8 +510,7 @@ class LiveState(ABC):
             self._pending_calls = open_tool_calls(entry.message for entry in visible if entry.type == "message")
             self._learn_unseen()
             tokens_of = self._tokens_of(self._path)
-            parts = any(kinds.get(kind) for kind in ("instructions", *SUMMARIES))
-            self._counted_parts = counted_parts(self._path, tokens_of, visible) if parts else (0, 0)
+            self._counted_parts = self._parts_counted(tokens_of, visible)
             self._figure = self.figure_of(self._path, tokens_of)
             self._widen_window(self._answered_context())
         if self.pending_usage is not None:
@@ -524,6 +523,13 @@ class LiveState(ABC):
         # Without a compaction in the tree all of the path is live: no walk to find where.
         self.tree.keep_cold(self._path, live_from(self._path) if self.tree.kinds.get("compaction") else 0)
 
+    def _parts_counted(self, tokens_of: Callable[[Entry], int], visible: Sequence[Entry] | None = None) -> tuple[int, int]:
+        """`counted_parts` of the path; a tree without instructions and summaries has none: no
+        walks to find them (a mirror's figure is made at every round its transcript grows)."""
+        if not any(self.tree.kinds.get(kind) for kind in ("instructions", *SUMMARIES)):
+            return (0, 0)
+        return counted_parts(self._path, tokens_of, visible)
+
     def _figure_from_report(self) -> bool:
         """A mirror's figure before its entries are counted: the agent's latest report after
         the latest compaction, plus what came after it, counted now (with the calibration and
@@ -534,7 +540,7 @@ class LiveState(ABC):
         counts = CountsOnDemand(self._entry_tokens, self._pending, self._count)
         calibration = self._calibration_so_far()
         tokens_of = context_tokens_of(self._path, counts, self._pruned_tokens, calibration=calibration)
-        self._counted_parts = counted_parts(self._path, tokens_of)
+        self._counted_parts = self._parts_counted(tokens_of)
         self._figure = context_size(
             self._path, counts, self._pruned_tokens, calibration=calibration, exact=self.model_info.exact, tokens_of=tokens_of
         )
