@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from contextd.model import (
 )
 from contextd.session import SessionManager, SilentEvents
 from contextd.store import (
+    EntryTree,
     InvalidSessionId,
     SessionLocked,
     Store,
@@ -286,6 +288,32 @@ def test_memory_holds_at_most_max_loaded_entries_and_unloaded_sessions_come_back
         assert sum(len(live.tree.entries) for live in loaded) <= max_entries or [live.session_id for live in loaded] == [ids[which]]
     for session_id, texts in written.items():
         assert [message.content for message in sessions.get(session_id).context_messages()] == texts
+    sessions.close_all()
+
+
+def test_sessions_reloaded_in_turn_beyond_max_loaded_entries_are_freed_each_time(tmp_path):
+    """More sessions in use than maxLoadedEntries holds: every request reloads one and
+    unloads another. What leaves memory is freed, however often: a session refers to itself
+    and a load's objects skip the collector's young passes, so without contextd's own pass
+    every reload stayed in memory (a shared daemon grew to 10 GB). Automatic collection is
+    off here, so only contextd's own passes count."""
+    sessions = bounded_manager(tmp_path, maxLoadedEntries=20)
+    ids = []
+    for _ in range(4):
+        session = sessions.create("/ws")
+        session.append_messages([UserMessage(content=f"message {index}") for index in range(9)])
+        ids.append(session.session_id)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(10):
+            for session_id in ids:
+                sessions.get(session_id).append_messages([UserMessage(content="one more")])
+        trees = sum(isinstance(thing, EntryTree) for thing in gc.get_objects())
+    finally:
+        if collecting:
+            gc.enable()
+    assert trees <= len(ids)
     sessions.close_all()
 
 

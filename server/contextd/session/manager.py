@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -66,6 +67,8 @@ class SessionManager:
         this daemon keeps its lock until it is closed."""
         self._loaded: OrderedDict[str, LiveSession] = OrderedDict()
         self._loading: dict[str, asyncio.Future[LiveSession]] = {}
+        self._let_go_entries = 0
+        """Entries of the sessions that left memory since the last full collection."""
         self.index = ListingIndex(store, self.summarize_file)
         self.index.set_counting(counting_key(settings))
 
@@ -202,6 +205,7 @@ class SessionManager:
         del self._loaded[session_id]
         self._keep_row(session)
         session.unload()
+        self._collect_when_much_let_go(len(session.tree.entries))
         log.info("session %s unloaded from memory (still locked); it reloads on its next request", session_id)
         return True
 
@@ -211,12 +215,30 @@ class SessionManager:
         if session is not None:
             self._keep_row(session)
             session.close()
+            self._collect_when_much_let_go(len(session.tree.entries))
             return True
         if self.store.holds(session_id):
             self.store.release(session_id)
             return True
         self.store.find_session(session_id)  # unknown ids still answer "not found"
         return False
+
+    def _collect_when_much_let_go(self, entries: int) -> None:
+        """Free the sessions that left memory once their entries reach a quarter of
+        maxLoadedEntries. A session refers to itself (its calibration's tokenizer lookup, its
+        hand-off), so only a full pass of the cyclic collector frees it, and CPython runs
+        one only when the objects its younger passes kept reach a quarter of the oldest
+        generation: a load's objects go straight there (collector.py) and are never
+        counted. Sessions unloaded and reloaded in turn (more of them in use than
+        maxLoadedEntries holds) grew a daemon by a session's size at every reload: 20
+        clients appending to 2,000-entry sessions beyond a 10,000-entry bound, 10 GB in
+        2,000 appends. A pass walks every object of the daemon, which is mostly what is
+        loaded: letting a quarter of the bound go between passes keeps their cost a small
+        part of reading those entries again, and the garbage within a quarter of the bound."""
+        self._let_go_entries += entries
+        if self._let_go_entries * 4 >= self.storage.maxLoadedEntries:
+            self._let_go_entries = 0
+            gc.collect()
 
     def _keep_row(self, session: LiveSession) -> None:
         """The listing's row of a session leaving memory, taken from memory unless memory
