@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from contextd.model import (
     TextContent,
     ToolCall,
     ToolResultMessage,
+    Usage,
     UserMessage,
 )
 from contextd.session import SessionManager, SilentEvents
@@ -317,10 +319,34 @@ def test_sessions_reloaded_in_turn_beyond_max_loaded_entries_are_freed_each_time
     sessions.close_all()
 
 
+def test_a_session_leaving_memory_is_freed_at_once_without_a_pass_of_the_collector(tmp_path):
+    """Unloaded or closed, a reloaded session (its calibration learned, its hand-off set)
+    is freed as its last reference goes: nothing of it waits for the cyclic collector."""
+    sessions = manager(tmp_path)
+    session = sessions.create("/ws")
+    session.append_messages([UserMessage(content=f"message {index}") for index in range(5)])
+    session_id = session.session_id
+    del session
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for leave in (sessions.unload, sessions.close):
+            reloaded = sessions.get(session_id)
+            reloaded.append_messages([AssistantMessage(content=[TextContent(text="done")], usage=Usage(input=9, output=2))])
+            assert reloaded.hand_off is not None
+            session_left, tree_left = weakref.ref(reloaded), weakref.ref(reloaded.tree)
+            del reloaded
+            assert leave(session_id)
+            assert session_left() is None and tree_left() is None
+    finally:
+        if collecting:
+            gc.enable()
+
+
 def test_loaded_entries_share_their_field_names_and_dump_copy_and_compare_as_freshly_read(tmp_path):
     """A session's parsed entries share pydantic's sets of given field names (most of a
     parsed entry's memory beyond its text): every reading of them is as before."""
-    from contextd.model import MessageEntry, SharedFieldNames, Usage
+    from contextd.model import MessageEntry, SharedFieldNames
     from contextd.store import ENTRY_ADAPTER, encode_line
 
     sessions = manager(tmp_path)

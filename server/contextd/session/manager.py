@@ -205,7 +205,7 @@ class SessionManager:
         del self._loaded[session_id]
         self._keep_row(session)
         session.unload()
-        self._collect_when_much_let_go(len(session.tree.entries))
+        self._let_go(session)
         log.info("session %s unloaded from memory (still locked); it reloads on its next request", session_id)
         return True
 
@@ -215,7 +215,7 @@ class SessionManager:
         if session is not None:
             self._keep_row(session)
             session.close()
-            self._collect_when_much_let_go(len(session.tree.entries))
+            self._let_go(session)
             return True
         if self.store.holds(session_id):
             self.store.release(session_id)
@@ -223,20 +223,20 @@ class SessionManager:
         self.store.find_session(session_id)  # unknown ids still answer "not found"
         return False
 
-    def _collect_when_much_let_go(self, entries: int) -> None:
-        """Free the sessions that left memory once their entries reach a quarter of
-        maxLoadedEntries. A session refers to itself (its calibration's tokenizer lookup, its
-        hand-off), so only a full pass of the cyclic collector frees it, and CPython runs
-        one only when the objects its younger passes kept reach a quarter of the oldest
-        generation: a load's objects go straight there (collector.py) and are never
-        counted. Sessions unloaded and reloaded in turn (more of them in use than
-        maxLoadedEntries holds) grew a daemon by a session's size at every reload: 20
-        clients appending to 2,000-entry sessions beyond a 10,000-entry bound, 10 GB in
-        2,000 appends. A pass walks every object of the daemon, which is mostly what is
-        loaded: letting a quarter of the bound go between passes keeps their cost a small
-        part of reading those entries again, and the garbage within a quarter of the bound."""
-        self._let_go_entries += entries
-        if self._let_go_entries * 4 >= self.storage.maxLoadedEntries:
+    def _let_go(self, session: LiveSession) -> None:
+        """A session that left memory is freed as its last reference goes: its hand-off
+        (which holds it) goes with it, and its calibration holds it only weakly
+        (state.py). What a load makes is promoted straight to the collector's oldest
+        generation (collector.py), whose full passes CPython runs only when its younger
+        passes kept a quarter as many objects, which such objects never count: a session
+        held in a cycle stayed in memory, and sessions unloaded and reloaded in turn (more
+        in use than maxLoadedEntries holds) grew a daemon by a session at every reload (20
+        clients on 2,000-entry sessions beyond a 10,000-entry bound: 10 GB in 2,000
+        appends). Should a cycle still hold one, a full pass runs once the entries let go
+        reach maxLoadedEntries: that garbage stays within the bound."""
+        session.hand_off = None
+        self._let_go_entries += len(session.tree.entries)
+        if self._let_go_entries >= self.storage.maxLoadedEntries:
             self._let_go_entries = 0
             gc.collect()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+import weakref
 from abc import ABC, abstractmethod
 from collections import ChainMap
 from dataclasses import replace
@@ -354,7 +355,7 @@ class LiveState(ABC):
         """The calibration evidence, derived from the session's own entries (see
         tokens/calibration.py): nothing to store, a restart derives the same."""
         root = resolve_model(self.settings.defaultModel, self.settings.models).tokenizer
-        ledger = learn(self.tree.nodes(), self.entry_tokens, self._tokenizer_of, root)
+        ledger = learn(self.tree.nodes(), self.entry_tokens, self._tokenizer_of_held_weakly(), root)
         ledger.keep_only(self.tree.leaf_id, self.tree.path_to, self.entry_tokens)
         return ledger
 
@@ -367,7 +368,7 @@ class LiveState(ABC):
             return None
         evidence = {tokenizer: Evidence(*growth) for tokenizer, growth in figures.evidence.items()}
         leaf = (figures.leaf, Since(*figures.since)) if figures.leaf is not None and figures.since is not None else None
-        ledger = CalibrationLedger.restored(self._tokenizer_of, root, dict(figures.resolved), evidence, leaf)
+        ledger = CalibrationLedger.restored(self._tokenizer_of_held_weakly(), root, dict(figures.resolved), evidence, leaf)
         if not ledger.resolves_alike(self._tokenizer_of):
             return None
         ledger.keep_only(self.tree.leaf_id, self.tree.path_to, self.entry_tokens)
@@ -392,6 +393,12 @@ class LiveState(ABC):
             since=(since.prompt, since.counted, since.tokenizer) if leaf is not None else None,
             unseen=(calibration, evidence, unseen.settled) if self._unseen_learned_at == (leaf, calibration) else None,
         )
+
+    def _tokenizer_of_held_weakly(self) -> Callable[[str], str]:
+        """`_tokenizer_of` for the ledger to keep: a session holding its own bound method
+        refers to itself, and would leave memory only at a full pass of the collector."""
+        session = weakref.ref(self)
+        return lambda model_id: cast(LiveState, session())._tokenizer_of(model_id)
 
     def _tokenizer_of(self, model_id: str) -> str:
         # Asked for every answer on load: resolved once per model (until the settings change).
