@@ -25,6 +25,7 @@ from contextd.compaction.context import (
     latest_compaction_index,
     open_tool_calls,
     opening_compaction,
+    pruned_entry_ids,
     pruned_placeholder,
     visible_entries,
 )
@@ -302,6 +303,13 @@ class LiveState(ABC):
         if not self._pending:
             return
         shown = self._usage_parts()
+        self._count_pending_now()
+        self.rebuild()
+        self._announce_if_changed(shown)
+
+    def _count_pending_now(self) -> None:
+        """`settle_counts`'s counting: what is left uncounted, taken into the calibration
+        (the figure not recomputed)."""
         counts = CountsOnDemand(self._entry_tokens, self._pending, self._count)
         for entry_id in list(self._pending.uncounted):
             counts[entry_id]
@@ -312,7 +320,9 @@ class LiveState(ABC):
         else:
             for entry in unledgered:  # file order: parents first
                 self._ledger.add(entry, self._entry_tokens[entry.id])
-        self.rebuild()
+
+    def _announce_if_changed(self, shown: tuple[object, ...]) -> None:
+        """The figure announced where counting changed it from the `_usage_parts` `shown`."""
         if self._usage_parts() != shown:
             self.events.token_usage(self.usage())
 
@@ -440,7 +450,14 @@ class LiveState(ABC):
         return evidence.tokens(self._calibration_so_far())
 
     def _tokens_of(self, path: Sequence[Entry]) -> Callable[[Entry], int]:
-        return context_tokens_of(path, self.entry_tokens, self._pruned_tokens, calibration=self.calibration)
+        return context_tokens_of(
+            path, self.entry_tokens, self._pruned_tokens, calibration=self.calibration, pruned=self._pruned_ids(path)
+        )
+
+    def _pruned_ids(self, path: Sequence[Entry]) -> set[str]:
+        """`pruned_entry_ids(path)`; a tree without prunes has none: no walk to find them
+        (a mirror's figure is made at every round its transcript grows)."""
+        return pruned_entry_ids(path) if self.tree.kinds.get("prune") else set()
 
     def _learn_unseen(self) -> None:
         kept, self._kept_unseen = self._kept_unseen, None  # a load's first rebuild: as kept, if it holds
@@ -456,7 +473,7 @@ class LiveState(ABC):
             calibration=self.calibration,
             exact=self.model_info.exact,
             unseen=self.unseen_tokens,
-            tokens_of=tokens_of,
+            tokens_of=tokens_of if tokens_of is not None else self._tokens_of(path),
         )
 
     def figure_with_compaction(self, compaction: CompactionEntry) -> TokenFigure:
@@ -508,7 +525,13 @@ class LiveState(ABC):
         if not self._unwritten:  # a mirror's entries go cold once written (`write_mirrored`)
             self._keep_cold()
         self._name = self._derive_name()
-        if not (self._pending and self._figure_from_report()):
+        shown: tuple[object, ...] | None = None
+        if self._pending and not self._figure_from_report():
+            # No report anchors the figure: everything is counted anyway, here, so that the
+            # walk below is the only one (`settle_counts` would rebuild from the root again).
+            shown = self._usage_parts()
+            self._count_pending_now()
+        if not self._pending:
             kinds = self.tree.kinds
             # A tree without compactions and instructions shows its whole path, and one
             # without instructions and summaries has no counted parts: no walks to find them.
@@ -524,6 +547,8 @@ class LiveState(ABC):
             self._figure = TokenFigure(
                 self.pending_usage.context_tokens, 0, self._calibration_so_far(), anchored=True, exact=self.model_info.exact
             )
+        if shown is not None:
+            self._announce_if_changed(shown)
 
     def _keep_cold(self) -> None:
         """Entries out of the live context kept as their lines (see EntryTree.keep_cold)."""
@@ -546,7 +571,9 @@ class LiveState(ABC):
             return False
         counts = CountsOnDemand(self._entry_tokens, self._pending, self._count)
         calibration = self._calibration_so_far()
-        tokens_of = context_tokens_of(self._path, counts, self._pruned_tokens, calibration=calibration)
+        tokens_of = context_tokens_of(
+            self._path, counts, self._pruned_tokens, calibration=calibration, pruned=self._pruned_ids(self._path)
+        )
         self._counted_parts = self._parts_counted(tokens_of)
         self._figure = context_size(
             self._path, counts, self._pruned_tokens, calibration=calibration, exact=self.model_info.exact, tokens_of=tokens_of

@@ -8,7 +8,7 @@ session learned it (`contextd.tokens.unseen`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from typing import Literal, TypeGuard
 
@@ -144,11 +144,14 @@ def context_tokens_of(
     pruned_tokens: Callable[[int], int],
     *,
     calibration: float,
+    pruned: Set[str] | None = None,
 ) -> Callable[[Entry], int]:
     """Counts an entry of `path` as the context holds it: a pruned result as its placeholder,
     an answer of the turn under way as at least the output its provider reported (in
-    counted tokens: divided by `calibration`)."""
-    pruned = pruned_entry_ids(path)
+    counted tokens: divided by `calibration`). `pruned`: `pruned_entry_ids(path)` where the
+    caller knows it without a walk (an empty set for a tree that holds no prune)."""
+    if pruned is None:
+        pruned = pruned_entry_ids(path)
     outputs = turn_outputs(path)
     if not pruned and not outputs:  # most contexts: every entry as counted (the load sums them all)
         return lambda entry: entry_tokens.get(entry.id, 0)
