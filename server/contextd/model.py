@@ -253,6 +253,23 @@ class MessageEntry(EntryBase):
     type: Literal["message"] = "message"
     message: Message
 
+    @classmethod
+    def of_checked(cls, entry_id: str, parent_id: str | None, timestamp: str, message: Message) -> MessageEntry:
+        """The entry `MessageEntry(id=..., parentId=..., timestamp=..., message=...)` makes,
+        from an importer's values (its message validated already), without validating them
+        again when its ids and timestamp are strings: every message of a first read is made
+        here, and pydantic's `__init__` was a tenth of that read. Anything else (a
+        transcript's number where a string belongs) is validated, and refused, as before."""
+        if type(entry_id) is not str or type(timestamp) is not str or not (parent_id is None or type(parent_id) is str):
+            return cls(id=entry_id, parentId=parent_id, timestamp=timestamp, message=message)
+        entry = cls.__new__(cls)
+        fields = {"id": entry_id, "parentId": parent_id, "timestamp": timestamp, "type": "message", "message": message}
+        _set_attribute(entry, "__dict__", fields)
+        _set_attribute(entry, "__pydantic_fields_set__", _MESSAGE_ENTRY_FIELDS_GIVEN)
+        _set_attribute(entry, "__pydantic_extra__", None)
+        _set_attribute(entry, "__pydantic_private__", None)
+        return entry
+
     def share_field_names(self) -> None:
         """The entry, its message, its blocks and usage made to share their sets of given
         field names with every model of their kind given the same (`SharedFieldNames`): what
@@ -313,6 +330,9 @@ def _shared_field_names(names: set[str]) -> SharedFieldNames:
     if shared is None:
         shared = _SHARED_FIELD_NAMES[key] = SharedFieldNames(key)
     return shared
+
+
+_MESSAGE_ENTRY_FIELDS_GIVEN = _shared_field_names({"id", "parentId", "timestamp", "message"})
 
 
 COLD_PARSED_KEPT = 256

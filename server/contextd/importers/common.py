@@ -362,9 +362,7 @@ class EntryBuilder:
                 return None
         else:
             parent = self.close_open_calls(parent, line, timestamp)
-        entry = MessageEntry(
-            id=self.unique_id(source_id), parentId=parent, timestamp=timestamp or utc_now(), message=message
-        )
+        entry = MessageEntry.of_checked(self.unique_id(source_id), parent, timestamp or utc_now(), message)
         self._attach(entry, source_id)
         if message.role == "assistant":
             self._last_assistant = entry
