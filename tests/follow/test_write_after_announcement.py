@@ -5,6 +5,7 @@ round reads that part of the transcript again and writes each entry once."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 from pathlib import Path
 
@@ -38,7 +39,9 @@ async def test_a_mirror_write_that_fails_after_the_announcement_is_made_again_fr
     session_id = mirror_session_id("codex", str(path))
     workspace = peek_workspace("codex", str(path))
     assert workspace is not None
-    sessions.create_mirror(session_id, workspace, MirrorSource(agent="codex", path=str(path))).close()
+    made = sessions.create_mirror(session_id, workspace, MirrorSource(agent="codex", path=str(path)))
+    made.write_mirrored()  # its file made, with no entries
+    made.close()
     disk_full = True
 
     def write(fd: int, data: bytes) -> int:
@@ -59,4 +62,17 @@ async def test_a_mirror_write_that_fails_after_the_announcement_is_made_again_fr
     assert {entry.id for entry in settled} <= set(session.tree.entries)
     written = [line for line in session.file.path.read_bytes().splitlines()[1:]]
     assert len(written) == len(session.tree.entries)  # each entry written once
+    sessions.close_all()
+
+
+def test_a_new_mirrors_file_is_made_with_its_first_entries_after_the_announcement(tmp_path: Path) -> None:
+    sessions = SessionManager(Store(tmp_path / "data"), Settings(), SilentEvents())
+    source = MirrorSource(agent="codex", path=str(tmp_path / "transcript.jsonl"))
+    unwritten = sessions.create_mirror("mirror-never-written", "/work", source)
+    assert not unwritten.file.path.exists()
+    unwritten.close()  # stopped before its write: nothing on disk, the transcript is read again
+    assert not unwritten.file.path.exists()
+    session = sessions.create_mirror("mirror-written", "/work", source)
+    session.write_mirrored()
+    assert [json.loads(line)["id"] for line in session.file.path.read_bytes().splitlines()] == ["mirror-written"]
     sessions.close_all()

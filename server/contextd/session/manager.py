@@ -92,9 +92,11 @@ class SessionManager:
         return session
 
     def create_mirror(self, session_id: str, workspace: str, source: MirrorSource) -> LiveSession:
-        """An empty session that will mirror another agent's transcript (contextd.follow)."""
+        """An empty session that will mirror another agent's transcript (contextd.follow):
+        its file is made with its first entries (`write_mirrored`, after the announcement),
+        and a daemon stopped before reads that part of the transcript again."""
         header = SessionHeader(id=session_id, workspace=workspace, source=source)
-        session = LiveSession(self.store.create(header), EntryTree(), self.settings_for(workspace), self.events)
+        session = LiveSession(self.store.create_at_first_write(header), EntryTree(), self.settings_for(workspace), self.events)
         self._remember(session)
         return session
 

@@ -759,7 +759,7 @@ class LiveState(ABC):
         `unsaved`, and the session is to be closed); then those out of the live context go
         cold as the lines written, after the announcement (a first read's figure waits for
         none of it, and each entry is encoded once)."""
-        if self._unwritten:
+        if self._unwritten or self.file.unmade:  # a new mirror's file is made here, even empty
             lines = self.file.append_all(self._unwritten)
             written = zip(self._unwritten, lines)
             self.tree.lines.update((entry.id, line[:-1]) for entry, line in written if entry.type == "message")
