@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-
 from contextd.importers.common import (
     PLACEHOLDER_ID,
     EntryBuilder,
