@@ -12,7 +12,8 @@ from contextd.importers import IMPORTERS, save
 from contextd.model import AssistantMessage, Settings, TextContent, UserMessage
 from contextd.session import SessionManager, SilentEvents
 from contextd.session import counts as session_counts
-from contextd.session import state as session_state
+from contextd.session import counting as session_counting
+from contextd.session import figure as session_figure
 from contextd.session.counts import counts_path
 from contextd.store import SessionListing, Store
 from tests.corpus import agent_of, read_text
@@ -31,12 +32,12 @@ def closed_session(data_dir: Path) -> tuple[str, Path, int]:
 def reload_counting(data_dir: Path, session_id: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
     """The reloaded session's figure, and how many entries its load counted."""
     counted = []
-    real = session_state.count_entry
-    monkeypatch.setattr(session_state, "count_entry", lambda entry, *counting: counted.append(entry.id) or real(entry, *counting))
+    real = session_counting.count_entry
+    monkeypatch.setattr(session_counting, "count_entry", lambda entry, *counting: counted.append(entry.id) or real(entry, *counting))
     sessions = SessionManager(Store(data_dir), Settings(), SilentEvents())
     tokens = sessions.get(session_id).tokens
     sessions.close_all()
-    monkeypatch.setattr(session_state, "count_entry", real)
+    monkeypatch.setattr(session_counting, "count_entry", real)
     return tokens, len(counted)
 
 
@@ -107,9 +108,9 @@ def figures_of_a_reload(data_dir: Path, session_id: str, settings: Settings, mon
     """What the reloaded session shows of its calibration and unseen part, and how many of
     their walks (the calibration's over every node, the unseen part's over the path) it ran."""
     walks = []
-    for name in ("learn", "learn_unseen"):
-        real = getattr(session_state, name)
-        monkeypatch.setattr(session_state, name, lambda *args, real=real, **named: walks.append(real) or real(*args, **named))
+    for module, name in ((session_counting, "learn"), (session_figure, "learn_unseen")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *args, real=real, **named: walks.append(real) or real(*args, **named))
     sessions = SessionManager(Store(data_dir), settings, SilentEvents())
     session = sessions.get(session_id)
     shown = (session.tokens, session.calibration, session.unseen_tokens, session._ledger.evidence, session.usage_body())

@@ -1,6 +1,9 @@
 """Live sessions, split by job so each behaviour is found by its name.
 
-- `state.py`       the live state of a session: tree, context path, model, token figure, appends
+- `counting.py`    a session's data, its entries' token counts, calibration, model and window
+- `figure.py`      the live state rebuilt from the path: name, pending tool calls, unseen part, figure
+- `reports.py`     what a session tells: usage and activity bodies, open/state/stats results
+- `state.py`       `LiveState`: all of the above, with appends, instructions, mirrors, model and settings
 - `jobs.py`        the running job: compaction, handoff, abort
 - `triggers.py`    automatic compaction: threshold, overflow, incomplete answer, promotion
 - `idle.py`        the idle timer

@@ -30,7 +30,7 @@ from contextd.session.index import (
     listing_row,
 )
 from contextd.session.live import LiveSession
-from contextd.session.state import SESSION_NAME_CHARS
+from contextd.session.figure import SESSION_NAME_CHARS
 from contextd.store import (
     EntryTree,
     LoadedFile,
@@ -228,7 +228,7 @@ class SessionManager:
     def _let_go(self, session: LiveSession) -> None:
         """A session that left memory is freed as its last reference goes: its hand-off
         (which holds it) goes with it, and its calibration holds it only weakly
-        (state.py). What a load makes is promoted straight to the collector's oldest
+        (counting.py). What a load makes is promoted straight to the collector's oldest
         generation (collector.py), whose full passes CPython runs only when its younger
         passes kept a quarter as many objects, which such objects never count: a session
         held in a cycle stayed in memory, and sessions unloaded and reloaded in turn (more
