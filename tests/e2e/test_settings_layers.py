@@ -13,8 +13,11 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from contextd.importers import IMPORTERS, save
+from contextd.session.counts import counts_path
 from contextd_client import ContextdClient
 
+from tests.corpus import read_text
 from tests.shared_daemon import shared_command, stop_daemon
 
 WAIT = 60.0
@@ -230,3 +233,42 @@ async def test_the_settings_request_names_where_each_value_comes_from(
     assert answer["sources"]["idle.enabled"] == "user file"
     assert answer["sources"]["compaction.thresholdPercent"].startswith(f"workspace {workspace.resolve()}")
     assert "compaction.keepRecentTokens" not in answer["sources"]  # built in
+
+
+def session_naming_no_model(data_dir: Path, workspace: Path) -> str:
+    """A real Claude Code transcript whose answers name no model, imported as a session: it
+    talks to the default model, and its calibration is learned under that model's tokenizer."""
+    lines = []
+    for line in read_text("claude-code-atlas-short.jsonl.gz").splitlines():
+        data = json.loads(line)
+        if isinstance(data.get("message"), dict):
+            data["message"].pop("model", None)
+        lines.append(json.dumps(data))
+    session_id, _ = save(IMPORTERS["claude-code"](iter(lines)), data_dir, workspace=str(workspace), name=None)
+    return session_id
+
+
+async def test_a_new_default_model_shows_the_figure_a_fresh_load_under_it_shows(
+    clients: Callable[..., Any], tmp_path: Path, config_home: Path
+) -> None:
+    # Both models are counted alike (o200k, no prior beyond 1.0) but by other tokenizers,
+    # with other windows: the counts stand, the window and what the calibration learned move.
+    write_user_file(config_home, {"defaultModel": "gemini-2.5-pro"})
+    workspace = tmp_path / "ws"
+    session_id = session_naming_no_model(tmp_path / "data", workspace)
+    client = await clients(workspace)
+    before = (await client.session_open(session_id=session_id))["usage"]
+    assert before["model"] == "gemini-2.5-pro" and before["calibration"] != 1.0  # the reports taught it
+
+    with client.notifications("contextd/tokenUsage") as stream:
+        write_user_file(config_home, {"defaultModel": "glm-4.6"})
+        async with asyncio.timeout(WAIT):
+            applied = (await stream.get()).params
+    assert applied["sessionId"] == session_id
+
+    path = Path((await client.state(session_id))["path"])
+    await client.request("contextd/session/close", {"sessionId": session_id})
+    counts_path(path).unlink()  # nothing kept: the load counts and learns everything again
+    fresh = (await client.session_open(session_id=session_id))["usage"]
+    assert fresh["model"] == "glm-4.6" and fresh["contextWindow"] == 128_000
+    assert applied == fresh

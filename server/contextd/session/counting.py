@@ -23,7 +23,7 @@ from contextd.store import EntryTree, SessionFile
 from contextd.tokens import count_entry, resolve_model
 from contextd.tokens.calibration import CalibrationLedger, Evidence, Since, learn
 from contextd.tokens.context_size import TokenFigure, largest_report
-from contextd.tokens.registry import best_match
+from contextd.tokens.registry import ModelInfo, best_match
 from contextd.tokens.unseen import UnseenEvidence, UnseenState
 
 if TYPE_CHECKING:
@@ -61,9 +61,9 @@ class CountingState(ABC):
         self._counting: asyncio.Task[None] | None = None
         self._unwritten: list[Entry] = []
         """A mirror's entries in memory, not in its file yet (`mirror_in_memory`)."""
-        self.model_id = settings.defaultModel
-        self.model_info = resolve_model(self.model_id, settings.models)
-        self._recorded_window: int | None = None
+        self.model_id: str  # these three: `_use_model_in_force` below
+        self.model_info: ModelInfo
+        self._recorded_window: int | None
         self._path: list[Entry] = []
         self._name: str | None = None
         """The name the path gives (`_derive_name`), derived when the path is rebuilt, not
@@ -95,9 +95,7 @@ class CountingState(ABC):
         self._reports: tuple[dict[str | None, int], str | None, int] = ({}, None, -1)
         """A mirror's largest report per model (`largest_reports`), the model in force at its
         last node and how many nodes they cover: each write adds what it brings."""
-        latest = tree.latest_model_change
-        if latest is not None:
-            self._use_model(latest.model, latest.contextWindow)
+        self._use_model_in_force()
         counting = self.model_info.counting
         self._count_all(kept.counts(counting) if kept else None, kept.figures_for(counting) if kept else None)
         self.rebuild()
@@ -232,8 +230,7 @@ class CountingState(ABC):
     def _learn(self) -> CalibrationLedger:
         """The calibration evidence, derived from the session's own entries (see
         tokens/calibration.py): nothing to store, a restart derives the same."""
-        root = resolve_model(self.settings.defaultModel, self.settings.models).tokenizer
-        ledger = learn(self.tree.nodes(), self.entry_tokens, self._tokenizer_of_held_weakly(), root)
+        ledger = learn(self.tree.nodes(), self.entry_tokens, self._tokenizer_of_held_weakly(), self._root_tokenizer())
         ledger.keep_only(self.tree.leaf_id, self.tree.path_to, self.entry_tokens)
         return ledger
 
@@ -241,13 +238,14 @@ class CountingState(ABC):
         """The ledger as the session had it when it left memory (session/counts.py), where
         learning it again would give the same: the same leaf, and every model id resolved
         to the same tokenizer; None otherwise."""
-        root = resolve_model(self.settings.defaultModel, self.settings.models).tokenizer
-        if figures.leaf != self.tree.leaf_id or figures.rootTokenizer != root:
+        if figures.leaf != self.tree.leaf_id:
             return None
         evidence = {tokenizer: Evidence(*growth) for tokenizer, growth in figures.evidence.items()}
         leaf = (figures.leaf, Since(*figures.since)) if figures.leaf is not None and figures.since is not None else None
-        ledger = CalibrationLedger.restored(self._tokenizer_of_held_weakly(), root, dict(figures.resolved), evidence, leaf)
-        if not ledger.resolves_alike(self._tokenizer_of):
+        ledger = CalibrationLedger.restored(
+            self._tokenizer_of_held_weakly(), figures.rootTokenizer, dict(figures.resolved), evidence, leaf
+        )
+        if not self._learned_alike(ledger):
             return None
         ledger.keep_only(self.tree.leaf_id, self.tree.path_to, self.entry_tokens)
         return ledger
@@ -257,7 +255,7 @@ class CountingState(ABC):
         mirror's entries not all counted or written, or the settings changed how a model
         resolves since the calibration was learned)."""
         ledger = self._ledger
-        if self._pending or self._unwritten or not ledger.resolves_alike(self._tokenizer_of):
+        if self._pending or self._unwritten or not self._learned_alike(ledger):
             return None
         leaf, calibration = self.tree.leaf_id, self._calibration_so_far()
         since = ledger.state_at(leaf)
@@ -271,6 +269,24 @@ class CountingState(ABC):
             since=(since.prompt, since.counted, since.tokenizer) if leaf is not None else None,
             unseen=(calibration, evidence, unseen.settled) if self._unseen_learned_at == (leaf, calibration) else None,
         )
+
+    def _root_tokenizer(self) -> str:
+        """The tokenizer in force before the tree names a model: the default model's."""
+        return resolve_model(self.settings.defaultModel, self.settings.models).tokenizer
+
+    def _learned_alike(self, ledger: CalibrationLedger) -> bool:
+        """Whether learning the calibration again under the settings in force would give
+        `ledger`: the same tokenizer before any model is named, and every model id resolved
+        to the tokenizer it was resolved to then."""
+        return ledger.root_tokenizer == self._root_tokenizer() and ledger.resolves_alike(self._tokenizer_of)
+
+    def _relearn(self) -> None:
+        """The calibration learned again from every entry (now, or with a mirror's entries
+        left uncounted, once they are counted)."""
+        if self._pending:
+            self._pending.relearn = True
+        else:
+            self._ledger = self._learn()
 
     def _tokenizer_of_held_weakly(self) -> Callable[[str], str]:
         """`_tokenizer_of` for the ledger to keep: a session holding its own bound method
@@ -299,6 +315,15 @@ class CountingState(ABC):
         return self._ledger.factor(info.tokenizer, info.calibration_prior)
 
     # --- model ------------------------------------------------------------------------
+
+    def _use_model_in_force(self) -> None:
+        """The model the tree names last (with the window its agent recorded), else the
+        default model: the one a load of the file talks to."""
+        latest = self.tree.latest_model_change
+        if latest is None:
+            self._use_model(self.settings.defaultModel)
+        else:
+            self._use_model(latest.model, latest.contextWindow)
 
     def _use_model(self, model_id: str, recorded_window: int | None = None, reported: int | None = None) -> None:
         """`reported`: the largest report while the session talked to `model_id`, where the

@@ -253,11 +253,15 @@ class LiveState(SessionReports):
         self.append_node(ModelChangeEntry, model=model_id)
 
     def apply_settings(self, settings: Settings) -> None:
+        """The session as a load under `settings` makes it: its model (a session that names
+        none talks to the default model), window, counts and calibration."""
         old_counting = self.model_info.counting
         self.settings = settings
         self._tokenizers.clear()
-        self._use_model(self.model_id, self._recorded_window)
+        self._use_model_in_force()
         if self.model_info.counting != old_counting:
             self._count_all()
+        elif not self._learned_alike(self._ledger):
+            self._relearn()
         self.rebuild()
 
