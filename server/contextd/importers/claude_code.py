@@ -34,12 +34,15 @@ from contextd.importers.common import (
     import_lines,
     message_or_problem,
     number_field,
+    check_strings,
     text_of,
+    to_message,
 )
 from contextd.model import (
     CompactionEntry,
     Entry,
     CompactionReason,
+    Message,
     SessionInfoEntry,
     SummarizerInfo,
     Usage,
@@ -144,6 +147,9 @@ class ClaudeCodeImporter(StreamingImporter):
         return self._first.get("cwd") if self._first else None
 
     def record(self, number: int, raw: dict[str, Any]) -> None:
+        _check_fields(raw)  # a record refused leaves no trace, also one that waits (below)
+        if self._waiting is not None and raw.get("type") == "user" and _is_conversation(raw) and not raw.get("isCompactSummary"):
+            self._converter.user_parts(raw)  # built again when replayed: only the first records wait
         if self._first is None and _is_conversation(raw):
             self._first = {key: raw[key] for key in FIRST_KEYS if key in raw}
         if self._waiting is None:
@@ -159,7 +165,7 @@ class ClaudeCodeImporter(StreamingImporter):
     def _replay(self) -> None:
         waiting, self._waiting = self._waiting or [], None
         for number, raw in waiting:
-            self._converter.record(number, raw)
+            self.apply_line(number, raw, self._converter.record)
 
     def finish(self) -> ImportedSession:
         self._replay()
@@ -281,6 +287,56 @@ def _hook_context(raw: dict[str, Any]) -> str:
     return "\n".join(part for part in parts if isinstance(part, str))
 
 
+def _check_fields(raw: dict[str, Any]) -> None:
+    """Refuse a record holding a field the import reads with a type Claude Code never writes
+    (ValueError naming the field), before it changes anything: the record is then skipped
+    whole, as if it was never written. (A user record's messages are checked in full as
+    they are built, before the first is added: `_Converter.user_parts`.)"""
+    check_strings(raw, PARENT_KEYS)
+    if _is_conversation(raw):
+        check_strings(raw, FIRST_KEYS)
+        message = raw["message"]
+        check_strings(message, ("model",), "message")
+        for index, block in enumerate(_blocks(message.get("content"))):
+            if isinstance(block, dict) and block.get("type") in CHECKED_BLOCKS:
+                _check_block(block, f"message.content.{index}")
+    elif raw.get("subtype") == "compact_boundary":
+        check_strings(raw, ("timestamp",))
+        metadata = raw.get("compactMetadata")
+        if metadata and not isinstance(metadata, dict):
+            raise ValueError("compactMetadata is not an object")
+        number_field(metadata or {}, "preTokens", "compactMetadata")
+    elif raw.get("type") in ("queue-operation", "attachment"):
+        check_strings(raw, ("timestamp",))
+
+
+def _blocks(content: Any) -> list[Any]:
+    """A message's content as blocks: a plain string is one text block."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if content is None:
+        return []
+    if not isinstance(content, list):
+        raise ValueError("message.content is neither text nor a list of blocks")
+    return content
+
+
+CHECKED_BLOCKS = ("text", "thinking", "tool_use")
+"""The blocks of an answer that go into it, whose fields are checked with their record (an
+answer is built from several records: one of them must not spoil the others')."""
+PARENT_KEYS = ("parentUuid", "logicalParentUuid")
+
+
+def _check_block(block: dict[str, Any], where: str) -> None:
+    kind = block["type"]
+    if kind in ("text", "thinking"):
+        check_strings(block, (kind,), where)
+    elif kind == "tool_use":
+        for key in ("id", "name"):
+            if not (isinstance(block.get(key), str) and block[key]):
+                raise ValueError(f"{where}.{key} is not a name")
+
+
 def _why_not_imported(line: int, raw: dict[str, Any]) -> Problem:
     kind = raw.get("type")
     if kind == "system":
@@ -318,9 +374,12 @@ class _Converter:
         """The instructions sources of the hooks' contexts since the last compaction."""
 
     def record(self, line: int, raw: dict[str, Any]) -> None:
-        kind = raw.get("type")
-        if isinstance(raw.get("timestamp"), str):
+        self.convert(line, raw)
+        if isinstance(raw.get("timestamp"), str):  # once the record is in (a title after it takes it)
             self.last_timestamp = raw["timestamp"]
+
+    def convert(self, line: int, raw: dict[str, Any]) -> None:
+        kind = raw.get("type")
         if kind == "assistant" and _is_conversation(raw):
             self.assistant(line, raw)
             return
@@ -427,30 +486,28 @@ class _Converter:
         answer.uuids.append(raw["uuid"])
         answer.last = message
         answer.error = answer.error or bool(raw.get("isApiErrorMessage")) or message.get("model") == SYNTHETIC_MODEL
-        content = message.get("content")
-        if isinstance(content, str):
-            content = [{"type": "text", "text": content}]
-        for block in content or []:
+        for block in _blocks(message.get("content")):
             converted = self.assistant_block(line, block)
             if converted is not None:
                 answer.blocks.append(converted)
 
     def assistant_block(self, line: int, block: Any) -> dict[str, Any] | None:
+        """A block of an answer (its fields checked already: `_check_fields`)."""
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text":
-            return {"type": "text", "text": block.get("text", "")}
+            return {"type": "text", "text": block.get("text") or ""}
         if kind == "thinking":
-            thinking = {"type": "thinking", "thinking": block.get("thinking", "")}
+            thinking = {"type": "thinking", "thinking": block.get("thinking") or ""}
             if isinstance(block.get("signature"), str):
                 thinking["signature"] = block["signature"]
             return thinking
         if kind == "tool_use":
             arguments = block.get("input")
-            self.tool_names[str(block.get("id"))] = str(block.get("name"))
+            self.tool_names[block["id"]] = block["name"]
             return {
                 "type": "toolCall",
-                "id": block.get("id"),
-                "name": block.get("name"),
+                "id": block["id"],
+                "name": block["name"],
                 "arguments": arguments if isinstance(arguments, dict) else {"input": arguments},
             }
         self.problems.append(Problem(line, "skipped", f"assistant content block of type {kind!r}"))
@@ -496,33 +553,46 @@ class _Converter:
             compaction = self.flush_boundary(text_of(content))
             self.builder.skip(raw["uuid"], compaction)
             return
+        parts = self.user_parts(raw)  # every message built (and checked) before the first is added
         self.flush_boundary(None)
         timestamp = raw.get("timestamp")
         parent = self.importer.attach_point(line, raw)
-        if isinstance(content, str):
-            content = [{"type": "text", "text": content}]
+        for kind, source_id, part in parts:
+            if kind == "toolResult":
+                added = self.builder.add_message(line, source_id, parent, part, timestamp)
+                parent = added.id if added is not None else parent
+            elif kind == "instructions":
+                parent = self.builder.add_instructions(line, source_id, part, "CLAUDE.md", timestamp, parent).id
+            elif kind == "user":
+                parent = self.keep_notes(parent)
+                parent = self.builder.add_message(line, source_id, parent, part, timestamp).id  # type: ignore[union-attr]
+            else:
+                self.problems.append(Problem(line, "skipped", f"user content block of type {part!r}"))
+        self.builder.skip(raw["uuid"], parent)  # what hangs off this record hangs off its last entry
+
+    def user_parts(self, raw: dict[str, Any]) -> list[tuple[str, str, Any]]:
+        """What a user record adds, in order, as (kind, source id, what): its tool results and
+        CLAUDE.md instructions, then the user's own message; a block of another type as
+        ("skipped", "", its type). ValidationError where a message cannot be built."""
+        uuid, content = raw["uuid"], raw["message"].get("content")
+        parts: list[tuple[str, str, Any]] = []
         rest: list[dict[str, Any]] = []
-        for index, block in enumerate(content or []):
+        for index, block in enumerate(_blocks(content)):
             kind = block.get("type") if isinstance(block, dict) else None
             if kind == "tool_result":
-                parent = self.tool_result(line, f"{raw['uuid']}-{index}", block, timestamp, parent)
+                parts.append(("toolResult", f"{uuid}-{index}", self.tool_result(block)))
             elif kind == "text" and _is_claude_md(block.get("text")):
-                parent = self.builder.add_instructions(
-                    line, f"{raw['uuid']}-{index}", block["text"], "CLAUDE.md", timestamp, parent
-                ).id
+                parts.append(("instructions", f"{uuid}-{index}", block["text"]))
             elif kind == "text":
-                rest.append({"type": "text", "text": block.get("text", "")})
+                rest.append({"type": "text", "text": block.get("text") or ""})
             elif kind == "image":
                 rest.append(_image(block))
             else:
-                self.problems.append(Problem(line, "skipped", f"user content block of type {kind!r}"))
-        if rest:
-            parent = self.keep_notes(parent)
-        if len(rest) == 1 and isinstance(raw["message"].get("content"), str):
-            parent = self.add_user(line, raw["uuid"], rest[0]["text"], timestamp, parent)  # a plain string stays one
-        elif rest:
-            parent = self.add_user(line, raw["uuid"], rest, timestamp, parent)
-        self.builder.skip(raw["uuid"], parent)  # what hangs off this record hangs off its last entry
+                parts.append(("skipped", "", kind))
+        if rest:  # a plain string stays one
+            text = rest[0]["text"] if len(rest) == 1 and isinstance(content, str) else rest
+            parts.append(("user", uuid, to_message({"role": "user", "content": text})))
+        return parts
 
     def keep_notes(self, parent: str | None) -> str | None:
         """The undelivered notifications, as the user messages Claude Code would have sent,
@@ -538,9 +608,7 @@ class _Converter:
             return parent
         return self.builder.add_message(line, source_id, parent, message, timestamp).id  # type: ignore[union-attr]
 
-    def tool_result(
-        self, line: int, source_id: str, block: dict[str, Any], timestamp: str | None, parent: str | None
-    ) -> str | None:
+    def tool_result(self, block: dict[str, Any]) -> Message:
         call_id = str(block.get("tool_use_id"))
         content = block.get("content")
         if isinstance(content, list):
@@ -555,9 +623,7 @@ class _Converter:
             "content": content if content is not None else "",
             "isError": bool(block.get("is_error", False)),
         }
-        message = message_or_problem(data, line, self.problems, "tool result")
-        added = self.builder.add_message(line, source_id, parent, message, timestamp) if message is not None else None
-        return added.id if added is not None else parent
+        return to_message(data)
 
     # --- compaction ---------------------------------------------------------------------
 
@@ -614,4 +680,6 @@ def _usage(usage: dict[str, Any]) -> dict[str, int]:
 
 def _image(block: dict[str, Any]) -> dict[str, Any]:
     source = block.get("source") or {}
+    if not isinstance(source, dict):
+        raise ValueError("an image's source is not an object")
     return {"type": "image", "data": source.get("data", ""), "mimeType": source.get("media_type", "")}

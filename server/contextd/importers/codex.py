@@ -30,9 +30,12 @@ from contextd.importers.common import (
     StreamingImporter,
     import_lines,
     json_value,
+    check_strings,
     number_field,
     message_or_problem,
+    string_field,
     text_of,
+    to_message,
 )
 from contextd.model import (
     CompactionEntry,
@@ -213,6 +216,7 @@ class _Converter:
         timestamp = timestamp if isinstance(timestamp, str) else None
         if kind == "session_meta":
             meta = payload.get("meta", payload) if isinstance(payload.get("meta"), dict) else payload
+            check_strings(meta, META_KEYS)
             self.meta = {key: meta[key] for key in META_KEYS if key in meta}
             if isinstance(meta.get("instructions"), str) and meta["instructions"].strip():
                 self.meta_instructions = (line, meta["instructions"], timestamp)
@@ -272,36 +276,22 @@ class _Converter:
             self.problems.append(Problem(line, "unknown", f"unknown response item type {kind!r}"))
 
     def message(self, line: int, item: dict[str, Any], timestamp: str | None) -> None:
-        role = item.get("role")
-        content = item.get("content") or []
-        if role == "assistant":
-            for part in content:
-                if isinstance(part, dict) and part.get("type") in TEXT_PARTS:
-                    self.add_to_answer(line, {"type": "text", "text": part.get("text", "")}, timestamp)
-            return
-        if role not in ("user", "developer", "system"):
-            self.problems.append(Problem(line, "unknown", f"message with role {role!r}"))
-            return
-        conversation: list[dict[str, Any]] = []
-        for part in content:
-            if not isinstance(part, dict):
-                continue
-            text = part.get("text") if part.get("type") in TEXT_PARTS else None
-            if isinstance(text, str) and (source := instructions_source(role, text)) is not None:
+        self.add_message_parts(line, _message_parts(line, item), timestamp)
+
+    def add_message_parts(self, line: int, parts: list[tuple[str, Any]], timestamp: str | None) -> None:
+        """What a message item adds (`_message_parts`), in order."""
+        for kind, part in parts:
+            if kind == "text":
+                self.add_to_answer(line, {"type": "text", "text": part}, timestamp)
+            elif kind == "instructions":
+                text, source = part
                 self.instructions(line, text, source, timestamp)
-            elif role in ("developer", "system"):
-                self.problems.append(Problem(line, "skipped", f"{role} content of type {part.get('type')!r}"))
+            elif kind == "user":
+                self.flush_answer()
+                self.settle_meta_instructions()
+                self.builder.add_message(line, f"L{line}", self.builder.leaf_id, part, timestamp)
             else:
-                conversation.append(part)
-        if not conversation:
-            return
-        self.flush_answer()
-        self.settle_meta_instructions()
-        blocks = [_user_block(part) for part in conversation]
-        blocks = [block for block in blocks if block is not None]
-        message = message_or_problem({"role": "user", "content": blocks}, line, self.problems, "user message")
-        if message is not None:
-            self.builder.add_message(line, f"L{line}", self.builder.leaf_id, message, timestamp)
+                self.problems.append(part)
 
     def instructions(self, line: int, text: str, source: str, timestamp: str | None) -> None:
         """Instructions of `source`, unless the same text is already in force.
@@ -327,33 +317,33 @@ class _Converter:
             self.builder.add_instructions(line, "meta-instructions", text, "AGENTS.md", timestamp, self.builder.leaf_id)
 
     def call(self, line: int, kind: str, item: dict[str, Any], timestamp: str | None) -> None:
-        call_id = item.get("call_id") or item.get("id")
-        name: Any
+        call_id = _name(item, "call_id") if item.get("call_id") else _name(item, "id")
         arguments: dict[str, Any]
         if kind == "local_shell_call":
             name, arguments = "local_shell", item.get("action") or {}
+            if not isinstance(arguments, dict):
+                raise ValueError("action is not an object")
         elif kind == "custom_tool_call":
-            name, arguments = item.get("name"), {"input": item.get("input", "")}
+            name, arguments = _name(item, "name"), {"input": item.get("input", "")}
         else:
-            name, arguments = item.get("name"), _arguments(line, item.get("arguments"), self.problems)
-        self.tool_names[str(call_id)] = str(name)
+            name, arguments = _name(item, "name"), _arguments(line, item.get("arguments"), self.problems)
+        self.tool_names[call_id] = name
         self.add_to_answer(line, {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}, timestamp)
 
     def output(self, line: int, item: dict[str, Any], timestamp: str | None) -> None:
-        self.flush_answer()
         call_id = str(item.get("call_id"))
         text, is_error = _output(item.get("output"))
-        is_error = is_error or self.exit_codes.pop(call_id, 0) != 0
         data = {
             "role": "toolResult",
             "toolCallId": call_id,
             "toolName": self.tool_names.get(call_id, ""),
             "content": text,
-            "isError": is_error,
+            "isError": is_error or self.exit_codes.get(call_id, 0) != 0,
         }
-        message = message_or_problem(data, line, self.problems, "tool output")
-        if message is not None:
-            self.builder.add_message(line, f"L{line}", self.builder.leaf_id, message, timestamp)
+        message = to_message(data)  # built before anything changes: a refused line leaves no trace
+        self.flush_answer()
+        self.exit_codes.pop(call_id, None)
+        self.builder.add_message(line, f"L{line}", self.builder.leaf_id, message, timestamp)
 
     # --- assistant answers --------------------------------------------------------------
 
@@ -453,8 +443,8 @@ class _Converter:
         self.answered = True
 
     def compacted(self, line: int, payload: dict[str, Any], timestamp: str | None) -> None:
-        """A compaction, then the messages Codex kept, as the part the compaction keeps."""
-        self.flush_answer()
+        """A compaction, then the messages Codex kept, as the part the compaction keeps (each
+        read before anything is added: a refused line leaves no trace)."""
         history = payload.get("replacement_history")
         history = [item for item in history if isinstance(item, dict)] if isinstance(history, list) else []
         compaction_items = [item for item in history if item.get("type") == "compaction"]
@@ -474,6 +464,15 @@ class _Converter:
             timestamp=timestamp or utc_now(),
             preserveData=PreserveData.of_openai_output([native], self.model) if native else None,
         )
+        kept: list[tuple[str, Any]] = []
+        for item in history:
+            if item.get("type") != "message":
+                continue
+            if summary and _text(item).strip() == summary.strip():
+                kept.append(("problem", Problem(line, "skipped", "replacement_history's copy of the summary: it is the compaction's")))
+            else:
+                kept += _message_parts(line, item)
+        self.flush_answer()
         self.builder.add_node(line, f"L{line}", self.builder.leaf_id, entry, enters_context=True)
         if encrypted:
             self.problems.append(
@@ -483,14 +482,16 @@ class _Converter:
         for kind, count in sorted(left_out.items()):
             reason = NOT_CONVERSATION_ITEMS.get(kind, "not a message")
             self.problems.append(Problem(line, "skipped", f"{count} replacement_history item(s) of type {kind!r}: {reason}"))
-        for item in history:
-            if item.get("type") != "message":
-                continue
-            if summary and _text(item).strip() == summary.strip():
-                self.problems.append(Problem(line, "skipped", "replacement_history's copy of the summary: it is the compaction's"))
-            else:
-                self.message(line, item, timestamp)
+        self.add_message_parts(line, kept, timestamp)
         self.flush_answer()
+
+
+def _name(item: dict[str, Any], key: str) -> str:
+    """A call's id or tool name; ValueError where it is not a name."""
+    value = item.get(key)
+    if not (isinstance(value, str) and value):
+        raise ValueError(f"{key} is not a name")
+    return value
 
 
 def _settings(turn_context: dict[str, Any]) -> str:
@@ -517,6 +518,35 @@ def _text(item: dict[str, Any]) -> str:
     """The text parts of a message item, joined."""
     parts = item.get("content")
     return "".join(p.get("text", "") for p in parts if isinstance(p, dict) and p.get("type") in TEXT_PARTS) if isinstance(parts, list) else ""
+
+
+def _message_parts(line: int, item: dict[str, Any]) -> list[tuple[str, Any]]:
+    """What a message item adds, in order, read and checked before any of it is added: an
+    answer's texts ("text", its text), instructions ("instructions", (text, source)), the
+    user's message ("user", a Message), what is not imported ("problem", the Problem).
+    ValueError where a part has a type Codex never writes."""
+    role, content = item.get("role"), item.get("content") or []
+    if not isinstance(content, list):
+        raise ValueError("content is not a list")
+    parts = [part for part in content if isinstance(part, dict)]
+    if role == "assistant":
+        return [("text", string_field(part, "text", "content") or "") for part in parts if part.get("type") in TEXT_PARTS]
+    if role not in ("user", "developer", "system"):
+        return [("problem", Problem(line, "unknown", f"message with role {role!r}"))]
+    read: list[tuple[str, Any]] = []
+    conversation: list[dict[str, Any]] = []
+    for part in parts:
+        text = part.get("text") if part.get("type") in TEXT_PARTS else None
+        if isinstance(text, str) and (source := instructions_source(role, text)) is not None:
+            read.append(("instructions", (text, source)))
+        elif role in ("developer", "system"):
+            read.append(("problem", Problem(line, "skipped", f"{role} content of type {part.get('type')!r}")))
+        else:
+            conversation.append(part)
+    if conversation:
+        blocks = [block for block in map(_user_block, conversation) if block is not None]
+        read.append(("user", to_message({"role": "user", "content": blocks})))
+    return read
 
 
 def _user_block(part: dict[str, Any]) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -177,6 +177,25 @@ def number_field(record: Mapping[str, Any], key: str, where: str) -> int:
         return int(value or 0)
     except (TypeError, ValueError):
         raise ValueError(f"{where}.{key} is not a number: {value!r}") from None
+
+
+_TEXT_OR_NONE = (str, type(None))
+
+
+def string_field(record: Mapping[str, Any], key: str, where: str = "") -> str | None:
+    """A string a record holds (None where it holds none); ValueError naming the field where
+    it holds something else."""
+    value = record.get(key)
+    if isinstance(value, _TEXT_OR_NONE):
+        return value
+    raise ValueError(f"{where}.{key} is not a string" if where else f"{key} is not a string")
+
+
+def check_strings(record: Mapping[str, Any], keys: Iterable[str], where: str = "") -> None:
+    """ValueError naming the first of `keys` whose field the record holds, not as a string."""
+    for key in keys:
+        if not isinstance(record.get(key), _TEXT_OR_NONE):  # every line checks some: no call for a good one
+            string_field(record, key, where)
 
 
 def reason_of(error: Exception) -> str:
@@ -587,13 +606,20 @@ class StreamingImporter(ABC):
             raw = json_line(number, line, self.problems)
             if raw is None:
                 return
+        self.apply_line(number, raw, self.record)
+
+    def apply_line(self, number: int, raw: dict[str, Any], record: Callable[[int, dict[str, Any]], None]) -> None:
+        """`record` one line, or skip it whole: a line nested deeply enough to parse, not to
+        walk, or holding a field of a type or value no agent writes ("input_tokens": "many")
+        is said, and the import (a follower's too) goes on with the next. A `record` reads
+        and checks everything its line holds before it changes anything, so a line it
+        refuses leaves no trace. (Lines an importer held back until a later one, as those
+        before the first model, are recorded through here too, each under its own number.)"""
         try:
-            self.record(number, raw)
-        except RecursionError:  # a line nested deeply enough to parse, not to walk: skipped
+            record(number, raw)
+        except RecursionError:
             self.problems.append(Problem(number, "corrupt", "nested too deeply to import"))
         except (KeyError, TypeError, ValueError) as error:
-            # A field of a type or value no agent writes ("input_tokens": "many"): the line is
-            # skipped and said, and the import (a follower's too) goes on with the next.
             self.problems.append(Problem(number, "corrupt", f"a field could not be read ({reason_of(error)})"))
 
     @abstractmethod

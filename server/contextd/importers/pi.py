@@ -21,6 +21,7 @@ from contextd.importers.common import (
     message_or_problem,
     number_field,
     reason_of,
+    check_strings,
 )
 from contextd.model import (
     BranchSummaryEntry,
@@ -78,12 +79,12 @@ KEPT_BY_ENTRY_TYPE = {kind: ENTRY_FIELDS | fields for kind, fields in FIELDS_BY_
 def _dropped_fields(raw: dict[str, Any]) -> list[str]:
     """Fields of a pi entry that contextd has no place for (they are reported, not kept)."""
     kind = raw.get("type")
-    if kind not in KEPT_BY_ENTRY_TYPE:
+    if not isinstance(kind, str) or kind not in KEPT_BY_ENTRY_TYPE:
         return []
     # Most entries drop nothing: a subset test of the keys says so without building sets.
     dropped = _beyond(raw, KEPT_BY_ENTRY_TYPE[kind], "")
     message = raw.get("message")
-    if kind == "message" and isinstance(message, dict) and message.get("role") in FIELDS_BY_ROLE:
+    if kind == "message" and isinstance(message, dict) and isinstance(message.get("role"), str) and message["role"] in FIELDS_BY_ROLE:
         dropped += _beyond(message, FIELDS_BY_ROLE[message["role"]], "message.")
         if isinstance(message.get("usage"), dict):
             dropped += _beyond(message["usage"], USAGE_FIELDS, "message.usage.")
@@ -173,6 +174,7 @@ class PiImporter(StreamingImporter):
             self._start(raw["message"].get("model"))
 
     def _begin(self, number: int, header: dict[str, Any]) -> None:
+        check_strings(header, ("modelId",))  # before the header is taken: a refused one leaves no trace
         self.header, self.header_line = header, number
         self._v1_ids = [f"L{number}"]
         if set(header) - HEADER_FIELDS:
@@ -189,7 +191,7 @@ class PiImporter(StreamingImporter):
         self._previous = self._root_id
         waiting, self._waiting = self._waiting or [], None
         for number, raw in waiting:
-            self._add(number, raw)
+            self.apply_line(number, raw, self._add)
 
     def _with_v1_id(self, number: int, raw: dict[str, Any]) -> dict[str, Any]:
         """v1 -> v2 as pi migrates it: a chain of ids, and compaction indexes turned into ids."""
