@@ -44,7 +44,8 @@ def live_from(path: Sequence[Entry]) -> int:
 
 
 class CountingState(ABC):
-    """One open session: its file, its tree, the model it talks to and the context's size."""
+    """One open session's file, tree and model, and its entries' counts and calibration
+    (the figure made of them: figure.py)."""
 
     def __init__(
         self, file: SessionFile, tree: EntryTree, settings: Settings, events: SessionEvents, kept: Kept | None = None
@@ -180,7 +181,6 @@ class CountingState(ABC):
         self._pending.clear()
         self._count_later(self.tree.entries.values())
         self._pending.relearn = True
-
 
     def _count_pending_now(self) -> None:
         """`settle_counts`'s counting: what is left uncounted, taken into the calibration

@@ -79,7 +79,6 @@ class FigureState(CountingState):
                     return clip(line, SESSION_NAME_CHARS)
         return None
 
-
     def settle_counts(self) -> None:
         """Count what is left uncounted and take it into the calibration, then recompute the
         figure (announced when that changed it)."""
@@ -90,7 +89,6 @@ class FigureState(CountingState):
         self.rebuild()
         self._announce_if_changed(shown)
 
-
     def _announce_if_changed(self, shown: tuple[object, ...]) -> None:
         """The figure announced where counting changed it from the `_usage_parts` `shown`."""
         if self._usage_parts() != shown:
@@ -99,7 +97,6 @@ class FigureState(CountingState):
     def _usage_parts(self) -> tuple[object, ...]:
         """What `usage_body` is made of that counting can change."""
         return self._figure, self.model_info, self._counted_parts, self._unseen_so_far()
-
 
     def _pruned_tokens(self, tokens: int) -> int:
         """The tool result message that stands for a pruned one of `tokens` tokens."""
@@ -164,7 +161,6 @@ class FigureState(CountingState):
     @property
     def threshold_tokens(self) -> int:
         return context_threshold(self.model_info.context_window, self.settings)
-
 
     # --- the context ------------------------------------------------------------------
 
@@ -241,7 +237,6 @@ class FigureState(CountingState):
                 return self._figure.tokens if index == len(self._path) - 1 else self.figure_of(self._path[: index + 1]).tokens
         return 0
 
-
     def _extend_path(self, entry: Entry) -> None:
         """The cheap path for a new leaf: update the figure without recounting the context."""
         self._path.append(entry)  # a message names nothing: the name (see `rebuild`) stands
@@ -295,7 +290,6 @@ class FigureState(CountingState):
             if entry.type == "message" and reports_context(entry.brief):
                 return dropped_reasoning(self._path, index, self.entry_tokens, self.calibration)
         return 0
-
 
     def _path_grown(self, leaf_before: str | None, entries: Sequence[Entry]) -> list[Entry] | None:
         """The path to the leaf where `entries` only continued the path to `leaf_before` (a

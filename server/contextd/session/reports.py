@@ -26,7 +26,7 @@ from contextd.results import (
 from contextd.session.agent_settings import mirror_compaction_point
 from contextd.session.figure import FigureState
 from contextd.session.index import timestamp
-from contextd.tokens.context_size import breakdown
+from contextd.tokens.context_size import Breakdown, breakdown
 
 
 class SessionReports(FigureState):
@@ -43,16 +43,26 @@ class SessionReports(FigureState):
             "source": self._figure.source,
             "calibration": self._figure.calibration,
             "model": self.model_id,
-            "breakdown": breakdown(self._counted_parts, self._figure, self._unseen_so_far()).as_dict(),
+            "breakdown": self._breakdown().as_dict(),
             **({"agentCompaction": self._agent_compaction(self.source["agent"], window)} if self.source else {}),
         }
+
+    def usage(self) -> TokenUsage:
+        return TokenUsage.model_validate(self.usage_body())
+
+    def _breakdown(self) -> Breakdown:
+        """The figure's parts: instructions, summary, messages and the unseen part."""
+        return breakdown(self._counted_parts, self._figure, self._unseen_so_far())
+
+    def _mirror_source(self) -> MirrorSource | None:
+        """The transcript a mirror follows, as results and notifications name it."""
+        return MirrorSource.model_validate(self.source) if self.source is not None else None
 
     def _agent_compaction(self, agent: str, window: int) -> dict[str, Any]:
         """A mirror's agent compacts it at its own point, which contextd works out from the
         agent's rules and configuration (it never compacts a mirror at its threshold)."""
         model = ModelWindow(window, self.model_info.max_output_tokens, recorded=window == self._recorded_window)
         return mirror_compaction_point(agent, self.header.workspace, model)
-
 
     def announce(self, cause: str) -> None:
         usage = self.usage()  # once: a mirror's works out where its agent compacts
@@ -85,7 +95,7 @@ class SessionReports(FigureState):
             cause=cast(ChangeCause, cause),  # validated: a cause the model does not know is refused
             leafId=leaf_id,
             usage=usage,
-            source=MirrorSource.model_validate(self.source) if self.source else None,
+            source=self._mirror_source(),
             updatedAt=self.updated_at(),
         )
 
@@ -93,14 +103,10 @@ class SessionReports(FigureState):
     def compacting(self) -> bool:
         return self._running is not None
 
-
     @property
     def node_count(self) -> int:
         """Every node of the tree, abandoned branches included (labels and leaf moves are not nodes)."""
         return sum(1 for _ in self.tree.nodes())
-
-    def usage(self) -> TokenUsage:
-        return TokenUsage.model_validate(self.usage_body())
 
     def opened(self) -> OpenResult:
         """What session/open answers."""
@@ -121,14 +127,14 @@ class SessionReports(FigureState):
             "contextWindow": self.model_info.context_window,
             "usage": self.usage(),
             "path": str(self.file.path),
-            "source": MirrorSource.model_validate(self.source) if self.source is not None else None,
+            "source": self._mirror_source(),
         }
 
     def stats(self) -> StatsResult:
         """How much compaction and pruning took out of the current branch."""
         self.settle_counts()
         figures = compression_stats(self._path, self.entry_tokens, self.tokens, self._figure.calibration)
-        parts = breakdown(self._counted_parts, self._figure, self._unseen_so_far())
+        parts = self._breakdown()
         return StatsResult(
             sessionId=self.session_id,
             treeNodes=self.node_count,

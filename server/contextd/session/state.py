@@ -72,7 +72,6 @@ class LiveState(SessionReports):
         """The system prompt: the instructions standing at the leaf, whatever was compacted."""
         return instructions_text(self._path)
 
-
     # --- appending --------------------------------------------------------------------
 
     def _write(self, entry_class: type[Any], **fields: Any) -> Entry:
@@ -103,7 +102,6 @@ class LiveState(SessionReports):
         self.entry_tokens[entry.id] = tokens
         if is_node(entry):
             self._ledger.add(entry, tokens)
-
 
     def append_messages(self, messages: Sequence[Message]) -> list[str]:
         """Validate the whole batch first, so a bad message stores nothing."""
@@ -235,9 +233,7 @@ class LiveState(SessionReports):
     def cancel_idle_timer(self) -> None:
         """Stop the idle timer, if armed (see idle.py)."""
 
-
     # --- model ------------------------------------------------------------------------
-
 
     def set_model(self, model_id: str) -> None:
         self.record_model(model_id)
