@@ -164,14 +164,19 @@ class PiImporter(StreamingImporter):
             return
         if self.header.get("version", 1) == 1:
             raw = self._with_v1_id(number, raw)
+        check_strings(raw, ("parentId",))  # an entry refused leaves no trace, also one that waits
         if self._waiting is None:
             self._add(number, raw)
             return
+        message = raw.get("message") if raw.get("type") == "message" else None
+        answer = message if isinstance(message, dict) and message.get("role") == "assistant" else None
+        if answer is not None:
+            check_strings(answer, ("model",), "message")  # it becomes the root's: checked before it waits
         self._waiting.append((number, raw))
         if raw.get("type") == "model_change":
             self._start(None)
-        elif raw.get("type") == "message" and isinstance(raw.get("message"), dict) and raw["message"].get("role") == "assistant":
-            self._start(raw["message"].get("model"))
+        elif answer is not None:
+            self._start(answer.get("model"))
 
     def _begin(self, number: int, header: dict[str, Any]) -> None:
         check_strings(header, ("modelId",))  # before the header is taken: a refused one leaves no trace
