@@ -18,6 +18,7 @@ from contextd.session.counts import counts_path
 from contextd_client import ContextdClient
 
 from tests.corpus import read_text
+from tests.e2e.support import append_turns
 from tests.shared_daemon import shared_command, stop_daemon
 
 WAIT = 60.0
@@ -272,3 +273,23 @@ async def test_a_new_default_model_shows_the_figure_a_fresh_load_under_it_shows(
     fresh = (await client.session_open(session_id=session_id))["usage"]
     assert fresh["model"] == "glm-4.6" and fresh["contextWindow"] == 128_000
     assert applied == fresh
+
+
+async def test_idle_compaction_turned_off_in_the_user_file_cancels_an_armed_timer(
+    clients: Callable[..., Any], tmp_path: Path, config_home: Path
+) -> None:
+    idle = {"enabled": True, "timeoutSeconds": 30, "thresholdTokens": 1}
+    write_user_file(config_home, {"idle": idle, "compaction": {"keepRecentTokens": 200}})
+    client = await clients(tmp_path / "ws")
+    session_id = (await client.session_open())["sessionId"]
+    with client.notifications("contextd/idleTimer") as timers:
+        await append_turns(client, session_id, range(4))  # enough to compact, when it fires
+        async with asyncio.timeout(WAIT):
+            while (await timers.get()).params["state"] != "armed":
+                pass
+        write_user_file(config_home, {"idle": {**idle, "enabled": False}, "compaction": {"keepRecentTokens": 200}})
+        async with asyncio.timeout(WAIT):
+            after = (await timers.get()).params
+            while after["state"] == "armed":  # each append armed it again
+                after = (await timers.get()).params
+    assert after["state"] == "cancelled" and "reason" not in after, after  # not fired

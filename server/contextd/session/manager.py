@@ -296,6 +296,7 @@ class SessionManager:
             if own != session.settings:
                 session.apply_settings(own)
                 session.events.token_usage(session.usage())
+                session.touch()  # the idle timer as the new settings have it: armed, or no more
 
     async def listing(self, workspace: str | None) -> list[results.SessionSummary]:
         """Every session, most recently updated first. Live sessions are listed from memory;
