@@ -33,8 +33,9 @@ from contextd.importers.common import (
     StreamingImporter,
     import_lines,
     message_or_problem,
-    number_field,
     check_strings,
+    number_field,
+    string_field,
     text_of,
     to_message,
 )
@@ -148,8 +149,12 @@ class ClaudeCodeImporter(StreamingImporter):
 
     def record(self, number: int, raw: dict[str, Any]) -> None:
         _check_fields(raw)  # a record refused leaves no trace, also one that waits (below)
-        if self._waiting is not None and raw.get("type") == "user" and _is_conversation(raw) and not raw.get("isCompactSummary"):
-            self._converter.user_parts(raw)  # built again when replayed: only the first records wait
+        if self._waiting is not None and _is_conversation(raw) and not raw.get("isCompactSummary"):
+            # Read now and again when replayed (only the first records wait): one refused starts nothing.
+            if raw["type"] == "assistant":
+                _answer_blocks(raw["message"])
+            else:
+                self._converter.user_parts(raw)
         if self._first is None and _is_conversation(raw):
             self._first = {key: raw[key] for key in FIRST_KEYS if key in raw}
         if self._waiting is None:
@@ -290,17 +295,18 @@ def _hook_context(raw: dict[str, Any]) -> str:
 def _check_fields(raw: dict[str, Any]) -> None:
     """Refuse a record holding a field the import reads with a type Claude Code never writes
     (ValueError naming the field), before it changes anything: the record is then skipped
-    whole, as if it was never written. (A user record's messages are checked in full as
-    they are built, before the first is added: `_Converter.user_parts`.)"""
+    whole, as if it was never written. (What a record adds is read, and checked, before
+    anything changes too: `_answer_blocks`, `_Converter.user_parts`.)"""
+    if not _is_conversation(raw):
+        _check_other_fields(raw)
+        return
+    check_strings(raw, CONVERSATION_KEYS)
+    check_strings(raw["message"], ("model",), "message")
+
+
+def _check_other_fields(raw: dict[str, Any]) -> None:
     check_strings(raw, PARENT_KEYS)
-    if _is_conversation(raw):
-        check_strings(raw, FIRST_KEYS)
-        message = raw["message"]
-        check_strings(message, ("model",), "message")
-        for index, block in enumerate(_blocks(message.get("content"))):
-            if isinstance(block, dict) and block.get("type") in CHECKED_BLOCKS:
-                _check_block(block, f"message.content.{index}")
-    elif raw.get("subtype") == "compact_boundary":
+    if raw.get("subtype") == "compact_boundary":
         check_strings(raw, ("timestamp",))
         metadata = raw.get("compactMetadata")
         if metadata and not isinstance(metadata, dict):
@@ -308,6 +314,38 @@ def _check_fields(raw: dict[str, Any]) -> None:
         number_field(metadata or {}, "preTokens", "compactMetadata")
     elif raw.get("type") in ("queue-operation", "attachment"):
         check_strings(raw, ("timestamp",))
+
+
+def _answer_blocks(message: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The blocks an assistant record adds to its answer, and the types of those it holds
+    of another type; ValueError where a block's field has a type Claude Code never writes
+    (the answer is made of several records: one of them must not spoil the others')."""
+    blocks: list[dict[str, Any]] = []
+    others: list[Any] = []
+    for index, block in enumerate(_blocks(message.get("content"))):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text":
+            blocks.append({"type": "text", "text": _block_text(block, kind, index)})
+        elif kind == "thinking":
+            thinking = {"type": "thinking", "thinking": _block_text(block, kind, index)}
+            if isinstance(block.get("signature"), str):
+                thinking["signature"] = block["signature"]
+            blocks.append(thinking)
+        elif kind == "tool_use":
+            call_id, name, arguments = block.get("id"), block.get("name"), block.get("input")
+            if not (isinstance(call_id, str) and call_id and isinstance(name, str) and name):
+                raise ValueError(f"message.content.{index}: a tool call without an id and a name")
+            blocks.append(
+                {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments if isinstance(arguments, dict) else {"input": arguments}}
+            )
+        else:
+            others.append(kind)
+    return blocks, others
+
+
+def _block_text(block: dict[str, Any], key: str, index: int) -> str:
+    text = block.get(key)
+    return text if isinstance(text, str) else string_field(block, key, f"message.content.{index}") or ""
 
 
 def _blocks(content: Any) -> list[Any]:
@@ -321,20 +359,8 @@ def _blocks(content: Any) -> list[Any]:
     return content
 
 
-CHECKED_BLOCKS = ("text", "thinking", "tool_use")
-"""The blocks of an answer that go into it, whose fields are checked with their record (an
-answer is built from several records: one of them must not spoil the others')."""
 PARENT_KEYS = ("parentUuid", "logicalParentUuid")
-
-
-def _check_block(block: dict[str, Any], where: str) -> None:
-    kind = block["type"]
-    if kind in ("text", "thinking"):
-        check_strings(block, (kind,), where)
-    elif kind == "tool_use":
-        for key in ("id", "name"):
-            if not (isinstance(block.get(key), str) and block[key]):
-                raise ValueError(f"{where}.{key} is not a name")
+CONVERSATION_KEYS = (*PARENT_KEYS, *FIRST_KEYS)
 
 
 def _why_not_imported(line: int, raw: dict[str, Any]) -> Problem:
@@ -476,6 +502,7 @@ class _Converter:
 
     def assistant(self, line: int, raw: dict[str, Any]) -> None:
         message = raw["message"]
+        blocks, others = _answer_blocks(message)  # read (and checked) before the answer changes
         message_id = message.get("id")
         if self.answer is None or message_id is None or message_id != self.answer.message_id:
             self.flush_answer()
@@ -486,32 +513,10 @@ class _Converter:
         answer.uuids.append(raw["uuid"])
         answer.last = message
         answer.error = answer.error or bool(raw.get("isApiErrorMessage")) or message.get("model") == SYNTHETIC_MODEL
-        for block in _blocks(message.get("content")):
-            converted = self.assistant_block(line, block)
-            if converted is not None:
-                answer.blocks.append(converted)
-
-    def assistant_block(self, line: int, block: Any) -> dict[str, Any] | None:
-        """A block of an answer (its fields checked already: `_check_fields`)."""
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text":
-            return {"type": "text", "text": block.get("text") or ""}
-        if kind == "thinking":
-            thinking = {"type": "thinking", "thinking": block.get("thinking") or ""}
-            if isinstance(block.get("signature"), str):
-                thinking["signature"] = block["signature"]
-            return thinking
-        if kind == "tool_use":
-            arguments = block.get("input")
-            self.tool_names[block["id"]] = block["name"]
-            return {
-                "type": "toolCall",
-                "id": block["id"],
-                "name": block["name"],
-                "arguments": arguments if isinstance(arguments, dict) else {"input": arguments},
-            }
-        self.problems.append(Problem(line, "skipped", f"assistant content block of type {kind!r}"))
-        return None
+        answer.blocks += blocks
+        self.tool_names.update((block["id"], block["name"]) for block in blocks if block["type"] == "toolCall")
+        for kind in others:
+            self.problems.append(Problem(line, "skipped", f"assistant content block of type {kind!r}"))
 
     def flush_answer(self) -> None:
         answer, self.answer = self.answer, None
