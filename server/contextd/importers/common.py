@@ -293,14 +293,21 @@ class EntryBuilder:
         """The settled entries not handed over yet; the builder lets them go, keeping only
         what later records may ask of them (`shape`)."""
         count = self.settled_count() - self._taken
-        taken, self.entries = self.entries[:count], self.entries[count:]
+        if count == len(self.entries):  # nothing held (a first read's usual case): no copies
+            taken, self.entries = self.entries, []
+            self._position.clear()
+        else:
+            taken, self.entries = self.entries[:count], self.entries[count:]
+            for entry in taken:
+                self._position.pop(entry.id, None)
         self._taken += count
+        open_calls, has_children = self._open_calls, self._has_children
         for entry in taken:
-            self._position.pop(entry.id, None)
+            entry_id = entry.id
             if self.keeps_shapes:
-                self._shapes[entry.id] = (entry.parentId, kind_of(entry))
-            if entry.id not in self._has_children and self._open_calls.get(entry.id):
-                self._open_ends[entry.id] = entry.timestamp
+                self._shapes[entry_id] = (entry.parentId, kind_of(entry))
+            if entry_id in open_calls and entry_id not in has_children:  # only entries with calls open are kept there
+                self._open_ends[entry_id] = entry.timestamp
         if self._last_assistant is not None and self._last_assistant.id not in self._position:
             self._last_assistant = None  # settled, so its usage is known: nothing waits for it
         return taken
@@ -368,25 +375,25 @@ class EntryBuilder:
         self, line: int, source_id: str, parent: str | None, message: Message, timestamp: str | None
     ) -> MessageEntry | None:
         parent = self.resolve(parent)
-        if message.role == "toolResult":
-            if message.toolCallId not in self._open_calls.get(parent, {}):
-                self.problems.append(
-                    Problem(
-                        line,
-                        "skipped",
-                        f"tool result for {message.toolCallId!r} answers no open tool call",
-                    )
-                )
+        role = message.role
+        open_calls = self._open_calls.get(parent)
+        if role == "toolResult":
+            answered = message.toolCallId
+            if not open_calls or answered not in open_calls:
+                self.problems.append(Problem(line, "skipped", f"tool result for {answered!r} answers no open tool call"))
                 self.skip(source_id, parent)
                 return None
-        else:
-            parent = self.close_open_calls(parent, line, timestamp)
+            open_calls = {call_id: name for call_id, name in open_calls.items() if call_id != answered}
+        elif open_calls:
+            parent, open_calls = self.close_open_calls(parent, line, timestamp), None
         entry = MessageEntry.of_checked(self.unique_id(source_id), parent, timestamp or utc_now(), message)
-        self._attach(entry, source_id)
-        if message.role == "assistant":
+        calls = message.tool_calls if role == "assistant" else None
+        if calls:  # an answer's calls are open below it until their results come
+            open_calls = {call.id: call.name for call in calls}
+            self._call_lines.update({call.id: line for call in calls})
+        self._attach(entry, source_id, open_calls)
+        if role == "assistant":
             self._last_assistant = entry
-            if calls := message.tool_calls:
-                self._call_lines.update({call.id: line for call in calls})
             if self._awaiting_size:
                 self.note_usage(entry)
         return entry
@@ -400,7 +407,7 @@ class EntryBuilder:
         if enters_context:
             parent = self.close_open_calls(parent, line, entry.timestamp)
         entry = entry.model_copy(update={"id": self.unique_id(source_id), "parentId": parent})
-        self._attach(entry, source_id)
+        self._attach(entry, source_id, self._open_calls.get(parent))
         return entry
 
     def add_instructions(
@@ -425,19 +432,12 @@ class EntryBuilder:
         self._ids.add(entry.id)
         self.entries.append(entry)
 
-    def _attach(self, entry: Entry, source_id: str) -> None:
-        # Told apart by their `type` and `role` tags: every line of a transcript comes here,
-        # and a pydantic class's isinstance goes through its metaclass when the answer is no.
+    def _attach(self, entry: Entry, source_id: str, open_calls: dict[str, str] | None) -> None:
+        """`entry` joins the tree, with the tool calls still open below it (its caller knows
+        them: every line of a transcript comes here, so nothing is worked out twice)."""
         entry_id, parent_id = entry.id, entry.parentId
         if entry_id != source_id:
             self._alias[source_id] = entry_id
-        open_calls = self._open_calls.get(parent_id)
-        if entry.type == "message":
-            message = entry.message
-            if message.role == "assistant" and (calls := message.tool_calls):
-                open_calls = {**(open_calls or {}), **{call.id: call.name for call in calls}}
-            elif message.role == "toolResult" and open_calls and message.toolCallId in open_calls:
-                open_calls = {call_id: name for call_id, name in open_calls.items() if call_id != message.toolCallId}
         if open_calls:  # most entries have none: `_open_calls.get` stands for them
             self._open_calls[entry_id] = open_calls  # never changed in place: shared with the parent's
         self._has_children.add(parent_id)
@@ -449,6 +449,8 @@ class EntryBuilder:
         self.leaf_id = entry_id
         if self._awaiting_size:
             self._grow_awaiting(entry)
+        # Its `type` tag, not isinstance: a pydantic class's isinstance goes through its
+        # metaclass when the answer is no.
         if entry.type == "compaction" and entry.tokensAfter == 0:  # the agent did not say
             self._awaiting_size[entry_id] = {entry_id}
 
@@ -465,7 +467,8 @@ class EntryBuilder:
         open_calls = self._open_calls.get(parent)
         if not open_calls:  # most entries: nothing to close
             return parent
-        for call_id, tool_name in list(open_calls.items()):
+        still_open = open_calls
+        for call_id, tool_name in open_calls.items():
             self.problems.append(
                 Problem(
                     self._call_lines.get(call_id, line),
@@ -482,7 +485,8 @@ class EntryBuilder:
                 timestamp=timestamp or utc_now(),
                 message=result,
             )
-            self._attach(entry, entry.id)
+            still_open = {open_id: name for open_id, name in still_open.items() if open_id != call_id}
+            self._attach(entry, entry.id, still_open)
             parent = entry.id
         return parent
 

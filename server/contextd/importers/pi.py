@@ -118,6 +118,8 @@ class PiImporter(StreamingImporter):
         self._previous: str | None = None
         self._v1_ids: list[str] = []
         self._refused = False
+        self._v1 = False
+        """A v1 file: its entries get ids as pi gives them when it migrates the file."""
 
     @property
     def workspace(self) -> str | None:
@@ -144,6 +146,7 @@ class PiImporter(StreamingImporter):
     def restore_own_state(self, state: dict[str, Any]) -> None:
         waiting = state["waiting"]
         self.header = None if state["header"] is None else dict(state["header"])
+        self._v1 = self.header is not None and self.header.get("version", 1) == 1
         self.header_line = int(state["headerLine"])
         self.name = state["name"]
         self._waiting = None if waiting is None else [(int(number), dict(raw)) for number, raw in waiting]
@@ -153,6 +156,9 @@ class PiImporter(StreamingImporter):
         self._refused = bool(state["refused"])
 
     def record(self, number: int, raw: dict[str, Any]) -> None:
+        if self._waiting is None and not self._v1:  # past the root, ids of its own: most lines
+            self._add(number, raw)
+            return
         if self._refused:
             return
         if self.header is None:
@@ -162,7 +168,7 @@ class PiImporter(StreamingImporter):
                 return
             self._begin(number, raw)
             return
-        if self.header.get("version", 1) == 1:
+        if self._v1:
             raw = self._with_v1_id(number, raw)
         check_strings(raw, ("parentId",))  # an entry refused leaves no trace, also one that waits
         if self._waiting is None:
@@ -181,6 +187,7 @@ class PiImporter(StreamingImporter):
     def _begin(self, number: int, header: dict[str, Any]) -> None:
         check_strings(header, ("modelId",))  # before the header is taken: a refused one leaves no trace
         self.header, self.header_line = header, number
+        self._v1 = header.get("version", 1) == 1
         self._v1_ids = [f"L{number}"]
         if set(header) - HEADER_FIELDS:
             self.problems.append(
