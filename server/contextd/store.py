@@ -174,29 +174,32 @@ class EntryTree:
     def add(self, entry: Entry, line: bytes | None = None, *, unwritten: bool = False) -> None:
         """`line`: the file's line of a message entry just loaded; `unwritten`: an entry not
         in the file yet (a mirror's, announced first), whose line `lines` gets once written."""
-        self.entries[entry.id] = entry
-        if entry.type == "message":
+        # Type tags, not isinstance (slow on a pydantic model when the answer is no), and each
+        # field read once (slow too): every entry of every load and mirror's write passes here.
+        entry_id, kind = entry.id, entry.type
+        self.entries[entry_id] = entry
+        if kind == "message":
             if type(entry) is ColdMessageEntry:
                 self.cold = True
             elif line is not None:
-                self.lines[entry.id] = line  # its fields' names shared by keep_cold, if it stays parsed
+                self.lines[entry_id] = line  # its fields' names shared by keep_cold, if it stays parsed
             elif not unwritten and not self.glance:
                 cast(MessageEntry, entry).share_field_names()
-        # Type tags, not isinstance (slow on a pydantic model when the answer is no): every
-        # entry of every load passes here.
-        if entry.type == "label":
-            if entry.label is None:
-                self.labels.pop(entry.targetId, None)
-            else:
-                self.labels[entry.targetId] = entry.label
-        elif entry.type == "leaf":
-            self.leaf_id = entry.targetId
+        if kind in NON_NODE_TYPES:
+            if entry.type == "label":
+                if entry.label is None:
+                    self.labels.pop(entry.targetId, None)
+                else:
+                    self.labels[entry.targetId] = entry.label
+            elif entry.type == "leaf":
+                self.leaf_id = entry.targetId
         else:
-            self.children[entry.parentId] = (*self.children.get(entry.parentId, ()), entry.id)
-            self.leaf_id = entry.id
+            parent_id = entry.parentId
+            self.children[parent_id] = (*self.children.get(parent_id, ()), entry_id)
+            self.leaf_id = entry_id
             self.node_count += 1
-            self.kinds[entry.type] = self.kinds.get(entry.type, 0) + 1
-            if entry.type == "model_change":
+            self.kinds[kind] = self.kinds.get(kind, 0) + 1
+            if kind == "model_change":
                 self.latest_model_change = cast(ModelChangeEntry, entry)
 
     def is_node_id(self, entry_id: str) -> bool:

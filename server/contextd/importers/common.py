@@ -18,7 +18,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
@@ -378,7 +378,7 @@ class EntryBuilder:
         role = message.role
         open_calls = self._open_calls.get(parent)
         if role == "toolResult":
-            answered = message.toolCallId
+            answered = cast(ToolResultMessage, message).toolCallId  # the role read once: narrowed by hand
             if not open_calls or answered not in open_calls:
                 self.problems.append(Problem(line, "skipped", f"tool result for {answered!r} answers no open tool call"))
                 self.skip(source_id, parent)
@@ -387,7 +387,7 @@ class EntryBuilder:
         elif open_calls:
             parent, open_calls = self.close_open_calls(parent, line, timestamp), None
         entry = MessageEntry.of_checked(self.unique_id(source_id), parent, timestamp or utc_now(), message)
-        calls = message.tool_calls if role == "assistant" else None
+        calls = cast(AssistantMessage, message).tool_calls if role == "assistant" else None
         if calls:  # an answer's calls are open below it until their results come
             open_calls = {call.id: call.name for call in calls}
             self._call_lines.update({call.id: line for call in calls})

@@ -7,6 +7,7 @@ that part is not consumed, and is read again, whole, once its newline has been w
 from __future__ import annotations
 
 from dataclasses import dataclass
+from io import BytesIO
 
 from contextd.importers.common import StreamingImporter
 
@@ -24,9 +25,13 @@ class LineFeed:
         end = data.rfind(b"\n") + 1
         if end == 0:
             return 0
-        lines = data.split(b"\n")  # its last part is the partial line (or b""): not fed
-        for line in lines[: len(lines) - 1]:  # no copy of `data` cut short first
-            self.lines += 1
-            self.importer.feed(self.lines, line)  # bytes: the importer's reader takes UTF-8
+        # Each line with its newline (JSON's whitespace), found by memchr: bytes.split looks
+        # at every byte in turn, three times as long on an agent's long lines.
+        lines = BytesIO(data).readlines()
+        if end < len(data):
+            lines.pop()  # the partial last line: not fed
+        for number, line in enumerate(lines, start=self.lines + 1):
+            self.lines = number
+            self.importer.feed(number, line)  # bytes: the importer's reader takes UTF-8
         self.offset += end
         return end

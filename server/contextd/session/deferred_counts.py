@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from contextd.model import Entry, is_node
+from contextd.model import NON_NODE_TYPES, Entry
 from contextd.tokens import count_entry
 from contextd.tokens.registry import ModelInfo
 
@@ -38,8 +38,8 @@ class PendingCounts:
     def add_all(self, entries: Iterable[Entry]) -> None:
         """Entries in file order (a mirror's first read brings thousands at once)."""
         entries = list(entries)
-        self.uncounted.update((entry.id, entry) for entry in entries)
-        self.unledgered.extend(filter(is_node, entries))
+        self.uncounted.update({entry.id: entry for entry in entries})
+        self.unledgered.extend([entry for entry in entries if entry.type not in NON_NODE_TYPES])  # is_node, inline
 
     def batch(self) -> list[Entry]:
         """The next entries for the worker thread (file order)."""

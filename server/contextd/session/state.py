@@ -30,7 +30,7 @@ from contextd.model import (
 from contextd.session.errors import InvalidAppend, ReadOnlyMirror
 from contextd.session.reports import SessionReports
 from contextd.store import new_entry_id
-from contextd.tokens.context_size import largest_report, largest_reports
+from contextd.tokens.context_size import largest_reports, reports_by_model
 
 
 def check_tool_results(messages: Sequence[Message], pending: dict[str, str]) -> None:
@@ -186,18 +186,20 @@ class LiveState(SessionReports):
         self.pending_usage = pending
         counting, model_before = self.model_info.counting, self.model_id
         change_before, leaf_before = self.tree.latest_model_change, self.tree.leaf_id
+        compactions_before = self.tree.kinds.get("compaction", 0)
         reports, model_at_end = self._reports_so_far()
         self._unwritten.extend(entries)
         for entry in entries:
             self.tree.add(entry, unwritten=True)  # made light or cold once written
         self._count_later(entries)  # the figure counts only what follows the latest report
-        self._reports = reports, largest_reports(entries, reports, model_at_end), self.tree.node_count
+        found = reports_by_model(entries)  # one walk: the reports kept, and the window's below
+        self._reports = reports, found.add_to(reports, model_at_end), self.tree.node_count
         latest_change = self.tree.latest_model_change
         if latest_change is not None and latest_change is not change_before:
             # The last model only (pi's transcripts switch hundreds of times), with the
             # reports found so far: no walk of the whole tree for them.
             self._use_model(latest_change.model, latest_change.contextWindow, reports.get(latest_change.model, 0))
-        self._widen_window(largest_report(entries, self.model_id, model_before))
+        self._widen_window(found.largest_for(self.model_id, model_before))
         if self.model_info.counting != counting:
             self._recount_later()
         if leaf_id is not None and leaf_id != self.tree.leaf_id and self.tree.is_node_id(leaf_id):
@@ -206,6 +208,8 @@ class LiveState(SessionReports):
             self._unwritten.append(move)
             self.tree.add(move)
         self.rebuild(self._path_grown(leaf_before, entries))
+        if self.tree.kinds.get("compaction", 0) == compactions_before:  # most writes: no walk to find none
+            return []
         return [entry for entry in entries if entry.type == "compaction"]  # tags: isinstance is slow on a no
 
     def _reports_so_far(self) -> tuple[dict[str | None, int], str | None]:

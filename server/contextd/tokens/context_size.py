@@ -82,31 +82,64 @@ def largest_report(entries: Iterable[Entry], model_id: str, model_before: str | 
     the session talked to `model_id` (0 with none), entries in file order, `model_before`
     in force before them. A window smaller than that is plainly wrong: the model took that
     much, or its provider says so ("exceeds the model's maximum context length 202750")."""
-    reports: dict[str | None, int] = {}
-    largest_reports(entries, reports, model_before)
-    return reports.get(model_id, 0)
+    return reports_by_model(entries).largest_for(model_id, model_before)
 
 
 def largest_reports(entries: Iterable[Entry], reports: dict[str | None, int], model_before: str | None) -> str | None:
     """`largest_report` of every model at once, taken into `reports` (so a mirror adds what
     each write brings to what it found before, without walking the whole tree again);
     returns the model in force after `entries`."""
-    current = model_before
+    return reports_by_model(entries).add_to(reports, model_before)
+
+
+@dataclass(frozen=True)
+class ReportsByModel:
+    """What one walk of entries finds for `largest_report`, whatever model was in force
+    before them (a mirror's write asks it of two models: one walk)."""
+
+    before: int
+    """The largest before the first model change, under the model in force before them."""
+    after: dict[str, int]
+    """The largest after it, by the model changed to."""
+    last_model: str | None
+    """The model the last change changed to (None: no change)."""
+
+    def largest_for(self, model_id: str, model_before: str | None) -> int:
+        return max(self.before if model_before == model_id else 0, self.after.get(model_id, 0))
+
+    def add_to(self, reports: dict[str | None, int], model_before: str | None) -> str | None:
+        """`reports` grown by these; returns the model in force after them."""
+        for model, size in ((model_before, self.before), *self.after.items()):
+            if size > reports.get(model, 0):
+                reports[model] = size
+        return self.last_model if self.last_model is not None else model_before
+
+
+def reports_by_model(entries: Iterable[Entry]) -> ReportsByModel:
+    """`ReportsByModel` of `entries`, in file order."""
+    before, current = 0, None
+    after: dict[str, int] = {}
     for entry in entries:
-        if entry.type == "model_change":
-            current = entry.model
-        elif entry.type == "message" and entry.brief.role == "assistant":
-            answer = entry.brief  # tags and the brief: this walks every node of a load
-            if reports_context(answer):
-                assert answer.usage is not None
-                size = answer.usage.context_tokens
-            elif answer.failed:
+        # Tags and the brief, each read once: this walks every node of a load and of a
+        # mirror's write (an attribute of a pydantic model is slow to read).
+        if entry.type == "message":
+            answer = entry.brief
+            if answer.role != "assistant":
+                continue
+            usage = answer.usage
+            if answer.failed:  # its usage says nothing (`reports_context`), its error may
                 size = stated_window(answer.errorMessage) or 0
+            elif usage is not None:
+                size = usage.context_tokens  # all zeros (no report) never beats a size
             else:
                 continue
-            if size > reports.get(current, 0):
-                reports[current] = size
-    return current
+            if current is None:
+                before = max(before, size)
+            elif size > after.get(current, 0):
+                after[current] = size
+        elif entry.type == "model_change":
+            current = entry.model
+    return ReportsByModel(before, after, current)
 
 
 def usage_anchor(path: Sequence[Entry]) -> int | None:
