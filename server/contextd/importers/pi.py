@@ -170,10 +170,10 @@ class PiImporter(StreamingImporter):
             return
         if self._v1:
             raw = self._with_v1_id(number, raw)
-        check_strings(raw, ("parentId",))  # an entry refused leaves no trace, also one that waits
         if self._waiting is None:
             self._add(number, raw)
             return
+        check_strings(raw, ("parentId",))  # an entry refused leaves no trace, also one that waits
         message = raw.get("message") if raw.get("type") == "message" else None
         answer = message if isinstance(message, dict) and message.get("role") == "assistant" else None
         if answer is not None:
@@ -216,6 +216,7 @@ class PiImporter(StreamingImporter):
         return raw
 
     def _add(self, line: int, raw: dict[str, Any]) -> None:
+        check_strings(raw, ("parentId",))  # before anything changes: an entry refused leaves no trace
         builder = self.builder
         entry_id = raw.get("id")
         if not isinstance(entry_id, str) or not entry_id:
