@@ -87,8 +87,8 @@ def in_parts(agent: str, lines: list[str], cuts: list[int], *, restart: bool = T
     importer = importer_class(reports_every_line=not restart)
     started = utc_now()
     taken, pending, problems, fed = [], [], [], 0
-    for cut in [*sorted(cuts), len(lines)]:
-        for number in range(fed + 1, max(cut, fed) + 1):
+    for cut in [*sorted(min(cut, len(lines)) for cut in cuts), len(lines)]:
+        for number in range(fed + 1, cut + 1):
             importer.feed(number, lines[number - 1])
         fed = max(cut, fed)
         pending.append(_dumped(importer.pending_usage()))

@@ -141,3 +141,40 @@ def test_a_line_with_a_field_of_another_type_applies_whole_or_not_at_all(agent: 
     damaged = damage.lines()
     cuts = data.draw(st.lists(st.integers(1, len(damaged)), max_size=4))
     assert_whole_or_nothing(agent, damaged, damage.number, cuts)
+
+
+FOUND_HALF_APPLIED = {
+    "claude-code: an answer's record with a parent of another type ended the answer before it": Damage(
+        "claude-code-vps-glm47.jsonl.gz", 296, ("parentUuid",), "list", 103
+    ),
+    "claude-code: an answer's record with a numeric timestamp refused the record after it": Damage(
+        "claude-code-flow-killed-background.jsonl.gz", 72, ("timestamp",), "number", 64
+    ),
+    "claude-code: a user record with a numeric content said a repair before it was refused": Damage(
+        "claude-code-atlas-sonnet45.jsonl.gz", 593, ("message", "content"), "number", 390
+    ),
+    "claude-code: a record waiting for the first model, refused, lost the others waiting": Damage(
+        "claude-code-atlas-opus41.jsonl.gz", 0, ("parentUuid",), "list", 1
+    ),
+    "claude-code: a queued notification with a numeric timestamp failed the import's end": Damage(
+        "claude-code-flow-killed-background.jsonl.gz", 84, ("timestamp",), "number", 85
+    ),
+    "codex: a call with a numeric name dropped the whole answer, other lines' items with it": Damage(
+        "codex-knearme-compacted.jsonl.gz", 275, ("payload", "name"), "number", 276
+    ),
+    "codex: a compaction with a kept message of numeric content was added before the refusal": Damage(
+        "codex-knearme-compacted.jsonl.gz", 1218, ("payload", "replacement_history", 3, "content"), "number", 1219
+    ),
+    "pi: an entry whose type is a list was reported unknown and skipped, then refused": Damage(
+        "pi-coffee-deepseek.jsonl.gz", 5, ("type",), "list", 4
+    ),
+    "pi: an answer waiting for the first model made the root, then was refused": Damage(
+        "pi-termux-qwen.jsonl.gz", 7, ("parentId",), "list", 2
+    ),
+}
+"""Lines the audit found half applied (each failed `assert_whole_or_nothing` before)."""
+
+
+@pytest.mark.parametrize("damage", FOUND_HALF_APPLIED.values(), ids=FOUND_HALF_APPLIED.keys())
+def test_the_lines_found_half_applied_apply_whole_or_not_at_all(damage: Damage) -> None:
+    assert_whole_or_nothing(agent_of(damage.name), damage.lines(), damage.number, [damage.number // 2, damage.number + 3])
