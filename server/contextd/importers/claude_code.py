@@ -148,14 +148,15 @@ class ClaudeCodeImporter(StreamingImporter):
         return self._first.get("cwd") if self._first else None
 
     def record(self, number: int, raw: dict[str, Any]) -> None:
-        _check_fields(raw)  # a record refused leaves no trace, also one that waits (below)
-        if self._waiting is not None and _is_conversation(raw) and not raw.get("isCompactSummary"):
+        conversation = _is_conversation(raw)
+        _check_fields(raw, conversation)  # a record refused leaves no trace, also one that waits (below)
+        if self._waiting is not None and conversation and not raw.get("isCompactSummary"):
             # Read now and again when replayed (only the first records wait): one refused starts nothing.
             if raw["type"] == "assistant":
                 _answer_blocks(raw["message"])
             else:
                 self._converter.user_parts(raw)
-        if self._first is None and _is_conversation(raw):
+        if self._first is None and conversation:
             self._first = {key: raw[key] for key in FIRST_KEYS if key in raw}
         if self._waiting is None:
             self._converter.record(number, raw)
@@ -292,16 +293,17 @@ def _hook_context(raw: dict[str, Any]) -> str:
     return "\n".join(part for part in parts if isinstance(part, str))
 
 
-def _check_fields(raw: dict[str, Any]) -> None:
+def _check_fields(raw: dict[str, Any], conversation: bool) -> None:
     """Refuse a record holding a field the import reads with a type Claude Code never writes
     (ValueError naming the field), before it changes anything: the record is then skipped
     whole, as if it was never written. (What a record adds is read, and checked, before
     anything changes too: `_answer_blocks`, `_Converter.user_parts`.)"""
-    if not _is_conversation(raw):
+    if not conversation:
         _check_other_fields(raw)
         return
     check_strings(raw, CONVERSATION_KEYS)
-    check_strings(raw["message"], ("model",), "message")
+    if not isinstance(raw["message"].get("model"), str):  # most records name theirs: no call
+        check_strings(raw["message"], ("model",), "message")
 
 
 def _check_other_fields(raw: dict[str, Any]) -> None:
