@@ -222,6 +222,12 @@ class FileDetails(TypedDict):
     sources: NotRequired[list[SourcedItem] | None]
 
 
+class FollowEnvironmentResult(TypedDict):
+    transcriptPath: str
+    variables: list[str]
+    """The names of the variables kept (their values are not sent back)."""
+
+
 class FollowResult(TypedDict):
     """The daemon-wide follow settings in force and how many transcripts are followed."""
 

@@ -208,7 +208,7 @@ class ParentSession(Strict):
 FollowedAgent = Literal["claude-code", "codex", "pi"]
 
 
-def _usable_path(path: str) -> str:
+def usable_path(path: str) -> str:
     """A folder name the system can be asked about: no NUL, nothing that cannot be
     encoded for the file system (a lone surrogate)."""
     if "\0" in path:
@@ -220,7 +220,7 @@ def _usable_path(path: str) -> str:
     return path
 
 
-TranscriptRoot = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_usable_path)]
+TranscriptRoot = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(usable_path)]
 FOLLOWED_AGENTS: tuple[FollowedAgent, ...] = ("claude-code", "codex", "pi")
 
 

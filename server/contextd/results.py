@@ -16,6 +16,7 @@ from enum import IntEnum
 from typing import Annotated, Any, ClassVar, Literal, NotRequired
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -30,6 +31,7 @@ from pydantic._internal._docs_extraction import extract_docstrings_from_cls
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 from typing_extensions import TypeAliasType, TypedDict
 
+from contextd.compaction.agent_points import AGENT_VARIABLES
 from contextd.formats import Format
 from contextd.model import (
     MAX_CONTENT_DEPTH,
@@ -43,9 +45,11 @@ from contextd.model import (
     SummarizerInfo,
     TranscriptRoot,
     nesting_depth,
+    usable_path,
 )
 
 MAX_MESSAGES_PER_APPEND = 10_000
+AgentVariableValue = Annotated[str, Field(max_length=4096), AfterValidator(usable_path)]
 
 
 # --- params -------------------------------------------------------------------------------
@@ -207,6 +211,28 @@ class FollowParams(Params):
     agents: list[FollowedAgent] | None = None
     roots: dict[FollowedAgent, TranscriptRoot] | None = None
     allWorkspaces: bool | None = Field(default=None, strict=True)
+
+
+class FollowEnvironmentParams(Params):
+    """What a followed agent's hook reports of the agent's own environment, for the mirror of
+    `transcriptPath`: only the variables its compaction point is worked out from."""
+
+    agent: FollowedAgent
+    transcriptPath: TranscriptRoot
+    environment: dict[str, AgentVariableValue]
+    """Those of the agent's variables (`AGENT_VARIABLES`) it has set; one it leaves out is unset."""
+
+    @field_validator("environment")
+    @classmethod
+    def _only_the_points_variables(cls, environment: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        allowed = AGENT_VARIABLES.get(info.data.get("agent", ""), ())
+        unknown = sorted(name for name in environment if name not in allowed)
+        if unknown:
+            raise ValueError(
+                f"{', '.join(unknown[:5])[:200]}: not a variable the agent's compaction point is worked out from "
+                f"(only {', '.join(allowed)})"
+            )
+        return environment
 
 
 class CompactParams(SessionParams):
@@ -504,6 +530,12 @@ class FollowResult(Result):
     mirrors: int
 
 
+class FollowEnvironmentResult(Result):
+    transcriptPath: str
+    variables: list[str]
+    """The names of the variables kept (their values are not sent back)."""
+
+
 class NavigateResult(Result):
     leafId: str | None
     branchSummaryId: str | None = absent_if_none()
@@ -716,6 +748,7 @@ RESULTS: dict[str, tuple[type[Result], ...]] = {
     "contextd/settings": (SettingsResult,),
     "contextd/daemon/status": (DaemonStatus,),
     "contextd/follow": (FollowResult,),
+    "contextd/follow/environment": (FollowEnvironmentResult,),
     "contextd/navigate": (NavigateResult,),
     "contextd/session/context": (ContextResult,),
 }

@@ -35,6 +35,8 @@ from contextd.results import (
     DeleteResult,
     EmptyResult,
     ExperimentalCapabilities,
+    FollowEnvironmentParams,
+    FollowEnvironmentResult,
     FollowParams,
     FollowResult,
     ForkParams,
@@ -91,6 +93,7 @@ from contextd.session import (
     NothingToCompactError,
 )
 from contextd.session import history
+from contextd.session.agent_settings import remember_agent_environment
 from contextd.session.errors import ReadOnlyMirror
 from contextd.store import (
     InvalidSessionId,
@@ -500,6 +503,13 @@ def follow(connection: ClientConnection, params: FollowParams) -> FollowResult:
     return FollowResult.model_validate(daemon.follower.describe())
 
 
+def follow_environment(connection: ClientConnection, params: FollowEnvironmentParams) -> FollowEnvironmentResult:
+    """A followed agent's hook reports the agent's environment: its mirror's agentCompaction
+    is worked out from it, not from the daemon's."""
+    remember_agent_environment(params.agent, params.transcriptPath, params.environment)
+    return FollowEnvironmentResult(transcriptPath=params.transcriptPath, variables=sorted(params.environment))
+
+
 async def history_search(connection: ClientConnection, params: HistorySearchParams) -> SearchResult:
     session = connection.daemon.sessions.get(params.sessionId)
     return await history.search(session, connection.daemon.history, params.query, params.limit)
@@ -547,6 +557,7 @@ REQUESTS: dict[str, Handler] = {
     "contextd/workspace/watch": request(WorkspaceWatchParams, workspace_watch),
     "contextd/workspace/unwatch": request(WorkspaceWatchParams, workspace_unwatch),
     "contextd/follow": request(FollowParams, follow),
+    "contextd/follow/environment": request(FollowEnvironmentParams, follow_environment),
     "contextd/history/search": request(HistorySearchParams, history_search),
     "contextd/history/get": request(HistoryGetParams, history_get),
     "contextd/history/sources": request(HistorySourcesParams, history_sources),

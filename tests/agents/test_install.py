@@ -40,7 +40,7 @@ def test_claude_code_install_merges_is_idempotent_and_uninstalls_cleanly(tmp_pat
     assert installed["model"] == "opus" and installed["hooks"]["Stop"] == USER_SETTINGS["hooks"]["Stop"]
     session_start = installed["hooks"]["SessionStart"]
     assert session_start[0] == USER_SETTINGS["hooks"]["SessionStart"][0]
-    assert session_start[1]["matcher"] == "compact" and "hook claude-code" in session_start[1]["hooks"][0]["command"]
+    assert session_start[1]["matcher"] == "startup|resume|clear|compact" and "hook claude-code" in session_start[1]["hooks"][0]["command"]
     assert "hook claude-code" in installed["hooks"]["PreCompact"][0]["hooks"][0]["command"]
     registered = json.loads(servers.read_text())
     assert registered["numStartups"] == 7 and registered["mcpServers"]["other"] == {"command": "other-server"}
@@ -73,7 +73,7 @@ def test_codex_install_merges_and_uninstalls(tmp_path: Path) -> None:
     assert config["model"] == "gpt-5" and config["mcp_servers"]["other"] == {"command": "other"}
     assert config["mcp_servers"]["contextd"]["args"][-3:] == ["mcp", "--agent", "codex"]
     hooks = json.loads((codex / "hooks.json").read_text())["hooks"]
-    assert hooks["SessionStart"][0]["matcher"] == "compact"
+    assert hooks["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
     assert run(tmp_path, "install", "codex").stdout.count("unchanged:") == 2
     assert run(tmp_path, "uninstall", "codex").returncode == 0
     assert (codex / "config.toml").read_text() == USER_CODEX_CONFIG

@@ -57,6 +57,7 @@ async def test_every_modelled_result_is_what_the_daemon_answers(client: Contextd
     await ask("contextd/settings", {})
     await ask("contextd/daemon/status", {})
     await ask("contextd/follow", {"enabled": False})
+    await ask("contextd/follow/environment", {"agent": "codex", "transcriptPath": "/r.jsonl", "environment": {"CODEX_HOME": "/c"}})
     await ask("contextd/session/close", {"sessionId": handed["sessionId"]})
     await ask("contextd/session/delete", {"sessionId": forked["sessionId"]})
 

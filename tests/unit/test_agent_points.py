@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextd.compaction.agent_points import ConfigFile, ModelWindow, agent_compaction_point
-from contextd.session.agent_settings import config_paths, mirror_compaction_point
+from contextd.compaction.agent_points import AGENT_VARIABLES, ConfigFile, ModelWindow, agent_compaction_point
+from contextd.session import agent_settings
+from contextd.session.agent_settings import config_paths, mirror_compaction_point, remember_agent_environment
 
 SONNET = ModelWindow(200_000, 64_000)
 """A Claude model whose output limit is above the 20k Claude Code keeps for its summary."""
@@ -232,3 +234,66 @@ def test_a_file_that_cannot_be_read_is_named_with_why(tmp_path: Path, monkeypatc
     point = mirror_compaction_point("pi", str(tmp_path / "w"), SONNET)
     assert point["tokens"] == 200_000 - 16_384
     assert "~/.pi/agent/settings.json could not be read" in point["basis"]
+
+
+class ReadsRecorded(Mapping[str, str]):
+    """An environment that notes each variable looked up; going through all of it is noted as "*"."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values, self.read = values, set[str]()
+
+    def __getitem__(self, name: str) -> str:
+        self.read.add(name)
+        return self.values[name]
+
+    def __contains__(self, name: object) -> bool:
+        self.read.add(str(name))
+        return name in self.values
+
+    def __iter__(self) -> Iterator[str]:
+        self.read.add("*")
+        return iter(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+@pytest.mark.parametrize("agent", sorted(AGENT_VARIABLES))
+def test_the_variables_a_hook_reports_are_all_the_point_reads(agent: str) -> None:
+    """AGENT_VARIABLES is the allow-list of what leaves the agent: every variable the files'
+    places and the rule read is in it, and nothing else of the environment is read."""
+    env = ReadsRecorded({name: "1" for name in AGENT_VARIABLES[agent]} | {"HOME": "/h", "OTHER": "x"})
+    files = [ConfigFile(str(path), None) for path in config_paths(agent, "/w", env)]
+    agent_compaction_point(agent, files, env, SONNET)
+    assert env.read <= set(AGENT_VARIABLES[agent]) and "OTHER" not in env.read
+
+
+def test_a_mirror_takes_its_agents_reported_environment_over_the_daemons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("DISABLE_AUTO_COMPACT", "1")
+    monkeypatch.setattr(agent_settings, "_reported", {})
+    transcript = str(tmp_path / "projects" / "t.jsonl")
+    daemons = mirror_compaction_point("claude-code", "/w", SONNET, transcript)
+    assert not daemons["enabled"] and "set in the daemon's environment" in daemons["basis"]
+    remember_agent_environment("claude-code", transcript, {"HOME": str(tmp_path), "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50"})
+    agents = mirror_compaction_point("claude-code", "/w", SONNET, transcript)
+    assert agents["tokens"] == 180_000 // 2 and "= 50 in the agent's environment (its hook)" in agents["basis"]
+    # Another transcript, or another agent's mirror of the same path, keeps the daemon's.
+    assert not mirror_compaction_point("claude-code", "/w", SONNET, transcript + "x")["enabled"]
+    remember_agent_environment("claude-code", transcript, {})  # a later report replaces the whole
+    assert mirror_compaction_point("claude-code", "/w", SONNET, transcript)["tokens"] == 167_000
+
+
+def test_a_report_is_found_through_a_symbolic_link_and_the_oldest_go_past_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(agent_settings, "_reported", {})
+    monkeypatch.setattr(agent_settings, "REPORTED_LIMIT", 4)
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    remember_agent_environment("claude-code", str(tmp_path / "link" / "t.jsonl"), {"DISABLE_COMPACT": "1"})
+    assert not mirror_compaction_point("claude-code", "/w", SONNET, str(tmp_path / "real" / "t.jsonl"))["enabled"]
+    for index in range(4):
+        remember_agent_environment("codex", f"/r/{index}.jsonl", {})
+    assert len(agent_settings._reported) == 4 and ("codex", "/r/3.jsonl") in agent_settings._reported
+    assert ("claude-code", str(tmp_path / "real" / "t.jsonl")) not in agent_settings._reported

@@ -38,7 +38,9 @@ def add_agent_commands(add_command: Callable[..., argparse.ArgumentParser]) -> N
     hook = add_command(
         "hook", "the command Claude Code and Codex run at their hook events (event JSON on stdin)",
         description=(
-            "Run by the agent (see `contextd install`): at PreCompact it makes sure the daemon's mirror "
+            "Run by the agent (see `contextd install`): at every event it tells the daemon the agent's own "
+            "values of the variables its compaction point depends on (those only: no key leaves the agent); "
+            "at PreCompact it makes sure the daemon's mirror "
             "of the session is current; at SessionStart after a compaction it adds "
             "(hookSpecificOutput.additionalContext) what contextd's summary of the compacted span holds "
             "and the model no longer sees (neither the agent's summary nor the messages it kept): "
@@ -57,7 +59,7 @@ def add_agent_commands(add_command: Callable[..., argparse.ArgumentParser]) -> N
         command = add_command(
             verb, f"{summary} contextd's hooks and MCP server in Claude Code's or Codex's configuration",
             description=(
-                f"{summary.capitalize()} the hooks (`contextd hook AGENT` at SessionStart after a compaction "
+                f"{summary.capitalize()} the hooks (`contextd hook AGENT` at SessionStart, whatever its source, "
                 "and at PreCompact) and the MCP server (`contextd mcp`). Claude Code: hooks in "
                 "~/.claude/settings.json, the server in ~/.claude.json (with --project: the project's "
                 ".claude/settings.json and .mcp.json). Codex: $CODEX_HOME/hooks.json and "

@@ -1,6 +1,10 @@
 """`contextd hook claude-code|codex`: the command the agent runs at its hook events (the
 JSON the agent sends on stdin, the answer on stdout).
 
+- Every event: following is on, and the daemon has the agent's own values of the variables
+  its compaction point is worked out from (`AGENT_VARIABLES`, for the mirror's
+  `agentCompaction`): the agent may run with some the shared daemon never had. No other
+  variable leaves the agent's process (its keys and tokens among them).
 - `PreCompact`: following is on and the mirror holds the transcript as written so far.
 - `SessionStart` with source `compact`: once the mirror has the agent's new compaction, adds
   (`hookSpecificOutput.additionalContext`) what contextd's summary of the same span holds and
@@ -15,11 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from contextd.compaction.agent_points import AGENT_VARIABLES
 
 from contextd_client.agents.added_context import DEFAULT_MAX_TOKENS, added_context, holds_almost_nothing
 from contextd_client.client import ContextdClient
@@ -47,11 +54,12 @@ async def run_hook(agent: str, event: dict[str, Any], connect: Connect, max_toke
     transcript = event.get("transcript_path")
     if name not in ("PreCompact", "SessionStart") or not isinstance(transcript, str):
         return None
-    if name == "SessionStart" and event.get("source") != "compact":
-        return None
     workspace = str(event.get("cwd") or Path.cwd())
     async with await connect(workspace) as client:
         await client.follow(enabled=True)
+        await report_environment(client, agent, transcript)
+        if name == "SessionStart" and event.get("source") != "compact":
+            return None
         mirror = Mirror(client, agent, transcript, workspace)
         if name == "PreCompact":
             await mirror.session_id()
@@ -60,6 +68,24 @@ async def run_hook(agent: str, event: dict[str, Any], connect: Connect, max_toke
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+
+
+async def report_environment(client: ContextdClient, agent: str, transcript: str) -> None:
+    """The agent's environment to the daemon; a daemon that refuses it (an older one) leaves
+    the point on its own environment, and the hook goes on."""
+    environment = reported_environment(agent, os.environ)
+    try:
+        await client.request(
+            "contextd/follow/environment", {"agent": agent, "transcriptPath": transcript, "environment": environment},
+        )
+    except ContextdError as error:
+        print(f"contextd hook: the agent's environment was not taken ({error})", file=sys.stderr)
+
+
+def reported_environment(agent: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """The agent's values of the variables its compaction point is worked out from: those
+    only, whatever else its environment holds."""
+    return {name: environ[name] for name in AGENT_VARIABLES[agent] if name in environ}
 
 
 class Mirror:

@@ -24,6 +24,9 @@ HOOK_TIMEOUT_SECONDS = 30
 MCP_STARTUP_SECONDS = 30
 FORWARDED_VARIABLES = ("XDG_RUNTIME_DIR", "CONTEXTD_SHARED")
 """Codex's wait for an MCP server to start (its default, 10 s, is short on a busy machine)."""
+SESSION_STARTS = "startup|resume|clear|compact"
+"""Every `source` of SessionStart (Claude Code's and Codex's): after a compaction the hook
+adds what it lost; at each start it reports the agent's environment."""
 BACKUP_SUFFIX = ".contextd-backup"
 SERVER_NAME = "contextd"
 TOML_BEGIN = "# >>> contextd (added by `contextd install codex`; `contextd uninstall codex` removes it)"
@@ -50,7 +53,7 @@ def hook_entries(agent: str, data_dir: str | None) -> dict[str, list[dict[str, A
     command = shlex.join([*contextd_command(data_dir), "hook", agent])
     hook = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}
     return {
-        "SessionStart": [{"matcher": "compact", "hooks": [hook]}],
+        "SessionStart": [{"matcher": SESSION_STARTS, "hooks": [hook]}],
         "PreCompact": [{"matcher": "", "hooks": [hook]}],
     }
 

@@ -56,6 +56,7 @@ export interface Results {
   "contextd/settings": SettingsResult;
   "contextd/daemon/status": DaemonStatus;
   "contextd/follow": FollowResult;
+  "contextd/follow/environment": FollowEnvironmentResult;
   "contextd/navigate": NavigateResult;
   "contextd/session/context": ContextResult;
 }
@@ -524,6 +525,13 @@ export interface FollowResult {
   allWorkspaces: boolean;
   mirrors: number;
 }
+export interface FollowEnvironmentResult {
+  transcriptPath: string;
+  /**
+   * The names of the variables kept (their values are not sent back).
+   */
+  variables: string[];
+}
 export interface NavigateResult {
   leafId: string | null;
   /**
@@ -748,6 +756,20 @@ export interface ContextParams {
    * the model that made it only.
    */
   model?: string | null;
+}
+/**
+ * What a followed agent's hook reports of the agent's own environment, for the mirror of
+ * `transcriptPath`: only the variables its compaction point is worked out from.
+ */
+export interface FollowEnvironmentParams {
+  agent: "claude-code" | "codex" | "pi";
+  transcriptPath: string;
+  /**
+   * Those of the agent's variables (`AGENT_VARIABLES`) it has set; one it leaves out is unset.
+   */
+  environment: {
+    [k: string]: string;
+  };
 }
 /**
  * Changes to the daemon-wide `follow` settings; none only reads them.

@@ -55,6 +55,16 @@ PI_RESERVE_TOKENS = 16_384
 CLAUDE_PERCENT_VARIABLE = "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"
 CLAUDE_WINDOW_VARIABLE = "CLAUDE_CODE_AUTO_COMPACT_WINDOW"
 CLAUDE_OFF_VARIABLES = ("DISABLE_AUTO_COMPACT", "DISABLE_COMPACT")
+CLAUDE_RULE_VARIABLES = (CLAUDE_PERCENT_VARIABLE, CLAUDE_WINDOW_VARIABLE, *CLAUDE_OFF_VARIABLES)
+FOLDER_VARIABLES = {"claude-code": ("HOME", "CLAUDE_CONFIG_DIR"), "codex": ("HOME", "CODEX_HOME"), "pi": ("HOME", "PI_CODING_AGENT_DIR")}
+"""The variables session/agent_settings.py finds each agent's configuration files by."""
+AGENT_VARIABLES: dict[str, tuple[str, ...]] = {
+    "claude-code": (*FOLDER_VARIABLES["claude-code"], *CLAUDE_RULE_VARIABLES),
+    "codex": FOLDER_VARIABLES["codex"],
+    "pi": FOLDER_VARIABLES["pi"],
+}
+"""Every variable of an agent's environment its compaction point is worked out from: all
+that an agent's hook reports of its environment (never the rest: its keys stay with it)."""
 
 
 @dataclass(frozen=True)
@@ -141,13 +151,14 @@ class Settings:
 
 
 def agent_compaction_point(
-    agent: str, files: Sequence[ConfigFile], env: Mapping[str, str], model: ModelWindow
+    agent: str, files: Sequence[ConfigFile], env: Mapping[str, str], model: ModelWindow,
+    env_where: str = "the environment",
 ) -> AgentCompactionPoint:
     """Where `agent` compacts a session of `model`, given its configuration files (in the
-    order it applies them) and its environment."""
+    order it applies them) and its environment (`env_where` says whose, in the basis)."""
     settings = _read(files)
     if agent == "claude-code":
-        return _claude_code(settings, env, model)
+        return _claude_code(settings, env, env_where, model)
     if agent == "codex":
         return _codex(settings, model)
     if agent == "pi":
@@ -211,10 +222,10 @@ def _tokens(tokens: int) -> str:
 # --- Claude Code --------------------------------------------------------------------------
 
 
-def _claude_variables(settings: Settings, env: Mapping[str, str]) -> dict[str, Found]:
-    """The variables Claude Code sees: its environment (the daemon's stands for it),
-    overlaid by the `env` of each settings file."""
-    seen = {name: Found(value, "the environment") for name, value in env.items()}
+def _claude_variables(settings: Settings, env: Mapping[str, str], env_where: str) -> dict[str, Found]:
+    """The variables of its rule Claude Code sees: its environment, overlaid by the `env` of
+    each settings file."""
+    seen = {name: Found(env[name], env_where) for name in CLAUDE_RULE_VARIABLES if name in env}
     for where, table in settings.tables:
         overlay = table.get("env")
         if isinstance(overlay, Mapping):
@@ -222,8 +233,8 @@ def _claude_variables(settings: Settings, env: Mapping[str, str]) -> dict[str, F
     return seen
 
 
-def _claude_code(settings: Settings, env: Mapping[str, str], model: ModelWindow) -> AgentCompactionPoint:
-    variables = _claude_variables(settings, env)
+def _claude_code(settings: Settings, env: Mapping[str, str], env_where: str, model: ModelWindow) -> AgentCompactionPoint:
+    variables = _claude_variables(settings, env, env_where)
     off = _claude_switched_off(settings.latest("autoCompactEnabled"), variables)
     if off:
         return AgentCompactionPoint(False, None, f"{off}: Claude Code does not compact on its own (/compact still does){settings.notes()}")

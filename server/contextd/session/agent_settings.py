@@ -2,8 +2,12 @@
 compaction/agent_points.py, which works out where the agent compacts its mirror.
 
 A file is read again only when its size or mtime changed: a mirror's figure is reported on
-every change of its transcript, and Claude Code's `~/.claude.json` can be large. The
-daemon's environment stands for the agent's (the user's shell started both, as a rule).
+every change of its transcript, and Claude Code's `~/.claude.json` can be large.
+
+The environment is the agent's own where its hook reported it for the mirror's transcript
+(`contextd/follow/environment`: the agent may run with variables the shared daemon never
+had); until then, and after a restart of the daemon (it is kept in memory only), the
+daemon's stands in.
 """
 
 from __future__ import annotations
@@ -18,13 +22,34 @@ from contextd.compaction.agent_points import ConfigFile, ModelWindow, agent_comp
 _texts: dict[Path, tuple[tuple[int, int], ConfigFile]] = {}
 """Each file read: its (size, mtime) then, and what was read."""
 
+_reported: dict[tuple[str, str], dict[str, str]] = {}
+"""(agent, transcript path) -> the variables its hook last reported, oldest report first."""
+REPORTED_LIMIT = 10_000
+"""Transcripts whose agent's environment is kept (past that, the oldest report goes)."""
+HOOK_ENVIRONMENT = "the agent's environment (its hook)"
+DAEMON_ENVIRONMENT = "the daemon's environment"
 
-def mirror_compaction_point(agent: str, workspace: str, model: ModelWindow) -> dict[str, Any]:
-    """`agentCompaction` of a mirror's tokenUsage (protocol.md)."""
-    env = dict(os.environ)
+
+def mirror_compaction_point(agent: str, workspace: str, model: ModelWindow, transcript: str | None = None) -> dict[str, Any]:
+    """`agentCompaction` of a mirror's tokenUsage (protocol.md): `transcript` is the file
+    the mirror follows, whose agent's hook may have reported its environment."""
+    reported = _reported.get((agent, transcript)) if transcript is not None else None
+    env, whose = (reported, HOOK_ENVIRONMENT) if reported is not None else (os.environ, DAEMON_ENVIRONMENT)
     paths = config_paths(agent, workspace, env)
     files = [_config_file(path, usual=index == USUAL_FILE[agent]) for index, path in enumerate(paths)]
-    return agent_compaction_point(agent, files, env, model).body(model.window)
+    return agent_compaction_point(agent, files, env, model, whose).body(model.window)
+
+
+def remember_agent_environment(agent: str, transcript: str, variables: Mapping[str, str]) -> None:
+    """What the agent's hook reported of its environment (only variables the point is worked
+    out from, validated by the request): a variable it leaves out is one the agent has not
+    set. Kept under the path as the hook gave it and as resolved, so a mirror followed
+    through a symbolic link finds it too."""
+    for path in {os.path.normpath(transcript), os.path.realpath(transcript)}:
+        _reported.pop((agent, path), None)  # a new report is the newest
+        _reported[(agent, path)] = dict(variables)
+    while len(_reported) > REPORTED_LIMIT:
+        del _reported[next(iter(_reported))]
 
 
 USUAL_FILE = {"claude-code": 1, "codex": 0, "pi": 0}

@@ -44,7 +44,7 @@ class SessionReports(FigureState):
             "calibration": self._figure.calibration,
             "model": self.model_id,
             "breakdown": self._breakdown().as_dict(),
-            **({"agentCompaction": self._agent_compaction(self.source["agent"], window)} if self.source else {}),
+            **({"agentCompaction": self._agent_compaction(self.source, window)} if self.source else {}),
         }
 
     def usage(self) -> TokenUsage:
@@ -58,11 +58,11 @@ class SessionReports(FigureState):
         """The transcript a mirror follows, as results and notifications name it."""
         return MirrorSource.model_validate(self.source) if self.source is not None else None
 
-    def _agent_compaction(self, agent: str, window: int) -> dict[str, Any]:
+    def _agent_compaction(self, source: dict[str, str], window: int) -> dict[str, Any]:
         """A mirror's agent compacts it at its own point, which contextd works out from the
         agent's rules and configuration (it never compacts a mirror at its threshold)."""
         model = ModelWindow(window, self.model_info.max_output_tokens, recorded=window == self._recorded_window)
-        return mirror_compaction_point(agent, self.header.workspace, model)
+        return mirror_compaction_point(source["agent"], self.header.workspace, model, source["path"])
 
     def announce(self, cause: str) -> None:
         usage = self.usage()  # once: a mirror's works out where its agent compacts
