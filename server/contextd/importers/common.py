@@ -253,6 +253,8 @@ class EntryBuilder:
         self._alias: dict[str, str | None] = {}
         self._open_calls: dict[str | None, dict[str, str]] = {None: {}}
         self._has_children: set[str | None] = set()
+        """The entries with tool calls open below them that have a child (`_open_calls`): they
+        end no branch, so `finish` adds no results there."""
         self._last_assistant: MessageEntry | None = None
         self._call_lines: dict[str, int] = {}
         self._position: dict[str, int] = {}
@@ -383,15 +385,17 @@ class EntryBuilder:
                 self.problems.append(Problem(line, "skipped", f"tool result for {answered!r} answers no open tool call"))
                 self.skip(source_id, parent)
                 return None
-            open_calls = {call_id: name for call_id, name in open_calls.items() if call_id != answered}
+            # The last open call answered (most results): nothing stays open below it.
+            open_calls = {call_id: name for call_id, name in open_calls.items() if call_id != answered} if len(open_calls) > 1 else None
         elif open_calls:
             parent, open_calls = self.close_open_calls(parent, line, timestamp), None
-        entry = MessageEntry.of_checked(self.unique_id(source_id), parent, timestamp or utc_now(), message)
+        entry_id = self.unique_id(source_id)
+        entry = MessageEntry.of_checked(entry_id, parent, timestamp or utc_now(), message)
         calls = cast(AssistantMessage, message).tool_calls if role == "assistant" else None
         if calls:  # an answer's calls are open below it until their results come
             open_calls = {call.id: call.name for call in calls}
-            self._call_lines.update({call.id: line for call in calls})
-        self._attach(entry, source_id, open_calls)
+            self._call_lines.update(dict.fromkeys(open_calls, line))
+        self._attach(entry, entry_id, parent, source_id, open_calls)
         if role == "assistant":
             self._last_assistant = entry
             if self._awaiting_size:
@@ -406,8 +410,13 @@ class EntryBuilder:
         parent = self.resolve(parent)
         if enters_context:
             parent = self.close_open_calls(parent, line, entry.timestamp)
-        entry = entry.model_copy(update={"id": self.unique_id(source_id), "parentId": parent})
-        self._attach(entry, source_id, self._open_calls.get(parent))
+        entry_id = self.unique_id(source_id)
+        entry = entry.model_copy(update={"id": entry_id, "parentId": parent})
+        self._attach(entry, entry_id, parent, source_id, self._open_calls.get(parent))
+        # Its `type` tag, not isinstance: a pydantic class's isinstance goes through its
+        # metaclass when the answer is no.
+        if entry.type == "compaction" and entry.tokensAfter == 0:  # the agent did not say
+            self._awaiting_size[entry_id] = {entry_id}
         return entry
 
     def add_instructions(
@@ -432,32 +441,31 @@ class EntryBuilder:
         self._ids.add(entry.id)
         self.entries.append(entry)
 
-    def _attach(self, entry: Entry, source_id: str, open_calls: dict[str, str] | None) -> None:
-        """`entry` joins the tree, with the tool calls still open below it (its caller knows
-        them: every line of a transcript comes here, so nothing is worked out twice)."""
-        entry_id, parent_id = entry.id, entry.parentId
+    def _attach(
+        self, entry: Entry, entry_id: str, parent_id: str | None, source_id: str, open_calls: dict[str, str] | None
+    ) -> None:
+        """`entry` (of `entry_id`, below `parent_id`) joins the tree, with the tool calls still
+        open below it: its caller knows them all (every line of a transcript comes here, and
+        a field of a pydantic model is slow to read back)."""
         if entry_id != source_id:
             self._alias[source_id] = entry_id
         if open_calls:  # most entries have none: `_open_calls.get` stands for them
             self._open_calls[entry_id] = open_calls  # never changed in place: shared with the parent's
-        self._has_children.add(parent_id)
-        if parent_id is not None and self._open_ends:
-            self._open_ends.pop(parent_id, None)
+        if parent_id in self._open_calls:  # only where calls are open does a child matter (`finish`)
+            self._has_children.add(parent_id)
+            if self._open_ends:
+                self._open_ends.pop(parent_id, None)
         self._ids.add(entry_id)
         self._position[entry_id] = self._taken + len(self.entries)
         self.entries.append(entry)
         self.leaf_id = entry_id
         if self._awaiting_size:
-            self._grow_awaiting(entry)
-        # Its `type` tag, not isinstance: a pydantic class's isinstance goes through its
-        # metaclass when the answer is no.
-        if entry.type == "compaction" and entry.tokensAfter == 0:  # the agent did not say
-            self._awaiting_size[entry_id] = {entry_id}
+            self._grow_awaiting(entry_id, parent_id)
 
-    def _grow_awaiting(self, entry: Entry) -> None:
+    def _grow_awaiting(self, entry_id: str, parent_id: str | None) -> None:
         for compaction_id, below in list(self._awaiting_size.items()):
-            if entry.parentId in below:
-                below.add(entry.id)
+            if parent_id in below:
+                below.add(entry_id)
             else:  # the conversation went on elsewhere: no answer will tell this size
                 del self._awaiting_size[compaction_id]
 
@@ -479,15 +487,11 @@ class EntryBuilder:
             result = ToolResultMessage(
                 toolCallId=call_id, toolName=tool_name, content=MISSING_RESULT_TEXT, isError=True
             )
-            entry = MessageEntry(
-                id=self.unique_id(f"{call_id}-missing-result"),
-                parentId=parent,
-                timestamp=timestamp or utc_now(),
-                message=result,
-            )
+            entry_id = self.unique_id(f"{call_id}-missing-result")
+            entry = MessageEntry(id=entry_id, parentId=parent, timestamp=timestamp or utc_now(), message=result)
             still_open = {open_id: name for open_id, name in still_open.items() if open_id != call_id}
-            self._attach(entry, entry.id, still_open)
-            parent = entry.id
+            self._attach(entry, entry_id, parent, entry_id, still_open)
+            parent = entry_id
         return parent
 
     @property

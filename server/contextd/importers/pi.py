@@ -71,6 +71,8 @@ FIELDS_BY_ROLE = {
     "hookMessage": {"role", "content"},
 }
 USAGE_FIELDS = {"input", "output", "cacheRead", "cacheWrite", "totalTokens"}
+WHAT_MESSAGE = {role: f"{role} message" for role in FIELDS_BY_ROLE}
+"""How a problem names a message of each role (made once: every message line names one)."""
 
 
 KEPT_BY_ENTRY_TYPE = {kind: ENTRY_FIELDS | fields for kind, fields in FIELDS_BY_ENTRY_TYPE.items()}
@@ -363,7 +365,7 @@ def _message(raw: Any, line: int, problems: list[Problem]) -> Message | None:
     else:
         problems.append(Problem(line, "unknown", f"unknown message role {role!r}"))
         return None
-    return message_or_problem(data, line, problems, f"{role} message")
+    return message_or_problem(data, line, problems, WHAT_MESSAGE[role])
 
 
 def _user_content(content: Any) -> str | list[dict[str, Any]]:
