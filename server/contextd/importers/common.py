@@ -451,7 +451,7 @@ class EntryBuilder:
             self._alias[source_id] = entry_id
         if open_calls:  # most entries have none: `_open_calls.get` stands for them
             self._open_calls[entry_id] = open_calls  # never changed in place: shared with the parent's
-        if parent_id in self._open_calls:  # only where calls are open does a child matter (`finish`)
+        if parent_id is not None and parent_id in self._open_calls:  # only where calls are open does a child matter (`finish`)
             self._has_children.add(parent_id)
             if self._open_ends:
                 self._open_ends.pop(parent_id, None)
