@@ -5,66 +5,21 @@ summary lost, and the MCP tools reach what the compaction folded away."""
 from __future__ import annotations
 
 import json
-import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from contextd_client.agents.added_context import HEADER
 
 from tests.agents.fake_llm import FakeLLM
-from tests.agents.real_agents import agent_command, contextd, offline_environment, stop_shared_daemon
+from tests.agents.real_agents import agent_command, claude_environment, contextd, run_turns, stop_shared_daemon
 
-TURN_SECONDS = 120
 MIRROR_SECONDS = 60
 CONSTRAINT = "Never push to the main branch without asking me first."
 FAILING_COMMAND = "pytest -q tests/test_quokka.py"
 OPEN_ERROR = f"`{FAILING_COMMAND}` failed"
 """A check that fails: only the tool's output says so, and Claude Code's (scripted) summary
 drops it."""
-
-
-def claude_environment(home: Path, shared: dict[str, str], fake: FakeLLM) -> dict[str, str]:
-    return {
-        **offline_environment(home, shared),
-        "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "dummy",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
-        "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1", "DISABLE_BUG_COMMAND": "1",
-        "IS_SANDBOX": "1",  # as root, --dangerously-skip-permissions needs it
-        "ENABLE_TOOL_SEARCH": "false",  # MCP tools in `tools`, not deferred behind a search tool
-    }
-
-
-def run_turns(
-    claude: Path, env: dict[str, str], cwd: Path, turns: list[str], before: dict[int, Callable[[], None]]
-) -> list[dict[str, Any]]:
-    """One Claude Code process fed the turns over stream-json, each after the previous
-    one's `result` (and `before[i]()` for turn i); every event it printed."""
-    process = subprocess.Popen(
-        [str(claude), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-         "--dangerously-skip-permissions"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=cwd,
-    )
-    assert process.stdin is not None and process.stdout is not None
-    events: list[dict[str, Any]] = []
-    try:
-        for index, turn in enumerate(turns):
-            before.get(index, lambda: None)()
-            process.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": turn}}) + "\n")
-            process.stdin.flush()
-            for line in process.stdout:
-                events.append(json.loads(line))
-                if events[-1].get("type") == "result":
-                    break
-            else:
-                raise AssertionError(f"Claude Code ended before answering {turn!r}")
-        process.stdin.close()
-        process.wait(timeout=TURN_SECONDS)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    return events
 
 
 def wait_for_mirrored_compaction(env: dict[str, str], data_dir: Path) -> None:

@@ -19,7 +19,9 @@ from contextd_client.agents import hooks
 from contextd_client.rpc import ContextdError
 
 from contextd.compaction.agent_points import AGENT_VARIABLES
-from tests.shared_daemon import shared_command
+from tests.agents.fake_llm import FakeLLM
+from tests.agents.real_agents import agent_command, claude_environment, contextd, run_turns
+from tests.shared_daemon import shared_command, stop_daemon
 
 RUN = Path(__file__).parent / "runs" / "claude-code-2.1.328-compact.jsonl.gz"
 RECORDED_CWD = "/tmp/imp/cc/work"
@@ -81,6 +83,7 @@ async def test_the_mirror_follows_the_environment_the_agent_runs_in_not_the_daem
     client = await ContextdClient.spawn(
         data_dir=data_dir, workspace=workspace, env=daemon_env, command=shared_command(data_dir),
     )
+    pid = (await client.daemon_status())["pid"]
     try:
         await client.follow(enabled=True)
         session = await mirror_of(client, workspace, transcript)
@@ -100,15 +103,51 @@ async def test_the_mirror_follows_the_environment_the_agent_runs_in_not_the_daem
         assert after["enabled"] is True and 0 < after["tokens"] < window // 2
         assert "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE = 50 in the agent's environment (its hook)" in after["basis"]
         assert "lowers it to 50% of the effective window" in after["basis"]
-        pid = (await client.daemon_status())["pid"]
     finally:
         await client.close()
-    from tests.shared_daemon import stop_daemon
-
     stop_daemon(pid)
+    assert_no_secret_in(data_dir)
+
+
+def assert_no_secret_in(data_dir: Path) -> None:
     for path in data_dir.rglob("*"):
         if path.is_file():
             assert not any(secret.encode() in path.read_bytes() for secret in SECRETS.values()), path
+
+
+async def test_the_real_claude_codes_hook_gives_the_point_of_the_environment_it_was_started_in(
+    tmp_path: Path, shared_env: dict[str, str]
+) -> None:
+    """`CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=50 claude` beside a shared daemon started where
+    DISABLE_AUTO_COMPACT is set: the installed SessionStart hook reports the agent's own."""
+    claude = agent_command("claude-code", "claude")
+    home, workspace, data_dir = tmp_path / "home", tmp_path / "work", tmp_path / "data"
+    workspace.mkdir(parents=True)
+    home.mkdir()
+    daemon_env = {**without_agent_variables(shared_env), "HOME": str(home), "DISABLE_AUTO_COMPACT": "1"}
+    client = await ContextdClient.spawn(
+        data_dir=data_dir, workspace=workspace, env=daemon_env, command=shared_command(data_dir),
+    )
+    pid = (await client.daemon_status())["pid"]
+    try:
+        await client.follow(enabled=True)
+        with FakeLLM() as fake:
+            agent_env = {
+                **without_agent_variables(claude_environment(home, shared_env, fake)),
+                "HOME": str(home), "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50", **SECRETS,
+            }
+            assert "changed:" in await asyncio.to_thread(contextd, agent_env, data_dir, "install", "claude-code")
+            events = await asyncio.to_thread(run_turns, claude, agent_env, workspace, ["NOTOOL hello"], {})
+        assert [event.get("subtype") for event in events if event.get("type") == "result"] == ["success"]
+        transcript = next((home / ".claude" / "projects").glob("*/*.jsonl"))
+        session = await mirror_of(client, workspace, transcript)
+        point = await agent_compaction(client, session)
+        assert point["enabled"] is True, point
+        assert "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE = 50 in the agent's environment (its hook)" in point["basis"]
+    finally:
+        await client.close()
+    stop_daemon(pid)
+    assert_no_secret_in(data_dir)
 
 
 async def test_the_hook_sends_the_daemon_only_the_points_variables(
