@@ -19,8 +19,9 @@ from contextd_client.agents import hooks
 from contextd_client.rpc import ContextdError
 
 from contextd.compaction.agent_points import AGENT_VARIABLES
+from tests.agents.codex_runs import codex_config, run_codex
 from tests.agents.fake_llm import FakeLLM
-from tests.agents.real_agents import agent_command, claude_environment, contextd, run_turns
+from tests.agents.real_agents import agent_command, claude_environment, contextd, offline_environment, run_turns
 from tests.shared_daemon import shared_command, stop_daemon
 
 RUN = Path(__file__).parent / "runs" / "claude-code-2.1.328-compact.jsonl.gz"
@@ -202,3 +203,40 @@ async def test_a_report_outside_the_allow_list_or_bounds_is_refused_naming_the_f
         "contextd/follow/environment", {**params, "environment": {"DISABLE_COMPACT": "1", "HOME": "/h"}},
     )
     assert kept == {"transcriptPath": "/t.jsonl", "variables": ["DISABLE_COMPACT", "HOME"]}
+
+
+async def test_the_real_codexs_hook_gives_the_point_of_its_own_codex_home(tmp_path: Path, shared_env: dict[str, str]) -> None:
+    """Codex started with a CODEX_HOME the shared daemon's environment does not name: the
+    point is its config.toml's limit, not that of the daemon's CODEX_HOME."""
+    codex = agent_command("codex", "codex")
+    home, workspace, data_dir = tmp_path / "home", tmp_path / "work", tmp_path / "data"
+    codex_home, daemons_codex_home = home / ".codex", tmp_path / "daemons-codex"
+    for folder in (workspace, codex_home, daemons_codex_home):
+        folder.mkdir(parents=True)
+    (daemons_codex_home / "config.toml").write_text("model_auto_compact_token_limit = 50000\n")
+    settings = tmp_path / "daemon-settings.json"  # the owner follows the agent's sessions folder
+    settings.write_text(json.dumps({"follow": {"roots": {"codex": str(codex_home / "sessions")}}}))
+    daemon_env = {**without_agent_variables(shared_env), "HOME": str(home), "CODEX_HOME": str(daemons_codex_home)}
+    client = await ContextdClient.spawn(
+        data_dir=data_dir, workspace=workspace, env=daemon_env, command=shared_command(data_dir, "--settings", str(settings)),
+    )
+    pid = (await client.daemon_status())["pid"]
+    try:
+        await client.follow(enabled=True)
+        with FakeLLM() as fake:
+            (codex_home / "config.toml").write_text(codex_config(fake))  # its limit: 1,000
+            agent_env = {
+                **without_agent_variables(offline_environment(home, shared_env)),
+                "CODEX_HOME": str(codex_home), "FAKE_API_KEY": "dummy", **SECRETS,
+            }
+            await asyncio.to_thread(contextd, agent_env, data_dir, "install", "codex")
+            await asyncio.to_thread(run_codex, codex, agent_env, workspace, "NOTOOL hello", None)
+        transcript = next((codex_home / "sessions").rglob("rollout-*.jsonl"))
+        session = await mirror_of(client, workspace, transcript)
+        point = await agent_compaction(client, session)
+        assert point["tokens"] == 1_000, point
+        assert "model_auto_compact_token_limit = 1000 in ~/.codex/config.toml" in point["basis"]
+    finally:
+        await client.close()
+    stop_daemon(pid)
+    assert_no_secret_in(data_dir)
