@@ -505,8 +505,13 @@ def follow(connection: ClientConnection, params: FollowParams) -> FollowResult:
 
 def follow_environment(connection: ClientConnection, params: FollowEnvironmentParams) -> FollowEnvironmentResult:
     """A followed agent's hook reports the agent's environment: its mirror's agentCompaction
-    is worked out from it, not from the daemon's."""
-    remember_agent_environment(params.agent, params.transcriptPath, params.environment)
+    is worked out from it, not from the daemon's, from now on (a loaded mirror says so at once)."""
+    from contextd.follow.mirror import mirror_session_id  # loaded once following is on, as the hook has it
+
+    for path in remember_agent_environment(params.agent, params.transcriptPath, params.environment):
+        mirror = connection.daemon.sessions.loaded_session(mirror_session_id(params.agent, path))
+        if mirror is not None:
+            mirror.events.token_usage(mirror.usage())
     return FollowEnvironmentResult(transcriptPath=params.transcriptPath, variables=sorted(params.environment))
 
 

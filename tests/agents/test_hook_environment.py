@@ -91,6 +91,8 @@ async def test_the_mirror_follows_the_environment_the_agent_runs_in_not_the_daem
         before = await agent_compaction(client, session)
         assert before["enabled"] is False
         assert "DISABLE_AUTO_COMPACT is set in the daemon's environment" in before["basis"]
+        moved = asyncio.Event()
+        client.on("contextd/tokenUsage", lambda _, usage: moved.set() if usage["agentCompaction"]["enabled"] else None)
 
         hook = await asyncio.to_thread(
             subprocess.run, [sys.executable, "-m", "contextd", "--data-dir", str(data_dir), "hook", "claude-code"],
@@ -98,6 +100,8 @@ async def test_the_mirror_follows_the_environment_the_agent_runs_in_not_the_daem
             capture_output=True, text=True, timeout=120,
         )
         assert (hook.returncode, hook.stdout, hook.stderr) == (0, "", "")  # a startup adds nothing
+        # The editors hear the point move at once, before the transcript changes again.
+        await asyncio.wait_for(moved.wait(), MIRROR_SECONDS)
 
         after = await agent_compaction(client, session)
         window = (await client.state(session))["contextWindow"]

@@ -40,16 +40,18 @@ def mirror_compaction_point(agent: str, workspace: str, model: ModelWindow, tran
     return agent_compaction_point(agent, files, env, model, whose).body(model.window)
 
 
-def remember_agent_environment(agent: str, transcript: str, variables: Mapping[str, str]) -> None:
+def remember_agent_environment(agent: str, transcript: str, variables: Mapping[str, str]) -> set[str]:
     """What the agent's hook reported of its environment (only variables the point is worked
     out from, validated by the request): a variable it leaves out is one the agent has not
     set. Kept under the path as the hook gave it and as resolved, so a mirror followed
-    through a symbolic link finds it too."""
-    for path in {os.path.normpath(transcript), os.path.realpath(transcript)}:
+    through a symbolic link finds it too; those paths are returned."""
+    paths = {os.path.normpath(transcript), os.path.realpath(transcript)}
+    for path in paths:
         _reported.pop((agent, path), None)  # a new report is the newest
         _reported[(agent, path)] = dict(variables)
     while len(_reported) > REPORTED_LIMIT:
         del _reported[next(iter(_reported))]
+    return paths
 
 
 USUAL_FILE = {"claude-code": 1, "codex": 0, "pi": 0}
