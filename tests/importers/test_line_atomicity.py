@@ -11,12 +11,15 @@ JSON and restored between them) agree, and:
   the usage reported pending after every part (the figure's input) and the session's
   description, the refusal being the only problem more;
 - a line the importer takes by its own rules (a field it ignores or tolerates, a record it
-  skips by design) harms no other line: no line but it is reported corrupt that was not
-  before, and every entry hangs below one made before it.
+  skips by design) harms no other line: no other line is reported corrupt that was not
+  before, nothing the user or the model said on another line is lost (a tool result may
+  fall away by design, where the line moved the conversation off its call), and every entry
+  hangs below one made before it.
 
 A half-applied line fails the first (an entry made, an answer cut short, a problem said
-before the line was refused), or the second (what it left behind refused a later line, or
-the entries that waited for the first model were lost with it).
+before the line was refused), or the second (what it left behind refused a later line or
+spoiled an answer other lines made, the entries that waited for the first model were lost
+with it). FOUND_HALF_APPLIED (below) holds one case of each the audit found.
 """
 
 from __future__ import annotations
