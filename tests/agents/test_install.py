@@ -88,3 +88,22 @@ def test_a_broken_settings_file_is_left_alone(tmp_path: Path, broken: str) -> No
     done = run(tmp_path, "install", "claude-code")
     assert done.returncode == 2 and "settings.json" in done.stderr and "nothing was changed" in done.stderr
     assert settings.read_text() == broken
+
+
+def test_installing_over_an_earlier_install_replaces_its_hooks(tmp_path: Path) -> None:
+    """An install of before this round ran the hook at SessionStart after a compaction only;
+    installing again leaves one contextd hook per event, at every SessionStart."""
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    earlier = {"type": "command", "command": f"{sys.executable} -m contextd hook claude-code", "timeout": 30}
+    settings.write_text(json.dumps({"hooks": {
+        **USER_SETTINGS["hooks"],
+        "SessionStart": [*USER_SETTINGS["hooks"]["SessionStart"], {"matcher": "compact", "hooks": [earlier]}],
+        "PreCompact": [{"matcher": "", "hooks": [earlier]}],
+    }}))
+    assert run(tmp_path, "install", "claude-code").returncode == 0
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert hooks["SessionStart"][0] == USER_SETTINGS["hooks"]["SessionStart"][0]
+    ours = [group for group in hooks["SessionStart"] if "hook claude-code" in json.dumps(group)]
+    assert [group["matcher"] for group in ours] == ["startup|resume|clear|compact"]
+    assert len(hooks["PreCompact"]) == 1
