@@ -225,7 +225,9 @@ class FollowEnvironmentParams(Params):
     @field_validator("environment")
     @classmethod
     def _only_the_points_variables(cls, environment: dict[str, str], info: ValidationInfo) -> dict[str, str]:
-        allowed = AGENT_VARIABLES.get(info.data.get("agent", ""), ())
+        if "agent" not in info.data:
+            return environment  # the agent's own error says what is wrong
+        allowed = AGENT_VARIABLES[info.data["agent"]]
         unknown = sorted(name for name in environment if name not in allowed)
         if unknown:
             raise ValueError(

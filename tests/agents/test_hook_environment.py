@@ -203,6 +203,10 @@ async def test_a_report_outside_the_allow_list_or_bounds_is_refused_naming_the_f
     fields = refused.value.data["errors"]
     assert fields[0]["field"].startswith("environment") and why in fields[0]["message"], fields
     assert "sk-ant-x" not in json.dumps(refused.value.data)  # a refused value is never echoed
+    with pytest.raises(ContextdError) as no_agent:
+        await client.request("contextd/follow/environment", {**params, "agent": "cursor"})
+    fields_named = [error["field"] for error in no_agent.value.data["errors"]]
+    assert "agent" in fields_named and "environment" not in fields_named  # the agent's error only
     kept = await client.request(
         "contextd/follow/environment", {**params, "environment": {"DISABLE_COMPACT": "1", "HOME": "/h"}},
     )
