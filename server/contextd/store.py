@@ -195,7 +195,8 @@ class EntryTree:
                 self.leaf_id = entry.targetId
         else:
             parent_id = entry.parentId
-            self.children[parent_id] = (*self.children.get(parent_id, ()), entry_id)
+            siblings = self.children.get(parent_id)
+            self.children[parent_id] = (entry_id,) if siblings is None else (*siblings, entry_id)  # most: the first child
             self.leaf_id = entry_id
             self.node_count += 1
             self.kinds[kind] = self.kinds.get(kind, 0) + 1

@@ -189,8 +189,9 @@ class LiveState(SessionReports):
         compactions_before = self.tree.kinds.get("compaction", 0)
         reports, model_at_end = self._reports_so_far()
         self._unwritten.extend(entries)
+        add = self.tree.add
         for entry in entries:
-            self.tree.add(entry, unwritten=True)  # made light or cold once written
+            add(entry, unwritten=True)  # made light or cold once written
         self._count_later(entries)  # the figure counts only what follows the latest report
         found = reports_by_model(entries)  # one walk: the reports kept, and the window's below
         self._reports = reports, found.add_to(reports, model_at_end), self.tree.node_count
