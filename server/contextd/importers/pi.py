@@ -218,13 +218,14 @@ class PiImporter(StreamingImporter):
         return raw
 
     def _add(self, line: int, raw: dict[str, Any]) -> None:
-        check_strings(raw, ("parentId",))  # before anything changes: an entry refused leaves no trace
+        parent = raw.get("parentId")
+        if parent is not None and not isinstance(parent, str):
+            check_strings(raw, ("parentId",))  # raises before anything changes: a refused entry leaves no trace
         builder = self.builder
         entry_id = raw.get("id")
         if not isinstance(entry_id, str) or not entry_id:
             self.problems.append(Problem(line, "corrupt", "entry without an id"))
             return
-        parent = raw.get("parentId")
         if parent is None:
             parent = self._root_id
         elif not builder.known(parent):
