@@ -62,20 +62,24 @@ def test_random_chunks_import_as_the_whole_file_and_settled_entries_never_change
 @given(
     name=st.sampled_from(NAMES),
     cuts=st.lists(st.tuples(st.floats(min_value=0, max_value=1), st.booleans()), min_size=1, max_size=20),
+    follower=st.booleans(),
 )
-def test_a_snapshot_at_any_handed_over_point_continues_as_the_whole_file(name: str, cuts: list[tuple[float, bool]]) -> None:
+def test_a_snapshot_at_any_handed_over_point_continues_as_the_whole_file(
+    name: str, cuts: list[tuple[float, bool]], follower: bool
+) -> None:
     """What a restart does: the importer's state saved after a batch was handed over, read
-    back, and fed only the bytes after it, hands over what the whole file holds."""
+    back, and fed only the bytes after it, hands over what the whole file holds (a
+    follower's importer, which reports less and so saves less, as well)."""
     data = source(name)
     importer_class = STREAMING_IMPORTERS[agent_of(name)]
-    feed = LineFeed(importer_class())
+    feed = LineFeed(importer_class(reports_every_line=not follower))
     taken: list[Entry] = []
     for position, restart in sorted(cuts):
         feed.feed(data[feed.offset : int(position * len(data))])
         taken += feed.importer.take_settled()
         if restart:
             saved = json.loads(json.dumps(feed.importer.snapshot()))
-            restored = restore_importer(importer_class, saved)
+            restored = restore_importer(importer_class, saved, reports_every_line=not follower)
             feed = LineFeed(restored, offset=feed.offset, lines=restored.last_line)
     feed.feed(data[feed.offset :])
     taken += feed.importer.take_settled()
@@ -88,6 +92,22 @@ def test_a_snapshot_at_any_handed_over_point_continues_as_the_whole_file(name: s
     assert (result.leaf_id, result.source_id, result.workspace, result.name) == (
         expected.leaf_id, expected.source_id, expected.workspace, expected.name
     )
+
+
+def test_a_followers_saved_state_keeps_no_line_per_tool_call() -> None:
+    """A follower reads no report, so its saved state spares the line of every tool call (a
+    quarter of a long pi transcript's state, saved at every round it grows); `contextd
+    import` keeps them, to say at which line a call had no result."""
+    name = next(name for name in NAMES if agent_of(name) == "pi")
+    states = {}
+    for follower in (True, False):
+        feed = LineFeed(STREAMING_IMPORTERS["pi"](reports_every_line=not follower))
+        feed.feed(source(name))
+        feed.importer.take_settled()
+        states[follower] = feed.importer.snapshot()["builder"]
+    assert states[True]["callLines"] == {} and states[True]["openCalls"]
+    assert states[False]["callLines"].keys() == {call for _, calls in states[False]["openCalls"] for call in calls}
+    assert states[True]["openCalls"] == states[False]["openCalls"]
 
 
 def test_a_snapshot_of_another_version_or_agent_is_not_restored() -> None:

@@ -243,9 +243,12 @@ class EntryBuilder:
     still open when the conversation moves on gets a result that says none was recorded.
     """
 
-    def __init__(self, problems: list[Problem], *, keeps_shapes: bool = False) -> None:
+    def __init__(self, problems: list[Problem], *, keeps_shapes: bool = False, keeps_call_lines: bool = True) -> None:
         self.problems = problems
         self.keeps_shapes = keeps_shapes
+        self.keeps_call_lines = keeps_call_lines
+        """Whether the line of every tool call is kept, for the report of a call closed for
+        want of a result (a follower reads no report: its saved state spares a line per call)."""
         """Whether the shapes of entries let go are kept, for an importer that asks them."""
         self.entries: list[Entry] = []
         self.leaf_id: str | None = None
@@ -394,7 +397,8 @@ class EntryBuilder:
         calls = cast(AssistantMessage, message).tool_calls if role == "assistant" else None
         if calls:  # an answer's calls are open below it until their results come
             open_calls = {call.id: call.name for call in calls}
-            self._call_lines.update(dict.fromkeys(open_calls, line))
+            if self.keeps_call_lines:
+                self._call_lines.update(dict.fromkeys(open_calls, line))
         self._attach(entry, entry_id, parent, source_id, open_calls)
         if role == "assistant":
             self._last_assistant = entry
@@ -553,7 +557,8 @@ class EntryBuilder:
             (entry for entry in builder.entries if entry.id == data["lastAssistant"] and isinstance(entry, MessageEntry)),
             None,
         )
-        builder._call_lines = {str(call): int(line) for call, line in data["callLines"].items()}
+        call_lines = {str(call): int(line) for call, line in data["callLines"].items()}
+        builder._call_lines = call_lines if builder.keeps_call_lines else {}  # a follower's sheds an older state's
         builder._held = dict(data["held"])
         builder._awaiting_size = {entry_id: set(below) for entry_id, below in data["awaitingSize"].items()}
         builder._shapes = {entry_id: (parent, str(kind)) for entry_id, (parent, kind) in data["shapes"].items()}
@@ -596,7 +601,7 @@ class StreamingImporter(ABC):
 
     def __init__(self, *, reports_every_line: bool = True) -> None:
         self.problems: list[Problem] = []
-        self.builder = EntryBuilder(self.problems, keeps_shapes=self.asks_shapes)
+        self.builder = EntryBuilder(self.problems, keeps_shapes=self.asks_shapes, keeps_call_lines=reports_every_line)
         self.last_line = 0
         self.reports_every_line = reports_every_line
         """Whether the report names every line not imported as it stood, as `contextd
