@@ -107,7 +107,7 @@ async def run_demo(
 def print_ending(
     display: UsageDisplay,
     appended: int,
-    compactions: list[dict[str, Any]],
+    compactions: list[t.CompactionFinished],
     state: t.StateResult,
     context: t.ContextResult,
     summary: str | None,

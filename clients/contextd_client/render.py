@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 import json
-from typing import Any
+from typing import Any, cast
 
 from contextd_client import types as t
 
@@ -66,11 +66,11 @@ class UsageLine:
             yield Text(usage_line(self.source.last, options.max_width), no_wrap=True, overflow="crop")
 
 
-def compaction_started(params: t.CompactionStarted | dict[str, Any]) -> str:
+def compaction_started(params: t.CompactionStarted) -> str:
     return f"⟳ compacting ({params['reason']}) at {tokens(params['tokensBefore'])} tokens…"
 
 
-def compaction_finished(params: t.CompactionFinished | dict[str, Any]) -> str:
+def compaction_finished(params: t.CompactionFinished) -> str:
     outcome = params["outcome"]
     if outcome == "compacted":
         return (
@@ -89,6 +89,11 @@ def compaction_finished(params: t.CompactionFinished | dict[str, Any]) -> str:
     return f"{mark} compaction {outcome} ({params['reason']}){error}{retry}"
 
 
+def idle_timer(timer: t.IdleTimer) -> str:
+    due = f" due {timer['dueAt']}" if "dueAt" in timer else ""
+    return f"idle timer {timer['state']}{due}"
+
+
 def notification_line(method: str, params: dict[str, Any], at: datetime) -> str:
     """One line per notification for `contextd watch`."""
     name = method.removeprefix("contextd/")
@@ -96,14 +101,13 @@ def notification_line(method: str, params: dict[str, Any], at: datetime) -> str:
     if method == t.TOKEN_USAGE:
         detail = f"{usage_bar(params, 20)} {usage_figure(params)}"
     elif method == t.COMPACTION_STARTED:
-        detail = compaction_started(params)
+        detail = compaction_started(cast(t.CompactionStarted, params))
     elif method == t.COMPACTION_FINISHED:
-        detail = compaction_finished(params)
+        detail = compaction_finished(cast(t.CompactionFinished, params))
     elif method == t.SESSION_CHANGED:
         detail = f"leaf {params.get('leafId')} ({params.get('cause')})"
     elif method == t.IDLE_TIMER:
-        due = f" due {params['dueAt']}" if params.get("dueAt") else ""
-        detail = f"idle timer {params.get('state')}{due}"
+        detail = idle_timer(cast(t.IdleTimer, params))
     else:
         detail = str(params)
     return f"{at:%H:%M:%S.%f}"[:-3] + f"  {session}  {name:<20} {detail}"

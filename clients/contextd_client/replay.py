@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from contextd_client import render
 from contextd_client import types as t
@@ -196,7 +196,7 @@ class UsageDisplay:
 class ReplayReport:
     session_id: str
     appended: int = 0
-    compactions: list[dict[str, Any]] = field(default_factory=list)
+    compactions: list[t.CompactionFinished] = field(default_factory=list)
     last_usage: dict[str, Any] | None = None
 
 
@@ -208,7 +208,7 @@ class _CompactionTracker:
         self.display = display
         self.running: set[str] = set()
         self.started_count = 0
-        self.finished: list[dict[str, Any]] = []
+        self.finished: list[t.CompactionFinished] = []
         self.last_usage: dict[str, Any] | None = None
         self.none_came = False
         self.changed = asyncio.Event()
@@ -222,15 +222,17 @@ class _CompactionTracker:
             if self.display:
                 self.display.usage(params)
         elif method == t.COMPACTION_STARTED:
-            self.running.add(params["compactionId"])
+            started = cast(t.CompactionStarted, params)
+            self.running.add(started["compactionId"])
             self.started_count += 1
             if self.display:
-                self.display.event(render.compaction_started(params))
+                self.display.event(render.compaction_started(started))
         elif method == t.COMPACTION_FINISHED:
-            self.running.discard(params["compactionId"])
-            self.finished.append(params)
+            finished = cast(t.CompactionFinished, params)
+            self.running.discard(finished["compactionId"])
+            self.finished.append(finished)
             if self.display:
-                self.display.event(render.compaction_finished(params))
+                self.display.event(render.compaction_finished(finished))
         self.changed.set()
 
     async def wait_for(self, condition: Any, timeout: float) -> bool:

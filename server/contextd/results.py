@@ -798,9 +798,12 @@ class CompactionFinished(CompactionStarted):
     """The last four for a promotion to a larger model."""
 
 
+IdleState = Literal["armed", "fired", "cancelled"]
+
+
 class IdleTimer(Result):
     sessionId: str
-    state: Literal["armed", "fired", "cancelled"]
+    state: IdleState
     dueAt: str | None = absent_if_none()
     reason: str | None = absent_if_none()
 

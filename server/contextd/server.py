@@ -500,7 +500,7 @@ def follow(connection: ClientConnection, params: FollowParams) -> FollowResult:
     changes = params.model_dump(exclude_none=True)
     if changes:
         daemon.change_daemon_settings("follow", changes)
-    return FollowResult.model_validate(daemon.follower.describe())
+    return daemon.follower.describe()
 
 
 def follow_environment(connection: ClientConnection, params: FollowEnvironmentParams) -> FollowEnvironmentResult:

@@ -16,7 +16,7 @@ import logging
 import secrets
 from pathlib import Path
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from contextd.follow.memory import return_freed_memory
 from contextd.follow.mirror import (
@@ -29,6 +29,7 @@ from contextd.follow.mirror import (
 )
 from contextd.follow.transcripts import FileStamp, TranscriptScan, root_of
 from contextd.model import CompactionEntry, FollowSettings, MirrorSource
+from contextd.results import CompactionFinished, CompactionStarted, FollowResult
 from contextd.session.live import LiveSession
 from contextd.store import SessionNotFound, Store, StoreError
 
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-AGENT_COMPACTION = "agent"
+AGENT_COMPACTION: Final = "agent"
 """The reason of a compaction the followed agent made itself."""
 
 
@@ -101,8 +102,15 @@ class Follower:
             self._task.cancel()
             self._task = None
 
-    def describe(self) -> dict[str, Any]:
-        return {**self.settings.model_dump(mode="json", exclude={"intervalSeconds"}), "mirrors": len(self.mirrors)}
+    def describe(self) -> FollowResult:
+        settings = self.settings
+        return FollowResult(
+            enabled=settings.enabled,
+            agents=list(settings.agents),
+            roots={agent: root for agent, root in settings.roots.items()},
+            allWorkspaces=settings.allWorkspaces,
+            mirrors=len(self.mirrors),
+        )
 
     # --- the loop ---------------------------------------------------------------------
 
@@ -291,16 +299,19 @@ def _followed(workspace: str, workspaces: set[str] | None) -> bool:
 
 def announce_compaction(session: LiveSession, compaction: CompactionEntry) -> None:
     """The agent's own compaction, reported as contextd reports its own (reason `agent`)."""
-    compaction_id = secrets.token_hex(6)
-    common = {"sessionId": session.session_id, "compactionId": compaction_id, "reason": AGENT_COMPACTION}
-    session.events.compaction_started({**common, "tokensBefore": compaction.tokensBefore})
+    started = CompactionStarted(
+        sessionId=session.session_id,
+        compactionId=secrets.token_hex(6),
+        reason=AGENT_COMPACTION,
+        tokensBefore=compaction.tokensBefore,
+    )
+    session.events.compaction_started(started)
     session.events.compaction_finished(
-        {
-            **common,
-            "outcome": "compacted",
-            "tokensBefore": compaction.tokensBefore,
-            "tokensAfter": compaction.tokensAfter,
-            "entryId": compaction.id,
-            "willRetry": False,
-        }
+        CompactionFinished(
+            **dict(started),
+            outcome="compacted",
+            tokensAfter=compaction.tokensAfter,
+            entryId=compaction.id,
+            willRetry=False,
+        )
     )

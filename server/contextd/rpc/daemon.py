@@ -592,22 +592,20 @@ class DaemonEvents:
         changed = SessionChanged(sessionId=session_id, leafId=leaf_id, cause=cast(ChangeCause, cause))
         self._tell("contextd/sessionChanged", changed)
 
-    def compaction_started(self, body: dict[str, Any]) -> None:
-        started = CompactionStarted.model_validate(body)
+    def compaction_started(self, started: CompactionStarted) -> None:
         self._compacting[started.compactionId] = started.sessionId
         self._tell("contextd/compactionStarted", started)
 
-    def compaction_finished(self, body: dict[str, Any]) -> None:
+    def compaction_finished(self, finished: CompactionFinished) -> None:
         from contextd.summarizers.errors import redact
 
-        if isinstance(body.get("error"), str):
-            body = {**body, "error": redact(body["error"])}
-        finished = CompactionFinished.model_validate(body)
+        if finished.error is not None:  # a summarizer's error may quote what it was sent
+            finished = finished.model_copy(update={"error": redact(finished.error)})
         self._compacting.pop(finished.compactionId, None)
         self._tell("contextd/compactionFinished", finished)
 
-    def idle_timer(self, body: dict[str, Any]) -> None:
-        self._tell("contextd/idleTimer", IdleTimer.model_validate(body))
+    def idle_timer(self, timer: IdleTimer) -> None:
+        self._tell("contextd/idleTimer", timer)
 
     def workspace_activity(self, activity: WorkspaceActivity) -> None:
         """To every connection watching the session's workspace, whoever caused the change
@@ -615,20 +613,18 @@ class DaemonEvents:
         for connection in self.daemon.workspace_watchers(activity.workspace):
             connection.notify("contextd/workspace/activity", activity)
 
-    async def before_compact(self, body: dict[str, Any]) -> HookAnswer:
+    async def before_compact(self, params: BeforeCompactParams) -> HookAnswer:
         """Ask the connection that declared the hook (the requesting one first, else the
         first to have opened the session)."""
-        params = BeforeCompactParams.model_validate(body)
         askable = [c for c in self.daemon.watchers(params.sessionId) if c.declares_hook("beforeCompact")]
         current = current_connection.get()
         askable.sort(key=lambda c: c is not current)
         return await self._ask_hook(askable[:1], "beforeCompact", params, BeforeCompactAnswer, "compacting as configured")
 
-    async def before_navigate(self, body: dict[str, Any]) -> HookAnswer:
+    async def before_navigate(self, params: BeforeNavigateParams) -> HookAnswer:
         """Ask the connection whose navigate request this is, if it declared the hook."""
         current = current_connection.get()
         askable = [current] if isinstance(current, ClientConnection) and current.declares_hook("beforeNavigate") else []
-        params = BeforeNavigateParams.model_validate(body)
         return await self._ask_hook(askable, "beforeNavigate", params, BeforeNavigateAnswer, "navigating as asked")
 
     async def _ask_hook(

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from contextd.results import TokenUsage, WorkspaceActivity
+    from contextd.results import (
+        BeforeCompactParams,
+        BeforeNavigateParams,
+        CompactionFinished,
+        CompactionStarted,
+        IdleTimer,
+        TokenUsage,
+        WorkspaceActivity,
+    )
 
 
 class SessionEvents(Protocol):
@@ -16,17 +24,17 @@ class SessionEvents(Protocol):
 
     def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None: ...
 
-    def compaction_started(self, body: dict[str, Any]) -> None: ...
+    def compaction_started(self, body: CompactionStarted) -> None: ...
 
-    def compaction_finished(self, body: dict[str, Any]) -> None: ...
+    def compaction_finished(self, body: CompactionFinished) -> None: ...
 
     def compaction_progress(self, compaction_id: str, stage: str, message: str) -> None: ...
 
-    async def before_compact(self, body: dict[str, Any]) -> HookAnswer: ...
+    async def before_compact(self, body: BeforeCompactParams) -> HookAnswer: ...
 
-    async def before_navigate(self, body: dict[str, Any]) -> HookAnswer: ...
+    async def before_navigate(self, body: BeforeNavigateParams) -> HookAnswer: ...
 
-    def idle_timer(self, body: dict[str, Any]) -> None: ...
+    def idle_timer(self, body: IdleTimer) -> None: ...
 
     def workspace_activity(self, activity: WorkspaceActivity) -> None:
         """Any change of the session, for whoever watches its workspace (see
@@ -52,22 +60,22 @@ class SilentEvents:
     def session_changed(self, session_id: str, leaf_id: str | None, cause: str) -> None:
         pass
 
-    def compaction_started(self, body: dict[str, Any]) -> None:
+    def compaction_started(self, body: CompactionStarted) -> None:
         pass
 
-    def compaction_finished(self, body: dict[str, Any]) -> None:
+    def compaction_finished(self, body: CompactionFinished) -> None:
         pass
 
     def compaction_progress(self, compaction_id: str, stage: str, message: str) -> None:
         pass
 
-    async def before_compact(self, body: dict[str, Any]) -> HookAnswer:
+    async def before_compact(self, body: BeforeCompactParams) -> HookAnswer:
         return HookAnswer()
 
-    async def before_navigate(self, body: dict[str, Any]) -> HookAnswer:
+    async def before_navigate(self, body: BeforeNavigateParams) -> HookAnswer:
         return HookAnswer()
 
-    def idle_timer(self, body: dict[str, Any]) -> None:
+    def idle_timer(self, body: IdleTimer) -> None:
         pass
 
     def workspace_activity(self, activity: WorkspaceActivity) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
+from contextd import results
 from contextd.model import IdleSettings
+from contextd.results import IdleState
 from contextd.session.errors import NothingToCompactError
 from contextd.session.triggers import CompactionTriggers
 
@@ -64,8 +64,8 @@ class IdleTimer(CompactionTriggers):
         if self._running is None:
             self.spawn(self._auto_compact("idle"))
 
-    def _idle_event(self, state: str, **fields: Any) -> None:
-        self.events.idle_timer({"sessionId": self.session_id, "state": state, **fields})
+    def _idle_event(self, state: IdleState, *, dueAt: str | None = None, reason: str | None = None) -> None:
+        self.events.idle_timer(results.IdleTimer(sessionId=self.session_id, state=state, dueAt=dueAt, reason=reason))
 
     def configure_idle(self, idle: IdleSettings) -> None:
         """The session's own idle settings; the request that set them arms the timer (once)

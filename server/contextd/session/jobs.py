@@ -34,7 +34,13 @@ from contextd.model import (
     PreserveData,
     SummarizerInfo,
 )
-from contextd.results import CompactPreview
+from contextd.results import (
+    BeforeCompactParams,
+    CompactionFinished,
+    CompactionReason as JobReason,
+    CompactionStarted,
+    CompactPreview,
+)
 from contextd.session.errors import (
     CompactionFailed,
     CompactionRunning,
@@ -163,21 +169,21 @@ class CompactionJobs(LiveState):
         self.announce("compaction")
         return entry
 
-    def _hook_body(self, running: RunningCompaction, prepared: CompactionPreparation) -> dict[str, Any]:
-        return {
-            "sessionId": self.session_id,
-            "compactionId": running.compaction_id,
-            "reason": prepared.reason,
-            "tokensBefore": prepared.tokens_before,
-            "firstKeptEntryId": prepared.first_kept_entry_id,
-            "summarizeEntryIds": list(prepared.summarize_entry_ids),
-            "keptEntryIds": list(prepared.kept_entry_ids),
-            "previousSummary": prepared.previous_summary,
-        }
+    def _hook_body(self, running: RunningCompaction, prepared: CompactionPreparation) -> BeforeCompactParams:
+        return BeforeCompactParams(
+            sessionId=self.session_id,
+            compactionId=running.compaction_id,
+            reason=prepared.reason,
+            tokensBefore=prepared.tokens_before,
+            firstKeptEntryId=prepared.first_kept_entry_id,
+            summarizeEntryIds=list(prepared.summarize_entry_ids),
+            keptEntryIds=list(prepared.kept_entry_ids),
+            previousSummary=prepared.previous_summary,
+        )
 
     async def run_job(
         self,
-        reason: str,
+        reason: JobReason,
         tokens_before: int,
         work: Callable[[RunningCompaction], Awaitable[tuple[dict[str, Any], T]]],
         *,
@@ -194,27 +200,26 @@ class CompactionJobs(LiveState):
         )
         self._running = running
         self.cancel_idle_timer()
-        body = {"compactionId": running.compaction_id, "reason": reason, "tokensBefore": tokens_before}
-        self.events.compaction_started({"sessionId": self.session_id, **body})
+        started = self._started(running.compaction_id, reason, tokens_before)
         self.events.compaction_progress(running.compaction_id, "begin", "Summarizing history")
         try:
             fields, value = await work(running)
         except asyncio.CancelledError:
             outcome = "aborted" if running.aborted else "cancelled"
-            self._finish(body, outcome=outcome, error=f"{reason} compaction {outcome}")
+            self._finish(started, outcome=outcome, error=f"{reason} compaction {outcome}")
             raise
         except CompactionVetoed:
-            self._finish(body, outcome="cancelled", error="cancelled by the client's beforeCompact")
+            self._finish(started, outcome="cancelled", error="cancelled by the client's beforeCompact")
             raise
         except SummarizerError as error:
-            self._finish(body, outcome="failed", error=str(error))
+            self._finish(started, outcome="failed", error=str(error))
             raise CompactionFailed(self.session_id, self.settings.summarizer.provider, str(error)) from None
         except (NothingToCompactError, StorageFailed) as error:
-            self._finish(body, outcome="failed", error=str(error))
+            self._finish(started, outcome="failed", error=str(error))
             raise
         finally:
             self._running = None
-        self._finish(body, outcome="compacted", willRetry=running.will_retry, **fields)
+        self._finish(started, outcome="compacted", willRetry=running.will_retry, **fields)
         self.touch()
         return value
 
@@ -311,11 +316,23 @@ class CompactionJobs(LiveState):
             preserveData=preserve_data,
         )
 
-    def _finish(self, body: dict[str, Any], **fields: Any) -> None:
-        outcome = fields["outcome"]
+    def _started(self, compaction_id: str, reason: JobReason, tokens_before: int) -> CompactionStarted:
+        """compactionStarted of a job; `_finish` reports how it ended."""
+        started = CompactionStarted(
+            sessionId=self.session_id,
+            compactionId=compaction_id,
+            reason=reason,
+            tokensBefore=tokens_before,
+        )
+        self.events.compaction_started(started)
+        return started
+
+    def _finish(self, started: CompactionStarted, **fields: Any) -> None:
+        """compactionFinished of the job `started` began: the fields of CompactionFinished
+        that say how it ended (`outcome` always; `willRetry` is False unless given)."""
         fields.setdefault("willRetry", False)
-        self.events.compaction_progress(body["compactionId"], "end", outcome)
-        self.events.compaction_finished({"sessionId": self.session_id, **body, **fields})
+        self.events.compaction_progress(started.compactionId, "end", fields["outcome"])
+        self.events.compaction_finished(CompactionFinished(**dict(started), **fields))
 
     def abort_compaction(self) -> bool:
         running = self._running

@@ -34,7 +34,7 @@ from contextd.model import (
     is_node,
     message_text,
 )
-from contextd.results import NavigateResult, TreeNode
+from contextd.results import BeforeNavigateParams, NavigateResult, TreeNode
 from contextd.session.errors import (
     CompactionFailed,
     CompactionRunning,
@@ -203,21 +203,19 @@ class Navigation(CompactionJobs):
 
     def _navigate_hook_body(
         self, target_id: str, new_leaf: str | None, summarize: bool, instructions: str | None
-    ) -> dict[str, Any]:
+    ) -> BeforeNavigateParams:
         """What contextd/beforeNavigate tells the client: where the leaf goes and what it leaves."""
         left_behind, ancestor_id = branch_being_left(self._path, self.tree.path_to(new_leaf))
-        body: dict[str, Any] = {
-            "sessionId": self.session_id,
-            "targetId": target_id,
-            "leafId": self.leaf_id,
-            "newLeafId": new_leaf,
-            "commonAncestorId": ancestor_id,
-            "leftBehindEntryIds": [entry.id for entry in left_behind],
-            "summarize": summarize,
-        }
-        if instructions is not None:
-            body["instructions"] = instructions
-        return body
+        return BeforeNavigateParams(
+            sessionId=self.session_id,
+            targetId=target_id,
+            leafId=self.leaf_id,
+            newLeafId=new_leaf,
+            commonAncestorId=ancestor_id,
+            leftBehindEntryIds=[entry.id for entry in left_behind],
+            summarize=summarize,
+            instructions=instructions,
+        )
 
     def _move_leaf(
         self,

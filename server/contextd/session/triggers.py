@@ -22,6 +22,7 @@ from contextd.session.errors import (
     CompactionVetoed,
     NothingToCompactError,
 )
+from contextd.results import CompactionStarted
 from contextd.session.jobs import CompactionJobs
 from contextd.tokens.promotion import promotion_target
 from contextd.tokens.registry import ModelInfo
@@ -122,11 +123,11 @@ class CompactionTriggers(CompactionJobs):
         """Move to the larger model instead of compacting; the client retries on it. Reported
         as a compaction that finishes `promoted`, so clients waiting on the overflow hear."""
         previous = self.model_info
-        body = self._start_instant_job(reason, f"Moving to {larger.id}")
+        started = self._start_instant_job(reason, f"Moving to {larger.id}")
         self.set_model(larger.id)
         self._recovering = False  # a new window: if it overflows too, that one compacts
         self._finish(
-            body,
+            started,
             outcome="promoted",
             willRetry=True,
             tokensAfter=self.tokens,
@@ -149,12 +150,10 @@ class CompactionTriggers(CompactionJobs):
             self._skip_reported = True
             self._finish(self._start_instant_job(reason, "Compacting"), outcome="skipped", error=why)
 
-    def _start_instant_job(self, reason: CompactionReason, progress: str) -> dict[str, Any]:
+    def _start_instant_job(self, reason: CompactionReason, progress: str) -> CompactionStarted:
         """compactionStarted (and `$/progress` begin) of a job that finishes at once; `_finish`
         ends it, so every started compaction finishes exactly once."""
-        compaction_id = secrets.token_hex(6)
-        body = {"compactionId": compaction_id, "reason": reason, "tokensBefore": self.tokens}
-        self.events.compaction_started({"sessionId": self.session_id, **body})
+        started = self._started(secrets.token_hex(6), reason, self.tokens)
         # `$/progress` comes in pairs: a client shows no `end` without its `begin`.
-        self.events.compaction_progress(compaction_id, "begin", progress)
-        return body
+        self.events.compaction_progress(started.compactionId, "begin", progress)
+        return started
