@@ -157,7 +157,11 @@ def build_parser(add_commands: AddCommands, exit_codes: Mapping[int, str]) -> Pa
 
 
 def add_serve_options(serve: argparse.ArgumentParser) -> None:
-    from contextd.rpc.framing import DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_WRITE_BUFFER_BYTES
+    from contextd.rpc.framing import (
+        DEFAULT_MAX_FRAME_BYTES,
+        DEFAULT_MAX_TOTAL_WRITE_BUFFER_BYTES,
+        DEFAULT_MAX_WRITE_BUFFER_BYTES,
+    )
 
     where = serve.add_mutually_exclusive_group()
     where.add_argument("--socket", metavar="PATH", help="serve many clients on a Unix socket")
@@ -181,6 +185,10 @@ def add_serve_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--max-write-buffer-bytes", metavar="N", type=int, default=DEFAULT_MAX_WRITE_BUFFER_BYTES,
         help="a client that leaves more than this unread is disconnected",
+    )
+    serve.add_argument(
+        "--max-total-write-buffer-bytes", metavar="N", type=int, default=DEFAULT_MAX_TOTAL_WRITE_BUFFER_BYTES,
+        help="when all clients together leave more than this unread, the one leaving the most is disconnected",
     )
 
 
@@ -284,6 +292,7 @@ def serve_where_asked(args: argparse.Namespace, address: tuple[str, int] | None)
     daemon = create_daemon(
         args.data_dir, settings, dedicated=not many, max_frame_bytes=args.max_frame_bytes,
         max_write_buffer_bytes=args.max_write_buffer_bytes,
+        max_total_write_buffer_bytes=args.max_total_write_buffer_bytes,
     )
     if address:
         return asyncio.run(listen.serve_sockets(daemon, tcp=address, grace_seconds=args.grace))

@@ -583,7 +583,12 @@ def create_daemon(
     dedicated: bool = True,
     max_frame_bytes: int | None = None,
     max_write_buffer_bytes: int | None = None,
+    max_total_write_buffer_bytes: int | None = None,
 ) -> Daemon:
-    limits = {"max_frame_bytes": max_frame_bytes, "max_write_buffer_bytes": max_write_buffer_bytes}
+    limits = {
+        "max_frame_bytes": max_frame_bytes,
+        "max_write_buffer_bytes": max_write_buffer_bytes,
+        "max_total_write_buffer_bytes": max_total_write_buffer_bytes,
+    }
     options: dict[str, Any] = {name: value for name, value in limits.items() if value is not None}
     return Daemon(REQUESTS, NOTIFICATIONS, data_dir=data_dir, settings=settings, dedicated=dedicated, **options)

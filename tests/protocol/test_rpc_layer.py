@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import socket
 import sys
@@ -161,6 +162,49 @@ async def test_13_a_client_that_stops_reading_is_dropped(transport, tmp_path):
         assert "sessions" in (await wire.result("contextd/session/list", {}))
         stuck.close()
         assert f"(the limit is {LIMIT})" in wire.daemon_log()
+
+
+STUCK_CLIENTS = 5
+STUCK_REPLIES = 18
+TOTAL_LIMIT = 4 * 2**20
+"""Test 13b's daemon-wide limit: one stuck client's 18 unread context replies of 200 kB (less
+what its socket holds) fit under it, two clients' do not."""
+
+
+async def test_13b_stuck_clients_together_are_held_to_the_daemon_wide_limit(tmp_path):
+    """Each stuck client is far under its own limit; together they are dropped, the one
+    holding the most unread bytes first, until what the rest hold fits the daemon-wide
+    limit, while a client that reads is served throughout."""
+    limits = ("--max-write-buffer-bytes", str(2**30), "--max-total-write-buffer-bytes", str(TOTAL_LIMIT))
+    async with open_wire("shared", tmp_path / "data", *limits) as wire:
+        session_id = await big_session(wire)
+        assert wire.address is not None
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}
+        stuck = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(STUCK_CLIENTS)]
+        for client in stuck:
+            client.connect(wire.address)
+            client.sendall(frame(initialize) + context_requests(session_id, STUCK_REPLIES))
+
+        def drops() -> list[str]:
+            return [line for line in wire.daemon_log().splitlines() if "daemon-wide limit" in line]
+
+        # One at a time, so that the reader never holds much unsent itself.
+        for n in range(10):
+            context = await wire.result("contextd/session/context", {"sessionId": session_id})
+            assert len(context["messages"][0]["content"]) >= 200_000, n
+        await wire.wait_until_true(lambda: len(drops()) >= STUCK_CLIENTS - 1, timeout=60)
+        status = await wire.result("contextd/daemon/status", {})
+        assert len(status["connections"]) == 2  # the reader and the one stuck client that fits
+        for line in drops():
+            found = re.search(r"unread bytes, (\d+) of the (\d+) all connections left \(the daemon-wide limit is (\d+)\)", line)
+            assert found is not None, line
+            held, total, limit = (int(number) for number in found.groups())
+            # Past the limit by one write at most (a client's replies of one turn), never by all
+            # five clients' 17 MB; each dropped client held part of it.
+            assert limit == TOTAL_LIMIT < total <= TOTAL_LIMIT + STUCK_REPLIES * 210_000 and 0 < held < total
+        assert (await wire.result("contextd/session/context", {"sessionId": session_id}))["tokens"] > 0
+        for client in stuck:
+            client.close()
 
 
 async def stdio_client_that_never_reads(tmp_path: Path, session_id: str) -> None:

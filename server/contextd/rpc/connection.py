@@ -9,7 +9,8 @@ traceback and answered -32603 without one.
 Every task a connection starts is kept by it (the event loop holds tasks only weakly) and
 cancelled when it closes. A peer that stops reading while replies and notifications pile
 up is dropped once its unsent bytes pass `max_write_buffer_bytes`, so one stuck client
-cannot grow a shared daemon's memory without limit.
+cannot grow a shared daemon's memory without limit; and the connections of one daemon share
+a `WriteLimit`, so many stuck clients together cannot either.
 """
 
 from __future__ import annotations
@@ -62,6 +63,28 @@ class ConnectionLost(Exception):
     """The peer went away before it answered our request."""
 
 
+class WriteLimit:
+    """The unsent bytes all connections of one daemon may leave behind together. Past it, the
+    connection holding the most is dropped (a client that stopped reading, not one that is
+    merely behind), then the next, until the rest fit: each within its own limit, twenty
+    stuck clients would hold twenty times it."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.connections: set[Connection] = set()
+
+    def enforce(self) -> None:
+        unsent = {connection: connection.unsent_bytes() for connection in self.connections}
+        total = sum(unsent.values())
+        while total > self.limit:
+            largest = max(unsent, key=unsent.__getitem__)
+            largest.drop(
+                f"it held the most unread bytes, {unsent[largest]} of the {total} all connections "
+                f"left (the daemon-wide limit is {self.limit})"
+            )
+            total -= unsent.pop(largest)
+
+
 class Connection:
     """A JSON-RPC peer over a pair of streams."""
 
@@ -76,6 +99,7 @@ class Connection:
         *,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         max_write_buffer_bytes: int = DEFAULT_MAX_WRITE_BUFFER_BYTES,
+        write_limit: WriteLimit | None = None,
         token: TcpToken | None = None,
         on_close: Callable[[Connection], None] = lambda connection: None,
     ) -> None:
@@ -83,6 +107,10 @@ class Connection:
         self._frames = FrameReader(reader, max_frame_bytes)
         self._writer = writer
         self._max_write_buffer_bytes = max_write_buffer_bytes
+        self._write_limit = write_limit
+        """Shared with the daemon's other connections; None: this one's own limit only."""
+        if write_limit is not None:
+            write_limit.connections.add(self)
         self._token = token
         self._refused = False
         """True once `initialize` came without the token: the connection ends after the reply."""
@@ -120,14 +148,22 @@ class Connection:
         if not outgoing or self.closed or self._writer.is_closing():
             return
         self._writer.write(b"".join(outgoing))
-        unsent = self._writer.transport.get_write_buffer_size()
+        unsent = self.unsent_bytes()
         if unsent > self._max_write_buffer_bytes:
-            log.warning(
-                "%s: dropped: it left %d bytes unread (the limit is %d)",
-                self, unsent, self._max_write_buffer_bytes,
-            )
-            self._writer.transport.abort()  # close() would wait to flush what it never reads
-            self.close()
+            self.drop(f"it left {unsent} bytes unread (the limit is {self._max_write_buffer_bytes})")
+        elif unsent and self._write_limit is not None:
+            # Only a write that leaves bytes behind can take the total past the limit.
+            self._write_limit.enforce()
+
+    def unsent_bytes(self) -> int:
+        """What was written to the peer and is not sent yet: it is not reading."""
+        return self._writer.transport.get_write_buffer_size()
+
+    def drop(self, why: str) -> None:
+        """End a connection that leaves too much unread, discarding what it left."""
+        log.warning("%s: dropped: %s", self, why)
+        self._writer.transport.abort()  # close() would wait to flush what it never reads
+        self.close()
 
     def notify(self, method: str, params: Any) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
@@ -377,7 +413,11 @@ class Connection:
         if self.closed:
             return
         self._flush()  # what was sent before it closed still goes, as before the close
+        if self.closed:
+            return  # that was too much: the flush dropped it, which closed it
         self.closed = True
+        if self._write_limit is not None:
+            self._write_limit.connections.discard(self)
         try:
             self._writer.close()
         except (ConnectionError, OSError, RuntimeError):

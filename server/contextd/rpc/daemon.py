@@ -61,8 +61,12 @@ from contextd.settings import (
     user_settings_path,
 )
 from contextd.rpc.access import TcpToken
-from contextd.rpc.connection import Connection, ConnectionLost, Handler, current_connection
-from contextd.rpc.framing import DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_WRITE_BUFFER_BYTES
+from contextd.rpc.connection import Connection, ConnectionLost, Handler, WriteLimit, current_connection
+from contextd.rpc.framing import (
+    DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_MAX_TOTAL_WRITE_BUFFER_BYTES,
+    DEFAULT_MAX_WRITE_BUFFER_BYTES,
+)
 from contextd.rpc.lsp import create_progress, report_progress, show_message
 from contextd.rpc.messages import INVALID_PARAMS, RpcError
 from contextd.session import HookAnswer, LiveSession, SessionManager
@@ -227,6 +231,7 @@ class Daemon:
         dedicated: bool = True,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         max_write_buffer_bytes: int = DEFAULT_MAX_WRITE_BUFFER_BYTES,
+        max_total_write_buffer_bytes: int = DEFAULT_MAX_TOTAL_WRITE_BUFFER_BYTES,
     ) -> None:
         self.requests = requests
         self.notifications = notifications
@@ -246,6 +251,7 @@ class Daemon:
         self.dedicated = dedicated
         self.max_frame_bytes = max_frame_bytes
         self.max_write_buffer_bytes = max_write_buffer_bytes
+        self.write_limit = WriteLimit(max_total_write_buffer_bytes)
         self.token: TcpToken | None = None
         """On TCP: what every connection's initialize must carry."""
         self.connections: list[ClientConnection] = []
@@ -520,6 +526,7 @@ class Daemon:
             self.notifications,
             max_frame_bytes=self.max_frame_bytes,
             max_write_buffer_bytes=self.max_write_buffer_bytes,
+            write_limit=self.write_limit,
             token=self.token,
             on_close=self._detach,
         )

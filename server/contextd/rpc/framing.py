@@ -20,6 +20,9 @@ DEFAULT_MAX_FRAME_BYTES = 64 * 2**20
 DEFAULT_MAX_WRITE_BUFFER_BYTES = 4 * DEFAULT_MAX_FRAME_BYTES
 """Unsent bytes a peer of the daemon may leave behind before it is dropped: a few of the
 largest replies. No message the daemon sends is larger (the Python client's limit)."""
+DEFAULT_MAX_TOTAL_WRITE_BUFFER_BYTES = DEFAULT_MAX_WRITE_BUFFER_BYTES
+"""What all of a daemon's peers may leave unsent together: as much as one may, so that
+twenty stuck clients hold no more memory than one."""
 MAX_HEADER_BYTES = 8192
 READ_CHUNK_BYTES = 2**16
 

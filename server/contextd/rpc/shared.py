@@ -90,6 +90,7 @@ def daemon_options(args: argparse.Namespace) -> list[str]:
     options = ["--grace", str(grace)]
     options += ["--max-frame-bytes", str(args.max_frame_bytes)]
     options += ["--max-write-buffer-bytes", str(args.max_write_buffer_bytes)]
+    options += ["--max-total-write-buffer-bytes", str(args.max_total_write_buffer_bytes)]
     if args.settings is not None:
         options += ["--settings", args.settings]
     return options
