@@ -215,6 +215,27 @@ def test_the_files_are_read_again_when_they_change(tmp_path: Path, monkeypatch: 
     assert mirror_compaction_point("codex", str(tmp_path / "w"), model)["tokens"] == 120_000
 
 
+def test_a_kept_point_moves_with_a_new_file_a_variable_or_a_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each mirror's figure asks for its point; one worked out before is kept only while its
+    files' stamps and the environment it came from stay as they were."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("PI_CODING_AGENT_DIR", raising=False)
+    monkeypatch.setattr(agent_settings, "_reported", {})
+    workspace, transcript = tmp_path / "w", str(tmp_path / "t.jsonl")
+    first = mirror_compaction_point("pi", str(workspace), SONNET, transcript)
+    first["tokens"] = 0  # a caller's copy: what is kept stays
+    assert mirror_compaction_point("pi", str(workspace), SONNET, transcript)["tokens"] == 200_000 - 16_384
+    (workspace / ".pi").mkdir(parents=True)
+    (workspace / ".pi/settings.json").write_text('{"compaction": {"reserveTokens": 30000}}')  # a file that was not there
+    assert mirror_compaction_point("pi", str(workspace), SONNET, transcript)["tokens"] == 170_000
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent/settings.json").write_text('{"compaction": {"enabled": false}}')
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))  # the daemon's variable
+    assert not mirror_compaction_point("pi", str(workspace), SONNET, transcript)["enabled"]
+    remember_agent_environment("pi", transcript, {"HOME": str(tmp_path)})  # the agent's report
+    assert mirror_compaction_point("pi", str(workspace), SONNET, transcript)["tokens"] == 170_000
+
+
 def test_missing_files_are_counted_with_the_one_a_user_writes_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     for variable in ("CLAUDE_CONFIG_DIR", "PI_CODING_AGENT_DIR"):

@@ -17,10 +17,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from contextd.compaction.agent_points import ConfigFile, ModelWindow, agent_compaction_point
+from contextd.compaction.agent_points import AGENT_VARIABLES, ConfigFile, ModelWindow, agent_compaction_point
 
 _texts: dict[Path, tuple[tuple[int, int], ConfigFile]] = {}
 """Each file read: its (size, mtime) then, and what was read."""
+
+Stamp = tuple[int, int] | None
+"""A file's (size, mtime), None where there is none."""
+_points: dict[tuple[object, ...], tuple[list[Path], list[Stamp], dict[str, Any]]] = {}
+"""What a point is worked out from (agent, workspace, model, whose environment and its
+variables, the daemon's HOME the files are shown under) -> its files, their stamps then,
+and the point: a new mirror's figure, and each later one, costs a stat of each file."""
+POINTS_LIMIT = 10_000
+"""Points kept (past that, the oldest goes)."""
 
 _reported: dict[tuple[str, str], dict[str, str]] = {}
 """(agent, transcript path) -> the variables its hook last reported, oldest report first."""
@@ -35,9 +44,35 @@ def mirror_compaction_point(agent: str, workspace: str, model: ModelWindow, tran
     the mirror follows, whose agent's hook may have reported its environment."""
     reported = _reported.get((agent, transcript)) if transcript is not None else None
     env, whose = (reported, HOOK_ENVIRONMENT) if reported is not None else (os.environ, DAEMON_ENVIRONMENT)
+    inputs = (agent, workspace, model, whose, os.environ.get("HOME"), *(env.get(name) for name in AGENT_VARIABLES[agent]))
+    known = _points.get(inputs)
+    if known is not None and _stamps(known[0]) == known[1]:
+        return dict(known[2])
     paths = config_paths(agent, workspace, env)
+    stamps = _stamps(paths)  # before the files are read: a change while they are is read again
     files = [_config_file(path, usual=index == USUAL_FILE[agent]) for index, path in enumerate(paths)]
-    return agent_compaction_point(agent, files, env, model, whose).body(model.window)
+    point = agent_compaction_point(agent, files, env, model, whose).body(model.window)
+    if stamps is not None and not any(file.problem for file in files):  # one that could not be read is tried again
+        _points.pop(inputs, None)
+        _points[inputs] = (paths, stamps, point)
+        while len(_points) > POINTS_LIMIT:
+            del _points[next(iter(_points))]
+    return dict(point)
+
+
+def _stamps(paths: list[Path]) -> list[Stamp] | None:
+    """Each file's stamp; None if one could not be looked at (nothing is kept then)."""
+    stamps: list[Stamp] = []
+    for path in paths:
+        try:
+            stat = os.stat(path)
+        except FileNotFoundError:
+            stamps.append(None)
+        except OSError:
+            return None
+        else:
+            stamps.append((stat.st_size, stat.st_mtime_ns))
+    return stamps
 
 
 def remember_agent_environment(agent: str, transcript: str, variables: Mapping[str, str]) -> set[str]:
