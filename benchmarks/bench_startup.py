@@ -11,6 +11,10 @@
   tokens (`session/open`, then a one-message `session/append`); then a second daemon in the
   same data directory, which finds the encoding's ranks the first one kept
   (tokens/encodings/cache.py).
+- a client command against a running shared daemon: `contextd sessions --json` and
+  `contextd hook claude-code` with a SessionStart (startup) event, in a temporary HOME and
+  runtime dir whose shared daemon is already up: the whole command, as an agent's hook or a
+  user pays for it (its CPU time includes any process it waits for).
 
 Each figure is the median of `--runs` runs, in wall time and in the CPU time the process had
 used (on a shared machine wall time includes the time the scheduler gave others). The encoding
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -126,6 +131,38 @@ def first_replies(data_dir: Path) -> tuple[float, float, float, float]:
     return initialized, counted, initialized_cpu, counted_cpu
 
 
+def client_commands(runs: int) -> dict[str, list[tuple[float, float]]]:
+    """Wall and CPU seconds (the command's and its children's) of each client command, run
+    `runs` times against one shared daemon started before the first."""
+    with tempfile.TemporaryDirectory(prefix="ctd-") as root:
+        home = Path(root)
+        (home / "run").mkdir(mode=0o700)
+        env = {**os.environ, "HOME": root, "XDG_RUNTIME_DIR": str(home / "run"),
+               "XDG_DATA_HOME": str(home / "data"), "CONTEXTD_SHARED": "1"}
+        (home / "t.jsonl").write_text("")
+        event = {"hook_event_name": "SessionStart", "source": "startup", "session_id": "bench",
+                 "transcript_path": str(home / "t.jsonl"), "cwd": root}
+        commands = {"sessions --json": (["sessions", "--json"], ""),
+                    "hook claude-code": (["hook", "claude-code"], json.dumps(event))}
+
+        def run(arguments: list[str], stdin: str) -> tuple[float, float]:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "contextd", *arguments], input=stdin, text=True,
+                           env=env, cwd=root, capture_output=True, check=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+            return time.perf_counter() - started, cpu
+
+        run(["sessions"], "")  # starts the shared daemon
+        try:
+            return {name: [run(*command) for _ in range(runs)] for name, command in commands.items()}
+        finally:
+            status = subprocess.run([sys.executable, "-m", "contextd", "status", "--json"],
+                                    env=env, capture_output=True, text=True, check=True)
+            os.kill(json.loads(status.stdout)["pid"], 15)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
@@ -148,6 +185,10 @@ def main() -> None:
             wall = statistics.median(r[wall_at] for r in results) * 1000
             cpu = statistics.median(r[cpu_at] for r in results) * 1000
             print(f"{daemon + ':':<12} {label:<20} {wall:6.0f} ms ({cpu:4.0f} ms cpu)")
+    for name, results in client_commands(runs).items():
+        wall = statistics.median(r[0] for r in results) * 1000
+        cpu = statistics.median(r[1] for r in results) * 1000
+        print(f"against a running shared daemon: contextd {name:<18} {wall:6.0f} ms ({cpu:4.0f} ms cpu)")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from contextd.cli import AddCommand, Parser, UsageError, build_parser
 from contextd_client import render
 from contextd_client.agents.commands import add_agent_commands, agent_commands
 from contextd_client.client import ContextdClient
+from contextd_client.daemon import wants_shared_daemon
 from contextd_client.replay import (
     ReplayFile,
     ReplayFileError,
@@ -338,10 +339,10 @@ def add_watch_command(add_command: AddCommand) -> None:
 
 def load_settings(args: argparse.Namespace) -> dict[str, Any]:
     """`--settings FILE`, checked here: a bad key or value is a usage error (exit 2) naming it."""
+    if not args.settings:
+        return {}  # without importing contextd.settings (and the model tables it loads)
     from contextd.settings import SettingsFileError, read_settings_option
 
-    if not args.settings:
-        return {}
     try:
         return read_settings_option(args.settings)
     except SettingsFileError as error:
@@ -351,8 +352,10 @@ def load_settings(args: argparse.Namespace) -> dict[str, Any]:
 async def connect(
     args: argparse.Namespace, settings: dict[str, Any], workspace: str | None = None
 ) -> ContextdClient:
-    """The daemon at --tcp, or a new one on stdio; DaemonUnavailable when neither works.
-    `workspace` is the connection's workspace folder (default: the daemon's directory)."""
+    """The daemon at --tcp, else the shared daemon on its socket when it answers there, else
+    a new stdio daemon (`serve --shared` forwarding to the shared daemon, which it starts);
+    DaemonUnavailable when none works. `workspace` is the connection's workspace folder
+    (default: the daemon's directory)."""
     if args.tcp:
         from contextd.cli import parse_host_port
 
@@ -361,22 +364,52 @@ async def connect(
             return await ContextdClient.connect(host, port, settings=settings, workspace=workspace)
         except OSError as error:
             raise DaemonUnavailable(f"cannot reach the daemon at {args.tcp}: {error.strerror or error}") from None
+    if wants_shared_daemon(settings):
+        client = await connect_running_shared_daemon(args, settings, workspace)
+        if client is not None:
+            return client
+    data_dir = Path(args.data_dir).expanduser().resolve() if args.data_dir else None
     try:
         return await ContextdClient.spawn(
-            data_dir=args.data_dir, settings=settings, workspace=workspace,
+            data_dir=data_dir, settings=settings, workspace=workspace,
             log_level=args.log_level or DEFAULT_DAEMON_LOG_LEVEL,
         )
     except OSError as error:
         raise DaemonUnavailable(f"cannot start the daemon ({sys.executable} -m contextd serve): {error}") from None
 
 
+async def connect_running_shared_daemon(
+    args: argparse.Namespace, settings: dict[str, Any], workspace: str | None
+) -> ContextdClient | None:
+    """The shared daemon reached on its socket directly, with no forwarding process in
+    between (what `serve --shared` would do, minus a second interpreter); None when nobody
+    answers there (no socket, a dead daemon's leftover file, a daemon that just stopped)
+    so the caller spawns one instead."""
+    from contextd.rpc.access import AccessRefused, private_folder
+
+    path = shared_socket_path(args)
+    try:
+        private_folder(path.parent)  # as `serve --shared` checks before sending anything there
+        return await ContextdClient.connect_unix(path, settings=settings, workspace=workspace)
+    except AccessRefused as error:
+        raise DaemonUnavailable(f"cannot use the shared daemon: {error}") from None
+    except OSError:  # refused, missing, or lost during the handshake
+        return None
+
+
+def shared_socket_path(args: argparse.Namespace) -> Path:
+    """The shared daemon's socket for this data dir (`serve --shared` picks the same)."""
+    from contextd.paths import default_data_dir
+    from contextd.rpc.shared import socket_path
+
+    return socket_path(Path(args.data_dir) if args.data_dir else default_data_dir())
+
+
 def shared_daemon_socket(args: argparse.Namespace) -> tuple[Path, bool]:
     """The shared daemon's socket for this data dir, and whether a daemon answers on it."""
     from contextd.rpc.listen import socket_in_use
-    from contextd.rpc.shared import socket_path
-    from contextd.store import default_data_dir
 
-    path = socket_path(Path(args.data_dir) if args.data_dir else default_data_dir())
+    path = shared_socket_path(args)
     return path, socket_in_use(path)
 
 

@@ -43,6 +43,7 @@ from contextd.model import (
     is_node,
     read_line,
 )
+from contextd.paths import default_data_dir as default_data_dir
 
 log = logging.getLogger(__name__)
 
@@ -112,11 +113,6 @@ class StorageFailed(StoreError):
     def of(cls, error: OSError) -> StorageFailed:
         reason, why = STORAGE_REASONS.get(error.errno or 0, ("ioError", error.strerror or str(error)))
         return cls(reason, why)
-
-
-def default_data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "contextd"
 
 
 def check_session_id(session_id: str) -> str:

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contextd.paths import default_data_dir
 from contextd.rpc.messages import UNAUTHORIZED, RpcError
-from contextd.store import default_data_dir
 
 log = logging.getLogger(__name__)
 

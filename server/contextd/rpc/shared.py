@@ -22,10 +22,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from contextd.paths import default_data_dir
 from contextd.rpc.access import check_same_user, open_private_file, private_folder
-from contextd.rpc.listen import socket_in_use, stdio_streams
 from contextd.rpc.messages import framed
-from contextd.store import default_data_dir
 
 SHARED_GRACE_SECONDS = 300.0
 START_TIMEOUT_SECONDS = 30.0
@@ -58,6 +57,10 @@ def start_lock(path: Path) -> Iterator[None]:
 def ensure_daemon(data_dir: Path, *, log_level: str = "INFO", options: list[str] | None = None) -> Path:
     """The socket of a running shared daemon for `data_dir`, started when none answers;
     `options` are the `serve` options of the daemon it starts (`--grace`, `--settings`)."""
+    from contextd.rpc.listen import (
+        socket_in_use,  # the daemon's modules: not for socket_path's users
+    )
+
     path = socket_path(data_dir)
     private_folder(path.parent)  # before anything is sent there
     if socket_in_use(path):
@@ -106,6 +109,8 @@ async def forward(path: Path) -> int:
     """Pump bytes both ways until the daemon closes our connection (after `exit`, or after
     stdin ended and the daemon saw it): 0 when it did so while still running, 1 when it
     went away (killed, crashed, stopped), so the editor shows the failure."""
+    from contextd.rpc.listen import stdio_streams
+
     daemon_reader, daemon_writer = await asyncio.open_unix_connection(str(path))
     check_same_user(daemon_writer.get_extra_info("socket"), f"the daemon on {path}")
     editor_reader, editor_writer = await stdio_streams()
