@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import TypeVar
 
 from contextd.model import ModelOverride
@@ -175,12 +176,21 @@ def without_routing_prefix(model_id: str) -> str:
 
 def best_match(model_id: str, table: Mapping[str, T]) -> T | None:
     """The value for `model_id` itself, else for its longest prefix ending at a boundary."""
+    if not table:  # most users override no model: asked for every figure of every mirror
+        return None
     if model_id in table:
         return table[model_id]
     for end in range(len(model_id) - 1, 0, -1):
         if model_id[end] in _BOUNDARY and model_id[:end] in table:
             return table[model_id[:end]]
     return None
+
+
+@lru_cache(maxsize=1024)
+def _known_model(model_id: str) -> ModelInfo | None:
+    """The built-in entry for `model_id`, remembered: `KNOWN_MODELS` never changes (the
+    user's overrides, which do, are looked up afresh by every `resolve_model`)."""
+    return best_match(model_id, KNOWN_MODELS) or best_match(without_routing_prefix(model_id), KNOWN_MODELS)
 
 
 def resolve_model(
@@ -190,7 +200,7 @@ def resolve_model(
     window the session's agent recorded for it (`recorded_window`, from a transcript), then
     the user's override applied field by field."""
     override = best_match(model_id, overrides)
-    known = best_match(model_id, KNOWN_MODELS) or best_match(without_routing_prefix(model_id), KNOWN_MODELS)
+    known = _known_model(model_id)
     info = replace(known or UNKNOWN_MODEL, id=model_id)
     if known is None:
         # Unknown models have nothing in common but ignorance: each learns on its own.
