@@ -31,13 +31,13 @@ WAIT = 60.0
 
 def indexed(index: Path, session_id: str) -> dict[str, str]:
     """What the index file holds of a session: entry id -> its text (empty when the file is
-    not there yet)."""
+    not there yet, or not yet made again where it was damaged)."""
     if not index.exists():
         return {}
     with contextlib.closing(sqlite3.connect(f"file:{index}?mode=ro", uri=True)) as db:
         try:
             rows = db.execute("SELECT entry_id, text FROM entries WHERE session_id = ?", (session_id,)).fetchall()
-        except sqlite3.OperationalError:  # made, its tables not yet
+        except sqlite3.DatabaseError:  # made, its tables not yet; or the damaged file the daemon is about to replace
             return {}
     return dict(rows)
 
