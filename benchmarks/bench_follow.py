@@ -171,7 +171,7 @@ def next_reads(rounds: int = 20) -> None:
     """The follower's rounds after a first read, on pi's own sessions of bench_load.py: two
     lines appended at a time (the next ones pi would write), each read, mirrored and saved
     as the follower does; medians of CPU ms, and the size of the importer's saved state."""
-    from bench_load import pi_lines
+    from tests.corpus import pi_lines
 
     print(f"a follower's round after the first read (two lines), CPU ms, median of {rounds}; load average {os.getloadavg()[0]:.1f}")
     print()

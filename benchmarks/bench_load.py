@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ from contextd.store import Store
 from report import load_average, table_header
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.corpus
-from tests.corpus import NAMES, agent_of, read_text  # noqa: E402
+from tests.corpus import pi_lines  # noqa: E402
 
 SIZES = (1_000, 10_000, 50_000)
 FLOOR_GOAL = 3.0
@@ -66,40 +66,6 @@ const readline = require("node:readline");
 
 
 # --- sessions in pi's format ------------------------------------------------------------------
-
-
-def corpus_entries() -> list[dict[str, Any]]:
-    """Every entry (not the headers) of the pi transcripts of the corpus, in order."""
-    entries = []
-    for name in NAMES:
-        if agent_of(name) == "pi":
-            lines = read_text(name).splitlines()
-            entries += [entry for entry in map(json.loads, lines) if entry.get("type") != "session"]
-    return entries
-
-
-def renamed_calls(value: Any, suffix: str) -> Any:
-    """`value` with its tool call ids made unique to one repetition of the corpus."""
-    if isinstance(value, dict):
-        call_id = "id" if value.get("type") == "toolCall" else "toolCallId"
-        return {key: f"{item}-{suffix}" if key == call_id else renamed_calls(item, suffix) for key, item in value.items()}
-    if isinstance(value, list):
-        return [renamed_calls(item, suffix) for item in value]
-    return value
-
-
-def pi_lines(size: int) -> Iterator[str]:
-    """A pi session file of `size` entries, line by line."""
-    yield json.dumps({"type": "session", "version": 3, "id": f"bench-{size}", "timestamp": "2026-11-25T00:00:00.000Z", "cwd": "/bench"})
-    corpus = corpus_entries()
-    parent = None
-    for number in range(size):
-        repetition, index = divmod(number, len(corpus))
-        entry = dict(corpus[index], id=f"{number:08x}", parentId=parent)
-        if "message" in entry:
-            entry["message"] = renamed_calls(entry["message"], str(repetition))
-        parent = entry["id"]
-        yield json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
 
 
 def write_pi_session(directory: Path, size: int) -> Path:

@@ -8,8 +8,12 @@ messages map field for field; entry types map as documented in `ENTRY_MAPPING`.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from typing import Any
+
+from pydantic_core import SchemaValidator
+from pydantic_core import core_schema as cs
 
 from contextd.importers.common import (
     PLACEHOLDER_ID,
@@ -24,14 +28,22 @@ from contextd.importers.common import (
     check_strings,
 )
 from contextd.model import (
+    AssistantMessage,
     BranchSummaryEntry,
     CompactionEntry,
     FileDetails,
+    ImageContent,
     LabelEntry,
     Message,
     ModelChangeEntry,
     SessionInfoEntry,
     SummarizerInfo,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
     utc_now,
 )
 
@@ -157,6 +169,36 @@ class PiImporter(StreamingImporter):
         self._v1_ids = [str(entry_id) for entry_id in state["v1Ids"]]
         self._refused = bool(state["refused"])
 
+    def feed(self, number: int, line: str | bytes) -> None:
+        if self._waiting is None and not self._v1 and not self.reports_every_line:
+            try:
+                checked = _PI_MESSAGE_LINE.validate_json(line)
+            except ValueError:  # any other line, or one this path does not read: as before
+                pass
+            else:
+                self.last_line = number
+                self._add_message(number, checked)
+                return
+        super().feed(number, line)
+
+    def _add_message(self, line: int, checked: dict[str, Any]) -> None:
+        """`_add` for a message line `_PI_MESSAGE_LINE` validated (a follower's common line,
+        whose dropped fields are not reported)."""
+        entry_id = checked["id"]
+        parent = self._parent_in_tree(line, checked["parentId"])
+        self.builder.add_message(line, entry_id, parent, checked["message"], checked["timestamp"])
+        self._previous = entry_id
+
+    def _parent_in_tree(self, line: int, parent: str | None) -> str | None:
+        """The entry an entry naming `parent` hangs off: the root, the parent, else (a parent
+        never seen) the entry before it."""
+        if parent is None:
+            return self._root_id
+        if not self.builder.known(parent):
+            self.problems.append(Problem(line, "repaired", f"parent {parent!r} not found; attached to the entry before it"))
+            return self._previous
+        return parent
+
     def record(self, number: int, raw: dict[str, Any]) -> None:
         if self._waiting is None and not self._v1:  # past the root, ids of its own: most lines
             self._add(number, raw)
@@ -221,17 +263,12 @@ class PiImporter(StreamingImporter):
         parent = raw.get("parentId")
         if parent is not None and not isinstance(parent, str):
             check_strings(raw, ("parentId",))  # raises before anything changes: a refused entry leaves no trace
-        builder = self.builder
         entry_id = raw.get("id")
         if not isinstance(entry_id, str) or not entry_id:
             self.problems.append(Problem(line, "corrupt", "entry without an id"))
             return
-        if parent is None:
-            parent = self._root_id
-        elif not builder.known(parent):
-            self.problems.append(Problem(line, "repaired", f"parent {parent!r} not found; attached to the entry before it"))
-            parent = self._previous
-        self.name = _convert(builder, line, entry_id, parent, raw, self.problems) or self.name
+        parent = self._parent_in_tree(line, parent)
+        self.name = _convert(self.builder, line, entry_id, parent, raw, self.problems) or self.name
         if self.reports_every_line and (dropped := _dropped_fields(raw)):
             self.problems.append(Problem(line, "dropped", f"{raw.get('type')} imported without {', '.join(dropped)}"))
         self._previous = entry_id
@@ -430,3 +467,127 @@ def _bash_execution_text(raw: dict[str, Any]) -> str:
     if raw.get("truncated") and raw.get("fullOutputPath"):
         text += f"\n\n[Output truncated. Full output: {raw['fullOutputPath']}]"
     return text
+
+
+# --- pi's common line read straight from its bytes ----------------------------------------
+#
+# Most of a pi transcript is message lines of the user, assistant and toolResult roles in
+# the shape pi writes them. One schema validates such a line's bytes into contextd's own
+# message models (no dict of the line, no dict rebuilt for validation: a first read's
+# largest cost). It accepts a line only where the general path (`_message`) would make the
+# same message with the same fields given, and strictly (a JSON number, never a string of
+# one); any other line raises and is read by the general path, as before.
+
+
+def _loosened(schema: Any) -> Any:
+    """A copy of a model's core schema taking the fields pi writes beside contextd's, and
+    strict (a model's own config, not the validator's, rules its fields)."""
+    if isinstance(schema, list):
+        return [_loosened(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    copied = {key: _loosened(value) for key, value in schema.items()}
+    if copied.get("type") == "model":
+        copied["config"] = {**copied.get("config", {}), "extra_fields_behavior": "ignore", "strict": True}
+    elif copied.get("type") == "model-fields":
+        copied["extra_behavior"] = "ignore"
+    return copied
+
+
+def _fields(model_schema: dict[str, Any]) -> dict[str, Any]:
+    return model_schema["schema"]["fields"]  # type: ignore[no-any-return]
+
+
+def _required(field: dict[str, Any]) -> None:
+    """A field the general path always gives: a line without it is not read here."""
+    if field["schema"]["type"] == "default":
+        field["schema"] = field["schema"]["schema"]
+
+
+def _given_if_string(field: dict[str, Any]) -> None:
+    """A field the general path gives only where the line holds a string for it."""
+    default = field["schema"]
+    if default["schema"]["type"] == "nullable":
+        field["schema"] = {**default, "schema": default["schema"]["schema"]}
+
+
+def _never_read(field: dict[str, Any]) -> None:
+    """A field pi has no source for: left at its default whatever the line holds."""
+    field["validation_alias"] = "\\0never"
+
+
+def _blocks(union: dict[str, Any], renamed: dict[str, str]) -> None:
+    """A content union's blocks, each field the general path always copies made required
+    (absent ones it fills with ""), `renamed` fields read under pi's name."""
+    for block in union["choices"].values():
+        for name, field in _fields(block).items():
+            if name in renamed:
+                field["validation_alias"] = renamed[name]
+                _given_if_string(field)
+            else:
+                _required(field)
+
+
+def _required_user_content(content_field: dict[str, Any]) -> None:
+    _required(content_field)
+    text_or_blocks = content_field["schema"]["choices"]
+    _blocks(text_or_blocks[1]["items_schema"], {})
+
+
+def _pi_message_schema() -> cs.CoreSchema:
+    user = _loosened(copy.deepcopy(UserMessage.__pydantic_core_schema__))
+    assistant = _loosened(copy.deepcopy(AssistantMessage.__pydantic_core_schema__))
+    result = _loosened(copy.deepcopy(ToolResultMessage.__pydantic_core_schema__))
+    for model in (user, assistant, result):
+        _required(_fields(model)["role"])
+    _required_user_content(_fields(user)["content"])
+    _required_user_content(_fields(result)["content"])
+    for name in ("toolName", "isError"):
+        _required(_fields(result)[name])
+    answer = _fields(assistant)
+    for name in ("content", "stopReason"):
+        _required(answer[name])
+    _blocks(answer["content"]["schema"]["items_schema"], {"signature": "thinkingSignature"})
+    for name in ("errorMessage", "model", "usage"):
+        _given_if_string(answer[name])
+    _never_read(answer["errorKind"])
+    usage = answer["usage"]["schema"]["schema"]
+    for name, field in _fields(usage).items():
+        if name == "total":  # pi's totalTokens, where it is more than 0 (else the general path's None)
+            field["validation_alias"] = "totalTokens"
+            field["schema"] = cs.int_schema(gt=0)
+        else:
+            _required(field)
+    return cs.tagged_union_schema({"user": user, "assistant": assistant, "toolResult": result}, discriminator="role")
+
+
+def _pi_message_line_schema() -> cs.CoreSchema:
+    field = cs.typed_dict_field
+    return cs.typed_dict_schema(
+        {
+            "type": field(cs.literal_schema(["message"])),
+            "id": field(cs.str_schema(min_length=1)),
+            "parentId": field(cs.nullable_schema(cs.str_schema())),
+            "timestamp": field(cs.str_schema()),
+            "message": field(_pi_message_schema()),
+        },
+        extra_behavior="ignore",
+    )
+
+
+def _pi_message_line_validator() -> SchemaValidator:
+    """pydantic-core builds a model's schema from the model's own validator where the class
+    is complete (`PrebuiltValidator`): contextd's, which refuses pi's extra fields. The
+    classes are marked incomplete while this one is built, so it is built from the schema
+    given (were that to change, every line would be refused here and read as before)."""
+    classes = [TextContent, ImageContent, ThinkingContent, ToolCall, Usage, UserMessage, AssistantMessage, ToolResultMessage]
+    for model in classes:
+        setattr(model, "__pydantic_complete__", False)
+    try:
+        return SchemaValidator(_pi_message_line_schema(), cs.CoreConfig(strict=True))
+    finally:
+        for model in classes:
+            setattr(model, "__pydantic_complete__", True)
+
+
+_PI_MESSAGE_LINE = _pi_message_line_validator()
