@@ -246,10 +246,10 @@ class EntryBuilder:
     def __init__(self, problems: list[Problem], *, keeps_shapes: bool = False, keeps_call_lines: bool = True) -> None:
         self.problems = problems
         self.keeps_shapes = keeps_shapes
+        """Whether the shapes of entries let go are kept, for an importer that asks them."""
         self.keeps_call_lines = keeps_call_lines
         """Whether the line of every tool call is kept, for the report of a call closed for
         want of a result (a follower reads no report: its saved state spares a line per call)."""
-        """Whether the shapes of entries let go are kept, for an importer that asks them."""
         self.entries: list[Entry] = []
         self.leaf_id: str | None = None
         self._ids: set[str] = set()
