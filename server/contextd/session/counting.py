@@ -94,7 +94,7 @@ class CountingState(ABC):
         self.pending_usage: Usage | None = None
         """A mirror's answer the agent is still writing: its usage stands as the figure."""
         self._reports: tuple[dict[str | None, int], str | None, int] = ({}, None, -1)
-        """A mirror's largest report per model (`largest_reports`), the model in force at its
+        """A mirror's largest report per model (`ReportsByModel.add_to`), the model in force at its
         last node and how many nodes they cover: each write adds what it brings."""
         self._use_model_in_force()
         counting = self.model_info.counting

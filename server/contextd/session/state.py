@@ -30,7 +30,7 @@ from contextd.model import (
 from contextd.session.errors import InvalidAppend, ReadOnlyMirror
 from contextd.session.reports import SessionReports
 from contextd.store import new_entry_id
-from contextd.tokens.context_size import largest_reports, reports_by_model
+from contextd.tokens.context_size import reports_by_model
 
 
 def check_tool_results(messages: Sequence[Message], pending: dict[str, str]) -> None:
@@ -137,11 +137,9 @@ class LiveState(SessionReports):
 
     # --- mirrors ----------------------------------------------------------------------
 
-
     def check_writable(self) -> None:
         if self.read_only:
             raise ReadOnlyMirror(self.session_id)
-
 
     def mirror(self, entries: Sequence[Entry], leaf_id: str | None, pending: Usage | None) -> list[CompactionEntry]:
         """Write entries imported from the followed transcript as they are (ids, parents),
@@ -221,8 +219,7 @@ class LiveState(SessionReports):
         if covered == self.tree.node_count:
             return reports, model_at_end
         reports = {}
-        return reports, largest_reports(self.tree.nodes(), reports, None)
-
+        return reports, reports_by_model(self.tree.nodes()).add_to(reports, None)
 
     # --- what the other jobs of a session provide -----------------------------------------
 

@@ -85,13 +85,6 @@ def largest_report(entries: Iterable[Entry], model_id: str, model_before: str | 
     return reports_by_model(entries).largest_for(model_id, model_before)
 
 
-def largest_reports(entries: Iterable[Entry], reports: dict[str | None, int], model_before: str | None) -> str | None:
-    """`largest_report` of every model at once, taken into `reports` (so a mirror adds what
-    each write brings to what it found before, without walking the whole tree again);
-    returns the model in force after `entries`."""
-    return reports_by_model(entries).add_to(reports, model_before)
-
-
 @dataclass(frozen=True)
 class ReportsByModel:
     """What one walk of entries finds for `largest_report`, whatever model was in force
@@ -108,7 +101,9 @@ class ReportsByModel:
         return max(self.before if model_before == model_id else 0, self.after.get(model_id, 0))
 
     def add_to(self, reports: dict[str | None, int], model_before: str | None) -> str | None:
-        """`reports` grown by these; returns the model in force after them."""
+        """`reports` grown by these (`largest_report` of every model at once: a mirror adds
+        what each write brings to what it found before, without walking the whole tree
+        again); returns the model in force after them."""
         for model, size in ((model_before, self.before), *self.after.items()):
             if size > reports.get(model, 0):
                 reports[model] = size
