@@ -642,7 +642,8 @@ class Store:
         keep_private(self.data_dir)
 
     def workspace_dir(self, workspace: str) -> Path:
-        directory = self.data_dir / "workspaces" / workspace_slug(workspace)
+        """The workspace's directory, made (with its `sessions` folder) where it is not yet."""
+        directory = self._workspace_path(workspace)
         sessions = directory / "sessions"
         if not sessions.is_dir():
             try:
@@ -658,7 +659,10 @@ class Store:
         return self._session_path(workspace, session_id)
 
     def _session_path(self, workspace: str, session_id: str) -> Path:
-        return self.data_dir / "workspaces" / workspace_slug(workspace) / "sessions" / f"{check_session_id(session_id)}.jsonl"
+        return self._workspace_path(workspace) / "sessions" / f"{check_session_id(session_id)}.jsonl"
+
+    def _workspace_path(self, workspace: str) -> Path:
+        return self.data_dir / "workspaces" / workspace_slug(workspace)
 
     def find_session(self, session_id: str) -> SessionListing:
         name = f"{check_session_id(session_id)}.jsonl"
