@@ -130,10 +130,10 @@ async def test_an_agents_compaction_and_the_follow_result_match_the_schema(tmp_p
     heard = Heard()
     async with await spawn(tmp_path / "home", tmp_path / "data") as client:
         client.on(None, heard.notification)
+        session = await mirror_id(client, path)  # the first scan has mirrored it: `mirrors` counts it
         following = await client.request("contextd/follow", {})
         assert violations(SCHEMA["properties"]["results"]["properties"]["contextd/follow"], following) == []
         assert following["enabled"] is True and following["mirrors"] >= 1
-        session = await mirror_id(client, path)
         await client.session_open(session_id=session)  # its notifications come to this client from now on
         append_lines(path, lines[compacted_at:])
         finished = await heard.wait_for("contextd/compactionFinished", sessionId=session, reason="agent")
